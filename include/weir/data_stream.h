@@ -1,0 +1,237 @@
+// A stream of records of type T and the transformations that make new streams from it.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "weir/detail/function_traits.h"
+#include "weir/detail/graph_builder.h"
+#include "weir/detail/operators.h"
+#include "weir/output_tag.h"
+#include "weir/print_sink.h"
+#include "weir/sink.h"
+
+namespace weir {
+
+template <class T, class K, class KeySelector>
+class KeyedStream;
+template <class T>
+class SingleOutputStreamOperator;
+template <class T>
+class DataStreamSink;
+
+// A handle on a stream in a job being built. Copies are cheap and refer to the same stream.
+template <class T>
+class DataStream {
+ public:
+  using Type = T;
+
+  DataStream(std::shared_ptr<detail::GraphBuilder> graph, int id) : graph_(std::move(graph)), id_(id) {}
+
+  // Applies `fn` to every record: OUT fn(const T&), or an object with OUT map(const T&)
+  // such as a RichMapFunction<T, OUT>.
+  template <class F>
+  auto map(F fn) {
+    if constexpr (!detail::MapFunctionFor<F, T>) {
+      static_assert(detail::kDependentFalse<F>,
+                    "map(f): f must be callable as OUT f(const T&) with a non-void OUT, or be a RichMapFunction<T, OUT>");
+      return *this;
+    } else {
+      using OUT = detail::MapResult<F, T>;
+      return addOperator<OUT>("Map", [fn] { return std::make_unique<detail::StreamMap<T, OUT, F>>(fn); });
+    }
+  }
+
+  // Keeps the records for which `fn` is true: bool fn(const T&), or a RichFilterFunction<T>.
+  template <class F>
+  auto filter(F fn) {
+    if constexpr (!detail::FilterFunctionFor<F, T>) {
+      static_assert(detail::kDependentFalse<F>,
+                    "filter(f): f must be callable as bool f(const T&), or be a RichFilterFunction<T>");
+      return *this;
+    } else {
+      return addOperator<T>("Filter", [fn] { return std::make_unique<detail::StreamFilter<T, F>>(fn); });
+    }
+  }
+
+  // Emits any number of records per input: flatMap<OUT>(void fn(const T&, Collector<OUT>&)),
+  // or flatMap(f) with f a RichFlatMapFunction<T, OUT>.
+  template <class OUT = void, class F>
+  auto flatMap(F fn) {
+    if constexpr (std::is_void_v<OUT> && !detail::HasOutputType<F>) {
+      static_assert(detail::kDependentFalse<F>,
+                    "flatMap(f): name the output type, flatMap<OUT>(f), or derive f from RichFlatMapFunction<T, OUT>");
+      return *this;
+    } else {
+      using O = std::conditional_t<std::is_void_v<OUT>, typename detail::HasOutputTypeOr<F, OUT>::type, OUT>;
+      if constexpr (!detail::FlatMapObject<F, T, O> && !detail::FlatMapCallable<F, T, O>) {
+        static_assert(detail::kDependentFalse<F>,
+                      "flatMap(f): f must be callable as void f(const T&, Collector<OUT>&), or be a RichFlatMapFunction<T, OUT>");
+        return *this;
+      } else {
+        return addOperator<O>("Flat Map", [fn] { return std::make_unique<detail::StreamFlatMap<T, O, F>>(fn); });
+      }
+    }
+  }
+
+  // Runs a ProcessFunction<T, OUT> on every record; its Context emits to side outputs.
+  // A lambda works too: process<OUT>(void fn(const T&, ProcessFunction<T, OUT>::Context&, Collector<OUT>&)).
+  template <class OUT = void, class F>
+  auto process(F fn) {
+    if constexpr (std::is_void_v<OUT> && !std::is_base_of_v<RichFunction, F>) {
+      static_assert(detail::kDependentFalse<F>,
+                    "process(f): derive f from ProcessFunction<T, OUT>, or name the output type, process<OUT>(f)");
+      return *this;
+    } else {
+      using O = std::conditional_t<std::is_void_v<OUT>, typename detail::HasOutputTypeOr<F, OUT>::type, OUT>;
+      using Context = typename ProcessFunction<T, O>::Context;
+      if constexpr (!std::is_invocable_v<F&, const T&, Context&, Collector<O>&> &&
+                    !std::is_base_of_v<ProcessFunction<T, O>, F>) {
+        static_assert(detail::kDependentFalse<F>,
+                      "process(f): f must derive from ProcessFunction<T, OUT> or be callable as "
+                      "void f(const T&, ProcessFunction<T, OUT>::Context&, Collector<OUT>&)");
+        return *this;
+      } else {
+        return addOperator<O>("Process", [fn] { return std::make_unique<detail::ProcessOperator<T, O, F>>(fn); });
+      }
+    }
+  }
+
+  // Partitions the stream by key: records with equal keys go to the same subtask.
+  template <class F>
+  auto keyBy(F keySelector);
+
+  // Merges streams of the same type (Flink's union; `union` is a C++ keyword).
+  template <class... Streams>
+  DataStream<T> unionWith(const Streams&... others) {
+    std::vector<int> inputs{id_, others.id()...};
+    return DataStream<T>(graph_, graph_->add(detail::Transformation::Kind::kUnion, "Union", inputs,
+                                             detail::TypedStream<T>::get()).id);
+  }
+
+  // Round-robin to every downstream subtask.
+  DataStream<T> rebalance() const { return partition(detail::PartitionerKind::kRebalance); }
+  // To the downstream subtask with the same index; parallelism must not change.
+  DataStream<T> forward() const { return partition(detail::PartitionerKind::kForward); }
+  // To a downstream subtask chosen at random.
+  DataStream<T> shuffle() const { return partition(detail::PartitionerKind::kShuffle); }
+  // Every record to every downstream subtask.
+  DataStream<T> broadcast() const { return partition(detail::PartitionerKind::kBroadcast); }
+
+  // Writes the stream to `sink` (a Sink<T> subclass, taken by value).
+  template <class S>
+  DataStreamSink<T> sinkTo(S sink) {
+    static_assert(std::is_base_of_v<Sink<T>, S>, "sinkTo(s): s must derive from Sink<T> for the stream's type T");
+    std::shared_ptr<const Sink<T>> shared = std::make_shared<S>(std::move(sink));
+    auto& node = graph_->add(detail::Transformation::Kind::kOperator, "Sink", {id_}, detail::TypedStream<T>::get());
+    node.isSink = true;
+    node.createOperator = [shared] { return std::make_unique<detail::SinkOperator<T>>(shared); };
+    return DataStreamSink<T>(graph_, node.id);
+  }
+
+  // Prints every record to stdout (PrintSink).
+  DataStreamSink<T> print() { return sinkTo(PrintSink<T>()).name("Print to Std. Out"); }
+
+  int id() const { return id_; }
+  const std::shared_ptr<detail::GraphBuilder>& graph() const { return graph_; }
+
+ protected:
+  template <class OUT, class Factory>
+  SingleOutputStreamOperator<OUT> addOperator(std::string name, Factory factory) {
+    auto& node = graph_->add(detail::Transformation::Kind::kOperator, std::move(name), {id_},
+                             detail::TypedStream<OUT>::get());
+    node.createOperator = std::move(factory);
+    return SingleOutputStreamOperator<OUT>(graph_, node.id);
+  }
+
+  DataStream<T> partition(detail::PartitionerKind kind) const {
+    auto& node = graph_->add(detail::Transformation::Kind::kPartition, detail::partitionerName(kind), {id_},
+                             detail::TypedStream<T>::get());
+    node.partitioner = kind;
+    return DataStream<T>(graph_, node.id);
+  }
+
+  detail::Transformation& node() const { return graph_->node(id_); }
+
+  std::shared_ptr<detail::GraphBuilder> graph_;
+  int id_;
+};
+
+// A stream produced by one operator, whose name, uid and parallelism can be set.
+template <class T>
+class SingleOutputStreamOperator : public DataStream<T> {
+ public:
+  using DataStream<T>::DataStream;
+
+  // The name shown in logs, metrics and errors.
+  SingleOutputStreamOperator& name(std::string name) {
+    this->node().name = std::move(name);
+    return *this;
+  }
+  // A stable id that matches this operator's state across job versions.
+  SingleOutputStreamOperator& uid(std::string uid) {
+    this->node().uid = std::move(uid);
+    return *this;
+  }
+  SingleOutputStreamOperator& setParallelism(int parallelism) {
+    if (parallelism < 1)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "parallelism of '" + this->node().name + "' must be at least 1, got " + std::to_string(parallelism));
+    this->node().parallelism = parallelism;
+    return *this;
+  }
+  // Runs this operator in its own chain, neither chained to its input nor its output.
+  SingleOutputStreamOperator& disableChaining() {
+    this->node().chainingDisabled = true;
+    return *this;
+  }
+  // Starts a new chain here: not chained to its input.
+  SingleOutputStreamOperator& startNewChain() {
+    this->node().startsNewChain = true;
+    return *this;
+  }
+
+  // The records this operator emitted to `tag` through its Context.
+  template <class X>
+  DataStream<X> getSideOutput(const OutputTag<X>& tag) {
+    auto& node = this->graph_->add(detail::Transformation::Kind::kSideOutput, "Side output " + tag.getId(),
+                                   {this->id_}, detail::TypedStream<X>::get());
+    node.sideOutputTag = tag.index();
+    return DataStream<X>(this->graph_, node.id);
+  }
+};
+
+// The end of a stream in a sink.
+template <class T>
+class DataStreamSink {
+ public:
+  DataStreamSink(std::shared_ptr<detail::GraphBuilder> graph, int id) : graph_(std::move(graph)), id_(id) {}
+  DataStreamSink& name(std::string name) {
+    graph_->node(id_).name = std::move(name);
+    return *this;
+  }
+  DataStreamSink& uid(std::string uid) {
+    graph_->node(id_).uid = std::move(uid);
+    return *this;
+  }
+  DataStreamSink& setParallelism(int parallelism) {
+    if (parallelism < 1)
+      throw Error(ErrorCode::kInvalidArgument, "parallelism of sink '" + graph_->node(id_).name +
+                                                   "' must be at least 1, got " + std::to_string(parallelism));
+    graph_->node(id_).parallelism = parallelism;
+    return *this;
+  }
+  DataStreamSink& disableChaining() {
+    graph_->node(id_).chainingDisabled = true;
+    return *this;
+  }
+
+ private:
+  std::shared_ptr<detail::GraphBuilder> graph_;
+  int id_;
+};
+
+}  // namespace weir
+
+#include "weir/keyed_stream.h"

@@ -1,0 +1,169 @@
+// Channels: bounded, credit-based transport of record batches between two subtasks.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <optional>
+#include <vector>
+
+namespace weir::detail {
+
+// Wakes a subtask thread that waits for input or mail. Shared by the subtask's input
+// channels and its mailbox; safe to notify from any thread.
+class TaskSignal {
+ public:
+  void notify() {
+    {
+      std::lock_guard lock(mutex_);
+      pending_ = true;
+    }
+    cv_.notify_one();
+  }
+
+  // Waits until notified (or until `deadline`), consuming the notification.
+  template <class Clock, class Duration>
+  void waitUntil(std::chrono::time_point<Clock, Duration> deadline) {
+    std::unique_lock lock(mutex_);
+    cv_.wait_until(lock, deadline, [&] { return pending_; });
+    pending_ = false;
+  }
+
+  void wait() {
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return pending_; });
+    pending_ = false;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool pending_ = false;
+};
+
+// What travels in a channel besides records, in order with them.
+enum class EventKind : uint8_t {
+  kWatermark,        // `timestamp` holds the watermark
+  kEndOfPartition,   // the producer will send nothing more
+};
+
+// Untyped part of a channel: credits, wake-ups and accounting.
+class ChannelBase {
+ public:
+  virtual ~ChannelBase() = default;
+
+  // Stops waiting producers for good (job cancelled or failed).
+  void cancel() {
+    {
+      std::lock_guard lock(mutex_);
+      cancelled_ = true;
+    }
+    creditCv_.notify_all();
+  }
+
+  int credits() const { return initialCredits_; }
+  // Largest number of record buffers that were ever queued at once.
+  int maxBuffersInFlight() const { return maxInFlight_.load(std::memory_order_relaxed); }
+  // Records sent through this channel so far.
+  uint64_t recordsSent() const { return recordsSent_.load(std::memory_order_relaxed); }
+
+ protected:
+  ChannelBase(int credits, TaskSignal* consumer) : initialCredits_(credits), credits_(credits),
+                                                    consumer_(consumer) {}
+
+  std::mutex mutex_;
+  std::condition_variable creditCv_;
+  const int initialCredits_;
+  int credits_;            // buffers the producer may still send; guarded by mutex_
+  int inFlight_ = 0;       // record buffers queued or being processed; guarded by mutex_
+  bool cancelled_ = false; // guarded by mutex_
+  TaskSignal* consumer_;
+  std::atomic<int> maxInFlight_{0};
+  std::atomic<uint64_t> recordsSent_{0};
+};
+
+// One producer subtask to one consumer subtask. The consumer owns `credits` buffers; the
+// producer sends a buffer only against a credit and otherwise blocks (back-pressure). A
+// consumed buffer goes back to the producer, emptied but with its capacity, for reuse.
+template <class T>
+class Channel final : public ChannelBase {
+ public:
+  struct Message {
+    bool isEvent = false;
+    EventKind event = EventKind::kEndOfPartition;
+    int64_t timestamp = 0;
+    std::vector<T> records;
+  };
+
+  Channel(int credits, TaskSignal* consumer) : ChannelBase(credits, consumer) {}
+
+  // Producer: queues a non-empty buffer, blocking while no credit is left. Returns an
+  // empty buffer to fill next (a recycled one when available), or nullopt when the
+  // channel was cancelled. Adds the time spent blocked to `blockedNanos`.
+  std::optional<std::vector<T>> send(std::vector<T>&& records, std::atomic<int64_t>& blockedNanos) {
+    size_t n = records.size();
+    std::vector<T> next;
+    {
+      std::unique_lock lock(mutex_);
+      if (credits_ == 0 && !cancelled_) {
+        auto start = std::chrono::steady_clock::now();
+        creditCv_.wait(lock, [&] { return credits_ > 0 || cancelled_; });
+        blockedNanos.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now() - start).count(),
+                               std::memory_order_relaxed);
+      }
+      if (cancelled_) return std::nullopt;
+      --credits_;
+      ++inFlight_;
+      if (inFlight_ > maxInFlight_.load(std::memory_order_relaxed))
+        maxInFlight_.store(inFlight_, std::memory_order_relaxed);
+      queue_.push_back(Message{false, EventKind::kEndOfPartition, 0, std::move(records)});
+      if (!free_.empty()) {
+        next = std::move(free_.back());
+        free_.pop_back();
+      }
+    }
+    recordsSent_.fetch_add(n, std::memory_order_relaxed);
+    consumer_->notify();
+    return next;
+  }
+
+  // Producer: queues an event; events need no credit.
+  void sendEvent(EventKind kind, int64_t timestamp = 0) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(Message{true, kind, timestamp, {}});
+    }
+    consumer_->notify();
+  }
+
+  // Consumer: takes the oldest message, if any.
+  bool poll(Message& out) {
+    std::lock_guard lock(mutex_);
+    if (queue_.empty()) return false;
+    out = std::move(queue_.front());
+    queue_.pop_front();
+    return true;
+  }
+
+  // Consumer: hands a processed buffer back, which returns its credit to the producer.
+  void recycle(std::vector<T>&& records) {
+    records.clear();
+    {
+      std::lock_guard lock(mutex_);
+      ++credits_;
+      --inFlight_;
+      free_.push_back(std::move(records));
+    }
+    creditCv_.notify_one();
+  }
+
+ private:
+  std::deque<Message> queue_;     // guarded by mutex_
+  std::vector<std::vector<T>> free_;  // recycled buffers; guarded by mutex_
+};
+
+}  // namespace weir::detail

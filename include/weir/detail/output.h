@@ -1,0 +1,73 @@
+// The typed link between chained operators: what an operator hands its records to.
+#pragma once
+
+#include <cstdint>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "weir/error.h"
+
+namespace weir::detail {
+
+// Anything that receives a stream: a chained operator's input, a fan-out, a channel writer.
+class OutputBase {
+ public:
+  virtual ~OutputBase() = default;
+  // The input has ended: finish, pass on what is left, then end the downstream.
+  virtual void endInput() = 0;
+};
+
+// Receives batches of T. The callee may move from the records; the caller reuses the
+// memory after the call returns. One virtual call per batch, never per record.
+template <class T>
+class Output : public OutputBase {
+ public:
+  virtual void emitBatch(std::span<T> records) = 0;
+};
+
+// Hands every batch to several outputs (one stream consumed by several operators).
+template <class T>
+class FanOut final : public Output<T> {
+ public:
+  explicit FanOut(std::vector<Output<T>*> targets) : targets_(std::move(targets)) {}
+
+  void emitBatch(std::span<T> records) override {
+    for (size_t i = 0; i + 1 < targets_.size(); ++i) {
+      copy_.assign(records.begin(), records.end());
+      targets_[i]->emitBatch(copy_);
+    }
+    targets_.back()->emitBatch(records);
+  }
+
+  void endInput() override {
+    for (auto* t : targets_) t->endInput();
+  }
+
+ private:
+  std::vector<Output<T>*> targets_;
+  std::vector<T> copy_;
+};
+
+// Swallows a stream nobody consumes (e.g. a side output without getSideOutput).
+template <class T>
+class NullOutput final : public Output<T> {
+ public:
+  void emitBatch(std::span<T>) override {}
+  void endInput() override {}
+};
+
+// Unwinds a task whose job was cancelled; never a failure.
+struct TaskCancelled {};
+
+// A user function threw: names the operator and subtask, keeps the message.
+class OperatorFailure : public Error {
+ public:
+  OperatorFailure(const std::string& operatorName, int subtask, int parallelism,
+                  const std::string& message)
+      : Error(ErrorCode::kUserFunction,
+              "operator '" + operatorName + "' (subtask " + std::to_string(subtask + 1) + "/" +
+                  std::to_string(parallelism) + ") failed: " + message) {}
+};
+
+}  // namespace weir::detail

@@ -1,0 +1,126 @@
+// The end of a chain that feeds other subtasks: partitions records into one buffer per
+// channel and sends full buffers against credit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <random>
+#include <vector>
+
+#include "weir/detail/channel.h"
+#include "weir/detail/output.h"
+#include "weir/detail/stream_operator.h"
+#include "weir/key_group.h"
+
+namespace weir::detail {
+
+// How records are spread over the channels of an edge.
+enum class PartitionerKind {
+  kForward,    // channel i of producer i only; parallelism must match
+  kRebalance,  // round robin
+  kShuffle,    // uniformly at random
+  kBroadcast,  // every record to every channel
+  kKeyGroup,   // by the key's key group (keyBy)
+};
+
+const char* partitionerName(PartitionerKind kind);
+
+// Writes a stream of T onto `channels`; `Selector` picks a channel per record.
+template <class T, class Selector>
+class RecordWriter final : public Output<T> {
+ public:
+  RecordWriter(std::vector<Channel<T>*> channels, Selector selector, TaskMetrics* metrics)
+      : channels_(std::move(channels)), buffers_(channels_.size()), selector_(std::move(selector)),
+        metrics_(metrics) {
+    for (auto& b : buffers_) b.reserve(kBatchSize);
+  }
+
+  void emitBatch(std::span<T> records) override {
+    const size_t n = channels_.size();
+    if constexpr (Selector::kBroadcast) {
+      for (size_t c = 0; c < n; ++c) {
+        for (auto& r : records) {
+          buffers_[c].push_back(r);
+          if (buffers_[c].size() >= kBatchSize) send(c);
+        }
+      }
+    } else if (n == 1) {
+      for (auto& r : records) {
+        buffers_[0].push_back(std::move(r));
+        if (buffers_[0].size() >= kBatchSize) send(0);
+      }
+    } else {
+      for (auto& r : records) {
+        size_t c = selector_(r, n);
+        buffers_[c].push_back(std::move(r));
+        if (buffers_[c].size() >= kBatchSize) send(c);
+      }
+    }
+    // Records leave at the end of every batch, so latency stays one batch.
+    for (size_t c = 0; c < n; ++c) {
+      if (!buffers_[c].empty()) send(c);
+    }
+  }
+
+  void endInput() override {
+    for (auto* ch : channels_) ch->sendEvent(EventKind::kEndOfPartition);
+  }
+
+ private:
+  void send(size_t c) {
+    size_t count = buffers_[c].size();
+    auto next = channels_[c]->send(std::move(buffers_[c]), metrics_->backPressuredTimeNanos);
+    if (!next) throw TaskCancelled{};
+    buffers_[c] = std::move(*next);
+    if (buffers_[c].capacity() == 0) buffers_[c].reserve(kBatchSize);
+    metrics_->numRecordsOut.fetch_add(count, std::memory_order_relaxed);
+  }
+
+  std::vector<Channel<T>*> channels_;
+  std::vector<std::vector<T>> buffers_;
+  Selector selector_;
+  TaskMetrics* metrics_;
+};
+
+struct RoundRobinSelector {
+  static constexpr bool kBroadcast = false;
+  size_t next = 0;
+  template <class T>
+  size_t operator()(const T&, size_t n) {
+    if (++next >= n) next = 0;
+    return next;
+  }
+};
+
+struct RandomSelector {
+  static constexpr bool kBroadcast = false;
+  std::minstd_rand rng{std::random_device{}()};
+  template <class T>
+  size_t operator()(const T&, size_t n) {
+    return static_cast<size_t>(rng() % n);
+  }
+};
+
+struct BroadcastSelector {
+  static constexpr bool kBroadcast = true;
+  template <class T>
+  size_t operator()(const T&, size_t) {
+    return 0;
+  }
+};
+
+// Sends a record to the subtask that owns its key's key group.
+template <class K, class KeySelector>
+struct KeyGroupSelector {
+  static constexpr bool kBroadcast = false;
+  KeySelector keySelector;
+  int maxParallelism;
+  template <class T>
+  size_t operator()(const T& record, size_t n) {
+    int keyGroup = assignToKeyGroup(KeyHash<K>{}(std::invoke(keySelector, record)), maxParallelism);
+    return static_cast<size_t>(computeOperatorIndexForKeyGroup(maxParallelism, static_cast<int>(n), keyGroup));
+  }
+};
+
+}  // namespace weir::detail

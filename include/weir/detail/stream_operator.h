@@ -1,0 +1,127 @@
+// The operator model: one instance per subtask, driven by the subtask's thread only.
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weir/detail/output.h"
+#include "weir/functions.h"
+#include "weir/runtime_context.h"
+
+namespace weir::detail {
+
+// Counters of one subtask, written by its thread, read by anyone (relaxed atomics).
+struct TaskMetrics {
+  std::atomic<uint64_t> numRecordsIn{0};       // received from channels
+  std::atomic<uint64_t> numRecordsOut{0};      // sent to channels or written by a sink
+  std::atomic<uint64_t> numSourceRecords{0};   // produced by a source reader
+  std::atomic<int64_t> idleTimeNanos{0};            // waiting for input
+  std::atomic<int64_t> backPressuredTimeNanos{0};   // waiting for output credit
+};
+
+// Records per batch inside a chain and per buffer between subtasks.
+inline constexpr size_t kBatchSize = 1024;
+
+// One parallel instance of an operator. The runtime calls setup(), wires the outputs,
+// then open(); records arrive through input(); endInput() runs once, then close().
+class StreamOperator {
+ public:
+  virtual ~StreamOperator() = default;
+
+  void setup(RuntimeContext* context, TaskMetrics* metrics) {
+    context_ = context;
+    metrics_ = metrics;
+  }
+  virtual void open() {}
+  virtual void close() {}
+
+  // Where upstream hands this operator its records; null for sources.
+  virtual OutputBase* input() = 0;
+  // The main output; the runtime passes an Output<OUT> of the operator's type.
+  virtual void setOutput(OutputBase* out) = 0;
+  // A side output for tag `tagIndex`; only process operators have them.
+  virtual void addSideOutput(int tagIndex, std::unique_ptr<SideOutputBase> out) {
+    throw Error(ErrorCode::kInvalidJob,
+                "operator '" + name() + "' has no side outputs; only process() can emit them");
+  }
+
+  const std::string& name() const { return context_->getTaskName(); }
+  RuntimeContext& context() { return *context_; }
+
+ protected:
+  // Call inside a catch block: turns whatever a user function threw into an
+  // OperatorFailure naming this operator and subtask.
+  [[noreturn]] void rethrowAsOperatorFailure() const {
+    try {
+      throw;
+    } catch (const TaskCancelled&) {
+      throw;
+    } catch (const OperatorFailure&) {
+      throw;
+    } catch (const std::exception& e) {
+      throw OperatorFailure(context_->getTaskName(), context_->getIndexOfThisSubtask(),
+                            context_->getNumberOfParallelSubtasks(), e.what());
+    } catch (...) {
+      throw OperatorFailure(context_->getTaskName(), context_->getIndexOfThisSubtask(),
+                            context_->getNumberOfParallelSubtasks(), "unknown exception");
+    }
+  }
+
+  RuntimeContext* context_ = nullptr;
+  TaskMetrics* metrics_ = nullptr;
+};
+
+// Opens and closes a user function that has a lifecycle (derives from RichFunction).
+template <class F>
+void openFunction(F& fn, RuntimeContext* context) {
+  if constexpr (std::is_base_of_v<RichFunction, F>) {
+    fn.setRuntimeContext(context);
+    fn.open();
+  }
+}
+template <class F>
+void closeFunction(F& fn) {
+  if constexpr (std::is_base_of_v<RichFunction, F>) fn.close();
+}
+
+// An operator with one typed input and one typed main output.
+template <class IN, class OUT>
+class OneInputOperator : public StreamOperator, public Output<IN> {
+ public:
+  OutputBase* input() override { return this; }
+  void setOutput(OutputBase* out) override { out_ = &dynamic_cast<Output<OUT>&>(*out); }
+  void endInput() override { out_->endInput(); }
+
+ protected:
+  Output<OUT>* out_ = nullptr;
+};
+
+// An operator that runs a user function, calling its open() and close().
+template <class IN, class OUT, class F>
+class UdfOperator : public OneInputOperator<IN, OUT> {
+ public:
+  explicit UdfOperator(F fn) : fn_(std::move(fn)) {}
+  void open() override {
+    try {
+      openFunction(fn_, this->context_);
+    } catch (...) {
+      this->rethrowAsOperatorFailure();
+    }
+  }
+  void close() override {
+    try {
+      closeFunction(fn_);
+    } catch (...) {
+      this->rethrowAsOperatorFailure();
+    }
+  }
+
+ protected:
+  F fn_;
+};
+
+}  // namespace weir::detail

@@ -1,0 +1,70 @@
+// A handle on a job started with executeAsync(): watch it, cancel it, wait for it.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weir/error.h"
+
+namespace weir {
+
+namespace detail {
+class JobExecution;
+}
+
+enum class JobStatus { RUNNING, FINISHED, CANCELLING, CANCELED, FAILED };
+
+const char* toString(JobStatus status);
+
+// A job that failed: the message names the operator, the subtask and the cause.
+class JobExecutionError : public Error {
+ public:
+  JobExecutionError(ErrorCode code, const std::string& message) : Error(code, message) {}
+};
+
+// What a finished (or cancelled) job reports.
+struct JobExecutionResult {
+  std::string jobName;
+  JobStatus status = JobStatus::FINISHED;
+  std::chrono::milliseconds netRuntime{0};
+  int64_t getNetRuntime() const { return netRuntime.count(); }
+};
+
+// Counters of a running job, summed over the subtasks of each vertex (operator chain).
+struct JobMetrics {
+  struct Vertex {
+    std::string name;         // the chain, e.g. "Source: clicks -> Map"
+    int parallelism = 0;
+    bool isSource = false;
+    bool isSink = false;
+    uint64_t numRecordsIn = 0;   // records received from channels
+    uint64_t numRecordsOut = 0;  // records sent to channels or written by a sink
+    uint64_t numSourceRecords = 0;  // records produced by the source at the chain's head
+    int64_t idleTimeNanos = 0;
+    int64_t backPressuredTimeNanos = 0;
+    int inputCreditsPerChannel = 0;   // buffers each input channel may hold
+    int maxBuffersInFlight = 0;       // most buffers ever queued on one input channel
+  };
+  std::vector<Vertex> vertices;
+  std::chrono::milliseconds elapsed{0};
+};
+
+class JobClient {
+ public:
+  explicit JobClient(std::shared_ptr<detail::JobExecution> execution);
+  const std::string& getJobName() const;
+  JobStatus getJobStatus() const;
+  // Asks every subtask to stop; returns at once. wait() then reports CANCELED.
+  void cancel();
+  // Blocks until the job ends. Throws JobExecutionError when it failed.
+  JobExecutionResult wait();
+  JobMetrics getMetrics() const;
+
+ private:
+  std::shared_ptr<detail::JobExecution> execution_;
+};
+
+}  // namespace weir

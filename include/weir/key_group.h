@@ -1,0 +1,159 @@
+// Key groups: the unit in which keyed state is partitioned, snapshotted and rescaled.
+//
+// A key belongs to key group murmur3_32(KeyHash(key)) % maxParallelism, and key group g
+// runs on subtask g * parallelism / maxParallelism (DESIGN.md, "Keys and key groups").
+// Both functions are stable across processes and builds: never std::hash.
+#pragma once
+
+#include <bit>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "weir/serializer.h"
+
+namespace weir {
+
+// Default and largest maxParallelism (Flink: 128 by default, 2^15 at most).
+inline constexpr int kDefaultMaxParallelism = 128;
+inline constexpr int kUpperBoundMaxParallelism = 32768;
+
+// A contiguous, inclusive range of key groups [start, end]; empty when end < start.
+struct KeyGroupRange {
+  int start = 0;
+  int end = -1;
+  bool contains(int keyGroup) const { return keyGroup >= start && keyGroup <= end; }
+  int size() const { return end < start ? 0 : end - start + 1; }
+  bool operator==(const KeyGroupRange&) const = default;
+};
+
+// Flink's MathUtils.murmurHash: one murmur3_32 round over a 32-bit code, made non-negative.
+int32_t murmurHash(int32_t code);
+
+// Key group of a key's 32-bit hash.
+inline int assignToKeyGroup(int32_t keyHash, int maxParallelism) {
+  return murmurHash(keyHash) % maxParallelism;
+}
+
+// Subtask that owns a key group.
+inline int computeOperatorIndexForKeyGroup(int maxParallelism, int parallelism, int keyGroup) {
+  return static_cast<int>(static_cast<int64_t>(keyGroup) * parallelism / maxParallelism);
+}
+
+// Key groups owned by one subtask: the inverse of computeOperatorIndexForKeyGroup.
+KeyGroupRange computeKeyGroupRangeForOperatorIndex(int maxParallelism, int parallelism,
+                                                   int operatorIndex);
+
+// Hash of bytes, stable across builds and machines (XXH3, folded to 32 bits).
+int32_t hashBytes(const void* data, size_t size);
+
+// The 32-bit hash of a key, stable across processes. Specialize for your own key type,
+// or declare it with WEIR_STRUCT: its fields are hashed in order.
+template <class K, class = void>
+struct KeyHash;
+
+template <class K>
+struct KeyHash<K, std::enable_if_t<std::is_integral_v<K>>> {
+  int32_t operator()(K v) const {
+    if constexpr (sizeof(K) <= 4) {
+      return static_cast<int32_t>(v);
+    } else {
+      auto u = static_cast<uint64_t>(v);
+      return static_cast<int32_t>(static_cast<uint32_t>(u ^ (u >> 32)));
+    }
+  }
+};
+
+template <class K>
+struct KeyHash<K, std::enable_if_t<std::is_floating_point_v<K>>> {
+  int32_t operator()(K v) const {
+    if (v == 0) v = 0;  // -0.0 and 0.0 are the same key
+    if constexpr (sizeof(K) == 4) {
+      return std::bit_cast<int32_t>(v);
+    } else {
+      auto u = std::bit_cast<uint64_t>(v);
+      return static_cast<int32_t>(static_cast<uint32_t>(u ^ (u >> 32)));
+    }
+  }
+};
+
+template <>
+struct KeyHash<std::string> {
+  int32_t operator()(const std::string& s) const { return hashBytes(s.data(), s.size()); }
+};
+
+template <>
+struct KeyHash<std::string_view> {
+  int32_t operator()(std::string_view s) const { return hashBytes(s.data(), s.size()); }
+};
+
+namespace detail {
+inline int32_t combineHash(int32_t seed, int32_t h) {
+  return static_cast<int32_t>(31u * static_cast<uint32_t>(seed) + static_cast<uint32_t>(h));
+}
+}  // namespace detail
+
+template <class A, class B>
+struct KeyHash<std::pair<A, B>> {
+  int32_t operator()(const std::pair<A, B>& p) const {
+    return detail::combineHash(KeyHash<A>{}(p.first), KeyHash<B>{}(p.second));
+  }
+};
+
+template <class... Ts>
+struct KeyHash<std::tuple<Ts...>> {
+  int32_t operator()(const std::tuple<Ts...>& t) const {
+    int32_t h = 1;
+    std::apply([&](const auto&... v) { ((h = detail::combineHash(h, KeyHash<std::decay_t<decltype(v)>>{}(v))), ...); }, t);
+    return h;
+  }
+};
+
+template <class T>
+struct KeyHash<std::vector<T>> {
+  int32_t operator()(const std::vector<T>& v) const {
+    int32_t h = 1;
+    for (const auto& e : v) h = detail::combineHash(h, KeyHash<T>{}(e));
+    return h;
+  }
+};
+
+template <class T>
+struct KeyHash<std::optional<T>> {
+  int32_t operator()(const std::optional<T>& v) const { return v ? KeyHash<T>{}(*v) : 0; }
+};
+
+template <class S>
+struct KeyHash<S, std::enable_if_t<detail::WeirStruct<S>>> {
+  int32_t operator()(const S& s) const {
+    int32_t h = 1;
+    detail::forEachField(s, [&](auto, const auto& v) {
+      h = detail::combineHash(h, KeyHash<std::decay_t<decltype(v)>>{}(v));
+    });
+    return h;
+  }
+};
+
+// A key type weir can partition by: it has a KeyHash and can be compared for equality.
+template <class K>
+concept HashableKey = requires(const K& k) {
+  { KeyHash<K>{}(k) } -> std::convertible_to<int32_t>;
+  { k == k } -> std::convertible_to<bool>;
+};
+
+// Adapts KeyHash to the std::hash interface for hash maps inside operators.
+template <class K>
+struct KeyHasher {
+  size_t operator()(const K& k) const {
+    return static_cast<uint32_t>(murmurHash(KeyHash<K>{}(k)));
+  }
+};
+
+}  // namespace weir

@@ -1,0 +1,35 @@
+// Sinks (Flink's Sink V2 shape): a Sink creates one SinkWriter per parallel instance.
+#pragma once
+
+#include <memory>
+#include <span>
+
+#include "weir/runtime_context.h"
+
+namespace weir {
+
+// Writes the records of one parallel instance. Called only by its subtask's thread.
+template <class T>
+class SinkWriter {
+ public:
+  virtual ~SinkWriter() = default;
+  virtual void write(const T& record) = 0;
+  // A whole batch; override to write it at once. The records may be moved from.
+  virtual void writeBatch(std::span<T> records) {
+    for (auto& r : records) write(r);
+  }
+  // Makes everything written so far durable or visible; `endOfInput` on the last call.
+  virtual void flush(bool endOfInput) {}
+  virtual void close() {}
+};
+
+// A destination for records of type T.
+template <class T>
+class Sink {
+ public:
+  using InputType = T;
+  virtual ~Sink() = default;
+  virtual std::unique_ptr<SinkWriter<T>> createWriter(RuntimeContext& context) const = 0;
+};
+
+}  // namespace weir

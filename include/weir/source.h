@@ -1,0 +1,112 @@
+// Sources (Flink's FLIP-27 shape): a Source splits its input, an enumerator hands splits
+// to parallel readers, and each reader turns its splits into records.
+#pragma once
+
+#include <chrono>
+#include <deque>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace weir {
+
+enum class Boundedness { BOUNDED, CONTINUOUS_UNBOUNDED };
+
+// What a reader's pollNext() found.
+enum class InputStatus {
+  MORE_AVAILABLE,     // call again right away
+  NOTHING_AVAILABLE,  // call again at nextPollTime()
+  END_OF_INPUT,       // this reader is done
+};
+
+// A piece of a source's input that one reader processes (a file, a range of sequence numbers).
+class SourceSplit {
+ public:
+  virtual ~SourceSplit() = default;
+  virtual std::string splitId() const = 0;
+};
+
+// Hands splits to the parallel readers of one source. Shared by their threads: thread-safe.
+class SplitEnumerator {
+ public:
+  virtual ~SplitEnumerator() = default;
+  // The next split for reader `subtask`, or null when it gets no more.
+  virtual std::unique_ptr<SourceSplit> nextSplit(int subtask) = 0;
+};
+
+// Splits fixed up front, each owned by one reader (deterministic: same input, same reader).
+class StaticSplitEnumerator final : public SplitEnumerator {
+ public:
+  // `splits[i]` go to reader i.
+  explicit StaticSplitEnumerator(std::vector<std::deque<std::unique_ptr<SourceSplit>>> splits)
+      : splits_(std::move(splits)) {}
+  std::unique_ptr<SourceSplit> nextSplit(int subtask) override {
+    std::lock_guard lock(mutex_);
+    auto& queue = splits_.at(static_cast<size_t>(subtask));
+    if (queue.empty()) return nullptr;
+    auto split = std::move(queue.front());
+    queue.pop_front();
+    return split;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::vector<std::deque<std::unique_ptr<SourceSplit>>> splits_;
+};
+
+// Splits handed out on request to whichever reader asks first (balances uneven splits).
+class SharedSplitEnumerator final : public SplitEnumerator {
+ public:
+  explicit SharedSplitEnumerator(std::deque<std::unique_ptr<SourceSplit>> splits)
+      : splits_(std::move(splits)) {}
+  std::unique_ptr<SourceSplit> nextSplit(int) override {
+    std::lock_guard lock(mutex_);
+    if (splits_.empty()) return nullptr;
+    auto split = std::move(splits_.front());
+    splits_.pop_front();
+    return split;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::deque<std::unique_ptr<SourceSplit>> splits_;
+};
+
+// What a reader knows about where it runs.
+struct SourceReaderContext {
+  int subtaskIndex = 0;
+  int parallelism = 1;
+  SplitEnumerator* enumerator = nullptr;
+};
+
+// Reads the splits of one parallel instance. Called only by its subtask's thread.
+template <class T>
+class SourceReader {
+ public:
+  virtual ~SourceReader() = default;
+  // Appends at most `maxRecords` records to `out`.
+  virtual InputStatus pollNext(std::vector<T>& out, size_t maxRecords) = 0;
+  // After NOTHING_AVAILABLE: when to poll again.
+  virtual std::chrono::steady_clock::time_point nextPollTime() const {
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+  }
+  virtual void close() {}
+};
+
+// A source of records of type T.
+template <class T>
+class Source {
+ public:
+  using OutputType = T;
+  virtual ~Source() = default;
+  virtual Boundedness getBoundedness() const = 0;
+  // Checks the configuration and splits the input for `parallelism` readers. Throws
+  // weir::Error naming the problem (a missing file, a bad option) before the job starts.
+  virtual std::unique_ptr<SplitEnumerator> createEnumerator(int parallelism) const = 0;
+  virtual std::unique_ptr<SourceReader<T>> createReader(const SourceReaderContext& context) const = 0;
+  // The largest parallelism this source can run at; 0 when any.
+  virtual int maxParallelism() const { return 0; }
+};
+
+}  // namespace weir

@@ -1,0 +1,74 @@
+// Where a job is built and run: sources come from here, execute() runs the job.
+#pragma once
+
+#include <initializer_list>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weir/data_stream.h"
+#include "weir/detail/collection_source.h"
+#include "weir/job_client.h"
+#include "weir/source.h"
+#include "weir/watermark_strategy.h"
+
+namespace weir {
+
+// Builds a job and runs it embedded in this process: one thread per subtask.
+// Copies share the same job under construction.
+class StreamExecutionEnvironment {
+ public:
+  StreamExecutionEnvironment();
+  static StreamExecutionEnvironment getExecutionEnvironment() { return StreamExecutionEnvironment(); }
+
+  // Default parallelism of every operator (default 1); at least 1, at most maxParallelism.
+  StreamExecutionEnvironment& setParallelism(int parallelism);
+  int getParallelism() const;
+  // Number of key groups, the upper bound of any keyed operator's parallelism
+  // (default 128, at most 32768). Fixed for the life of the job's state.
+  StreamExecutionEnvironment& setMaxParallelism(int maxParallelism);
+  int getMaxParallelism() const;
+  // Buffers of kBatchSize records each channel may hold before its producer waits
+  // (Flink's buffers-per-channel; default 4).
+  StreamExecutionEnvironment& setBuffersPerChannel(int buffers);
+
+  // A stream read from `source`, a Source<T> subclass taken by value.
+  template <class S>
+  SingleOutputStreamOperator<typename S::OutputType> fromSource(
+      S source, const WatermarkStrategy<typename S::OutputType>& watermarks, std::string name) {
+    using T = typename S::OutputType;
+    static_assert(std::is_base_of_v<Source<T>, S>, "fromSource(s, ...): s must derive from Source<T>");
+    std::shared_ptr<const Source<T>> shared = std::make_shared<S>(std::move(source));
+    auto& node = graph_->add(detail::Transformation::Kind::kSource, std::move(name), {}, detail::TypedStream<T>::get());
+    node.createOperator = [shared] { return std::make_unique<detail::SourceOperator<T>>(shared); };
+    node.createEnumerator = [shared](int parallelism) { return shared->createEnumerator(parallelism); };
+    node.maxSourceParallelism = shared->maxParallelism();
+    return SingleOutputStreamOperator<T>(graph_, node.id);
+  }
+
+  // A bounded stream of the given elements, in order (parallelism 1).
+  template <class T>
+  SingleOutputStreamOperator<T> fromCollection(std::vector<T> elements) {
+    return fromSource(detail::CollectionSource<T>(std::move(elements)), WatermarkStrategy<T>::noWatermarks(),
+                      "Collection Source");
+  }
+  template <class T>
+  SingleOutputStreamOperator<T> fromElements(std::initializer_list<T> elements) {
+    return fromCollection(std::vector<T>(elements));
+  }
+  template <class T, class... Ts>
+  SingleOutputStreamOperator<T> fromElements(T first, Ts... rest) {
+    return fromCollection(std::vector<T>{std::move(first), T(std::move(rest))...});
+  }
+
+  // Runs the job and blocks until it ends. Throws weir::Error for a job that cannot
+  // start and JobExecutionError when it fails.
+  JobExecutionResult execute(const std::string& jobName = "weir job");
+  // Starts the job and returns at once.
+  JobClient executeAsync(const std::string& jobName = "weir job");
+
+ private:
+  std::shared_ptr<detail::GraphBuilder> graph_;
+};
+
+}  // namespace weir

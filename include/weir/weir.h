@@ -1,0 +1,21 @@
+// The whole public API of weir: include this in a job.
+#pragma once
+
+#include "weir/collect_sink.h"
+#include "weir/data_generator_source.h"
+#include "weir/data_stream.h"
+#include "weir/discarding_sink.h"
+#include "weir/error.h"
+#include "weir/file_source.h"
+#include "weir/functions.h"
+#include "weir/job_client.h"
+#include "weir/key_group.h"
+#include "weir/keyed_stream.h"
+#include "weir/output_tag.h"
+#include "weir/print_sink.h"
+#include "weir/serializer.h"
+#include "weir/sink.h"
+#include "weir/source.h"
+#include "weir/stream_execution_environment.h"
+#include "weir/text_file_sink.h"
+#include "weir/watermark_strategy.h"

@@ -1,0 +1,46 @@
+#include "weir/stream_execution_environment.h"
+
+#include "runtime/job_execution.h"
+
+namespace weir {
+
+StreamExecutionEnvironment::StreamExecutionEnvironment() : graph_(std::make_shared<detail::GraphBuilder>()) {
+  graph_->graph.maxParallelism = kDefaultMaxParallelism;
+}
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::setParallelism(int parallelism) {
+  if (parallelism < 1)
+    throw Error(ErrorCode::kInvalidArgument, "parallelism must be at least 1, got " + std::to_string(parallelism));
+  graph_->graph.defaultParallelism = parallelism;
+  return *this;
+}
+
+int StreamExecutionEnvironment::getParallelism() const { return graph_->graph.defaultParallelism; }
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::setMaxParallelism(int maxParallelism) {
+  if (maxParallelism < 1 || maxParallelism > kUpperBoundMaxParallelism)
+    throw Error(ErrorCode::kInvalidArgument, "maxParallelism must be between 1 and " +
+                                                 std::to_string(kUpperBoundMaxParallelism) + ", got " +
+                                                 std::to_string(maxParallelism));
+  graph_->graph.maxParallelism = maxParallelism;
+  return *this;
+}
+
+int StreamExecutionEnvironment::getMaxParallelism() const { return graph_->graph.maxParallelism; }
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::setBuffersPerChannel(int buffers) {
+  if (buffers < 1)
+    throw Error(ErrorCode::kInvalidArgument, "buffers per channel must be at least 1, got " + std::to_string(buffers));
+  graph_->graph.buffersPerChannel = buffers;
+  return *this;
+}
+
+JobExecutionResult StreamExecutionEnvironment::execute(const std::string& jobName) {
+  return executeAsync(jobName).wait();
+}
+
+JobClient StreamExecutionEnvironment::executeAsync(const std::string& jobName) {
+  return JobClient(detail::JobExecution::start(graph_->graph, jobName));
+}
+
+}  // namespace weir

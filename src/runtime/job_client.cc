@@ -1,0 +1,25 @@
+#include "weir/job_client.h"
+
+#include "runtime/job_execution.h"
+
+namespace weir {
+
+const char* toString(JobStatus status) {
+  switch (status) {
+    case JobStatus::RUNNING: return "RUNNING";
+    case JobStatus::FINISHED: return "FINISHED";
+    case JobStatus::CANCELLING: return "CANCELLING";
+    case JobStatus::CANCELED: return "CANCELED";
+    case JobStatus::FAILED: return "FAILED";
+  }
+  return "UNKNOWN";
+}
+
+JobClient::JobClient(std::shared_ptr<detail::JobExecution> execution) : execution_(std::move(execution)) {}
+const std::string& JobClient::getJobName() const { return execution_->jobName(); }
+JobStatus JobClient::getJobStatus() const { return execution_->status(); }
+void JobClient::cancel() { execution_->cancel(); }
+JobExecutionResult JobClient::wait() { return execution_->wait(); }
+JobMetrics JobClient::getMetrics() const { return execution_->metrics(); }
+
+}  // namespace weir

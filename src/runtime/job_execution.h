@@ -1,0 +1,83 @@
+// Runs a StreamGraph embedded in this process: plans chains and channels, starts one
+// thread per subtask, and reports how the job ended.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "runtime/mailbox.h"
+#include "weir/detail/graph.h"
+#include "weir/job_client.h"
+
+namespace weir::detail {
+
+// One parallel instance of a vertex (an operator chain), run by its own thread.
+struct Subtask {
+  Subtask() : mailbox(&signal) {}
+  int vertex = 0;
+  int index = 0;
+  TaskSignal signal;
+  Mailbox mailbox;
+  TaskMetrics metrics;
+  std::vector<std::unique_ptr<RuntimeContext>> contexts;
+  std::vector<std::unique_ptr<StreamOperator>> operators;  // in chain order
+  std::vector<std::unique_ptr<OutputBase>> outputs;        // fan-outs and channel writers
+  SourceOperatorBase* source = nullptr;                    // set for source chains
+  OutputBase* headInput = nullptr;                         // set for chains fed by channels
+  std::vector<std::unique_ptr<ChannelInputBase>> inputs;
+  std::vector<ChannelBase*> inputChannels;
+  std::thread thread;
+};
+
+class JobExecution {
+ public:
+  // Plans the graph and starts every subtask. Throws weir::Error (kInvalidJob,
+  // kInvalidArgument, kIo) for a graph that cannot run, before any thread starts.
+  static std::shared_ptr<JobExecution> start(const StreamGraph& graph, std::string jobName);
+  ~JobExecution();
+
+  const std::string& jobName() const { return jobName_; }
+  JobStatus status() const;
+  void cancel();
+  JobExecutionResult wait();
+  JobMetrics metrics() const;
+
+ private:
+  struct Vertex {
+    std::string name;
+    int parallelism = 0;
+    std::vector<int> nodes;  // chain members, in id order; nodes[0] is the head
+    bool isSource = false;
+    bool isSink = false;
+  };
+
+  explicit JobExecution(std::string jobName) : jobName_(std::move(jobName)) {}
+  void run(Subtask& task);
+  void runSource(Subtask& task);
+  void runInputs(Subtask& task);
+  void fail(const Subtask& task, std::exception_ptr error);
+  void stopAll();
+
+  std::string jobName_;
+  std::vector<Vertex> vertices_;
+  std::vector<std::unique_ptr<Subtask>> subtasks_;
+  std::vector<std::unique_ptr<ChannelBase>> channels_;
+  std::vector<std::unique_ptr<SplitEnumerator>> enumerators_;
+  std::chrono::steady_clock::time_point startTime_;
+  std::atomic<bool> cancelRequested_{false};
+  std::atomic<int> running_{0};
+
+  mutable std::mutex mutex_;
+  std::exception_ptr failure_;  // guarded by mutex_; the first failure only
+  std::string failureMessage_;  // guarded by mutex_
+  ErrorCode failureCode_ = ErrorCode::kInternal;
+  bool joined_ = false;         // guarded by mutex_
+  std::chrono::milliseconds runtime_{0};
+};
+
+}  // namespace weir::detail

@@ -1,0 +1,47 @@
+// A subtask's mailbox: actions other threads want run on the subtask's own thread
+// (cancellation now; checkpoint triggers, timers and commit notices later).
+#pragma once
+
+#include <atomic>
+#include <deque>
+#include <functional>
+#include <mutex>
+
+#include "weir/detail/channel.h"
+
+namespace weir::detail {
+
+class Mailbox {
+ public:
+  explicit Mailbox(TaskSignal* signal) : signal_(signal) {}
+
+  // Any thread: queues `action` and wakes the subtask.
+  void put(std::function<void()> action) {
+    {
+      std::lock_guard lock(mutex_);
+      queue_.push_back(std::move(action));
+      hasMail_.store(true, std::memory_order_release);
+    }
+    signal_->notify();
+  }
+
+  // Subtask thread: runs every queued action in order. Cheap when empty.
+  void runPending() {
+    if (!hasMail_.load(std::memory_order_acquire)) return;
+    std::deque<std::function<void()>> actions;
+    {
+      std::lock_guard lock(mutex_);
+      actions.swap(queue_);
+      hasMail_.store(false, std::memory_order_release);
+    }
+    for (auto& a : actions) a();
+  }
+
+ private:
+  TaskSignal* signal_;
+  std::mutex mutex_;
+  std::deque<std::function<void()>> queue_;  // guarded by mutex_
+  std::atomic<bool> hasMail_{false};
+};
+
+}  // namespace weir::detail
