@@ -51,33 +51,33 @@ class KeyedStream : public DataStream<T> {
   // Rolling sum per key. sum() for an arithmetic T; sum(&Type::field) for a struct field;
   // sum<I>() for element I of a pair or tuple. Other fields come from the key's first record.
   SingleOutputStreamOperator<T> sum() { return aggregate(detail::identityField(), Sum{}, "Sum"); }
-  template <class M>
-  SingleOutputStreamOperator<T> sum(M T::*field) { return aggregate(detail::memberField(field), Sum{}, "Sum"); }
+  template <class M, class C = T>
+  SingleOutputStreamOperator<T> sum(M C::*field) { return aggregate(detail::memberField(field), Sum{}, "Sum"); }
   template <size_t I>
   SingleOutputStreamOperator<T> sum() { return aggregate(detail::tupleField<I>(), Sum{}, "Sum"); }
 
   // Rolling minimum of a field per key; other fields come from the key's first record.
   SingleOutputStreamOperator<T> min() { return aggregate(detail::identityField(), Min{}, "Min"); }
-  template <class M>
-  SingleOutputStreamOperator<T> min(M T::*field) { return aggregate(detail::memberField(field), Min{}, "Min"); }
+  template <class M, class C = T>
+  SingleOutputStreamOperator<T> min(M C::*field) { return aggregate(detail::memberField(field), Min{}, "Min"); }
   template <size_t I>
   SingleOutputStreamOperator<T> min() { return aggregate(detail::tupleField<I>(), Min{}, "Min"); }
 
   // Rolling maximum of a field per key; other fields come from the key's first record.
   SingleOutputStreamOperator<T> max() { return aggregate(detail::identityField(), Max{}, "Max"); }
-  template <class M>
-  SingleOutputStreamOperator<T> max(M T::*field) { return aggregate(detail::memberField(field), Max{}, "Max"); }
+  template <class M, class C = T>
+  SingleOutputStreamOperator<T> max(M C::*field) { return aggregate(detail::memberField(field), Max{}, "Max"); }
   template <size_t I>
   SingleOutputStreamOperator<T> max() { return aggregate(detail::tupleField<I>(), Max{}, "Max"); }
 
   // The whole record with the smallest field per key (the earlier one on ties).
-  template <class M>
-  SingleOutputStreamOperator<T> minBy(M T::*field) {
+  template <class M, class C = T>
+  SingleOutputStreamOperator<T> minBy(M C::*field) {
     return reduce([field](const T& a, const T& b) { return b.*field < a.*field ? b : a; }).name("Min By");
   }
   // The whole record with the largest field per key (the earlier one on ties).
-  template <class M>
-  SingleOutputStreamOperator<T> maxBy(M T::*field) {
+  template <class M, class C = T>
+  SingleOutputStreamOperator<T> maxBy(M C::*field) {
     return reduce([field](const T& a, const T& b) { return a.*field < b.*field ? b : a; }).name("Max By");
   }
 

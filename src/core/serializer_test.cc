@@ -642,9 +642,11 @@ TEST(SerializerCorruptInput, BadVarints) {
   const std::string elevenBytes(11, static_cast<char>(0x80));
   EXPECT_THROW(deserializeFromString<std::string>(elevenBytes), SerializationError);
   // Ten bytes whose last carries more than bit 63.
-  EXPECT_THROW(deserializeFromString<std::string>(std::string(9, static_cast<char>(0xff)) +
-                                                  bytes({0x02})),
-               SerializationError);
+  for (int last : {0x02, 0x03, 0x7f, 0x81}) {
+    const std::string data = std::string(9, static_cast<char>(0x80)) + bytes({last});
+    DataInput in(data);
+    EXPECT_THROW(in.readVarint(), SerializationError) << "last byte " << last;
+  }
   EXPECT_THROW(deserializeFromString<std::string>(bytes({0x80, 0x80})), SerializationError);
   DataInput in(std::string_view("\xff\xff\xff\xff\xff\xff\xff\xff\xff\x01", 10));
   EXPECT_EQ(in.readVarint(), std::numeric_limits<std::uint64_t>::max());

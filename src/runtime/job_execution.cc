@@ -431,7 +431,7 @@ JobMetrics JobExecution::metrics() const {
     out.numRecordsOut += t->metrics.numRecordsOut.load(std::memory_order_relaxed);
     out.numSourceRecords += t->metrics.numSourceRecords.load(std::memory_order_relaxed);
     out.idleTimeNanos += t->metrics.idleTimeNanos.load(std::memory_order_relaxed);
-    out.backPressuredTimeNanos += t->metrics.backPressuredTimeNanos.load(std::memory_order_relaxed);
+    out.backPressuredTimeNanos += t->metrics.backPressuredTimeNow();
     for (auto* c : t->inputChannels) {
       out.inputCreditsPerChannel = c->credits();
       out.maxBuffersInFlight = std::max(out.maxBuffersInFlight, c->maxBuffersInFlight());

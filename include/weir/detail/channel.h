@@ -10,6 +10,8 @@
 #include <optional>
 #include <vector>
 
+#include "weir/detail/task_metrics.h"
+
 namespace weir::detail {
 
 // Wakes a subtask thread that waits for input or mail. Shared by the subtask's input
@@ -102,18 +104,18 @@ class Channel final : public ChannelBase {
 
   // Producer: queues a non-empty buffer, blocking while no credit is left. Returns an
   // empty buffer to fill next (a recycled one when available), or nullopt when the
-  // channel was cancelled. Adds the time spent blocked to `blockedNanos`.
-  std::optional<std::vector<T>> send(std::vector<T>&& records, std::atomic<int64_t>& blockedNanos) {
+  // channel was cancelled. Counts the time spent blocked as back-pressured.
+  std::optional<std::vector<T>> send(std::vector<T>&& records, TaskMetrics& metrics) {
     size_t n = records.size();
     std::vector<T> next;
     {
       std::unique_lock lock(mutex_);
       if (credits_ == 0 && !cancelled_) {
-        auto start = std::chrono::steady_clock::now();
+        int64_t start = steadyNanos();
+        metrics.backPressuredSinceNanos.store(start, std::memory_order_relaxed);
         creditCv_.wait(lock, [&] { return credits_ > 0 || cancelled_; });
-        blockedNanos.fetch_add(std::chrono::duration_cast<std::chrono::nanoseconds>(
-                                   std::chrono::steady_clock::now() - start).count(),
-                               std::memory_order_relaxed);
+        metrics.backPressuredSinceNanos.store(0, std::memory_order_relaxed);
+        metrics.backPressuredTimeNanos.fetch_add(steadyNanos() - start, std::memory_order_relaxed);
       }
       if (cancelled_) return std::nullopt;
       --credits_;

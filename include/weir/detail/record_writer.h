@@ -70,7 +70,7 @@ class RecordWriter final : public Output<T> {
  private:
   void send(size_t c) {
     size_t count = buffers_[c].size();
-    auto next = channels_[c]->send(std::move(buffers_[c]), metrics_->backPressuredTimeNanos);
+    auto next = channels_[c]->send(std::move(buffers_[c]), *metrics_);
     if (!next) throw TaskCancelled{};
     buffers_[c] = std::move(*next);
     if (buffers_[c].capacity() == 0) buffers_[c].reserve(kBatchSize);

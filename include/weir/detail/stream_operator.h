@@ -9,19 +9,12 @@
 #include <vector>
 
 #include "weir/detail/output.h"
+#include "weir/detail/task_metrics.h"
 #include "weir/functions.h"
 #include "weir/runtime_context.h"
 
 namespace weir::detail {
 
-// Counters of one subtask, written by its thread, read by anyone (relaxed atomics).
-struct TaskMetrics {
-  std::atomic<uint64_t> numRecordsIn{0};       // received from channels
-  std::atomic<uint64_t> numRecordsOut{0};      // sent to channels or written by a sink
-  std::atomic<uint64_t> numSourceRecords{0};   // produced by a source reader
-  std::atomic<int64_t> idleTimeNanos{0};            // waiting for input
-  std::atomic<int64_t> backPressuredTimeNanos{0};   // waiting for output credit
-};
 
 // Records per batch inside a chain and per buffer between subtasks.
 inline constexpr size_t kBatchSize = 1024;

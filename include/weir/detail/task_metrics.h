@@ -1,0 +1,31 @@
+// Counters of one subtask: written by its thread, read by anyone (relaxed atomics).
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+
+namespace weir::detail {
+
+inline int64_t steadyNanos() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
+struct TaskMetrics {
+  std::atomic<uint64_t> numRecordsIn{0};       // received from channels
+  std::atomic<uint64_t> numRecordsOut{0};      // sent to channels or written by a sink
+  std::atomic<uint64_t> numSourceRecords{0};   // produced by a source reader
+  std::atomic<int64_t> idleTimeNanos{0};       // waiting for input
+  std::atomic<int64_t> backPressuredTimeNanos{0};  // waiting for output credit, finished waits
+  std::atomic<int64_t> backPressuredSinceNanos{0}; // start of the current wait for credit; 0: none
+
+  // Back-pressured time including a wait still in progress.
+  int64_t backPressuredTimeNow() const {
+    int64_t since = backPressuredSinceNanos.load(std::memory_order_relaxed);
+    int64_t total = backPressuredTimeNanos.load(std::memory_order_relaxed);
+    return since == 0 ? total : total + (steadyNanos() - since);
+  }
+};
+
+}  // namespace weir::detail

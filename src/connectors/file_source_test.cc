@@ -1,0 +1,108 @@
+#include "weir/file_source.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+
+#include "weir/weir.h"
+
+namespace weir {
+namespace {
+
+namespace fs = std::filesystem;
+
+class FileSourceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("weir-file-source-" + std::to_string(::getpid()) + "-" +
+                                        ::testing::UnitTest::GetInstance()->current_test_info()->name());
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string write(const std::string& name, const std::string& content) {
+    auto path = dir_ / name;
+    fs::create_directories(path.parent_path());
+    std::ofstream(path, std::ios::binary) << content;
+    return path.string();
+  }
+
+  std::vector<std::string> readAll(const std::string& path, int parallelism) {
+    StreamExecutionEnvironment env;
+    env.setParallelism(parallelism);
+    CollectSink<std::string> sink;
+    env.fromSource(FileSource::forRecordStreamFormat(TextLineInputFormat(), path).build(),
+                   WatermarkStrategy<std::string>::noWatermarks(), "files")
+        .sinkTo(sink);
+    env.execute();
+    return sink.getResults();
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(FileSourceTest, ReadsLinesOfOneFile) {
+  auto path = write("a.txt", "first\nsecond\r\n\nlast without newline");
+  EXPECT_EQ(readAll(path, 1), (std::vector<std::string>{"first", "second", "", "last without newline"}));
+}
+
+TEST_F(FileSourceTest, EmptyFileGivesNoLines) {
+  auto path = write("empty.txt", "");
+  EXPECT_TRUE(readAll(path, 1).empty());
+}
+
+TEST_F(FileSourceTest, LinesLongerThanTheReadBufferStayWhole) {
+  std::string longLine(3 * 1024 * 1024 + 17, 'x');
+  longLine[12345] = 'y';
+  auto path = write("long.txt", "a\n" + longLine + "\nb\n");
+  auto lines = readAll(path, 1);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0], "a");
+  EXPECT_EQ(lines[1], longLine);
+  EXPECT_EQ(lines[2], "b");
+}
+
+TEST_F(FileSourceTest, ReadsEveryFileOfAFolderInParallelSkippingHiddenOnes) {
+  std::vector<std::string> expected;
+  for (int f = 0; f < 7; ++f) {
+    std::string content;
+    for (int l = 0; l < 1000 + f; ++l) {
+      std::string line = "file" + std::to_string(f) + "-line" + std::to_string(l);
+      content += line + "\n";
+      expected.push_back(line);
+    }
+    write((f % 2 ? "sub/" : "") + std::string("part-") + std::to_string(f), content);
+  }
+  write(".hidden", "not me\n");
+  write("_in-progress", "nor me\n");
+  write(".git/config", "nor me either\n");
+  auto lines = readAll(dir_.string(), 3);
+  std::sort(lines.begin(), lines.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(lines, expected);
+}
+
+TEST_F(FileSourceTest, AMissingPathFailsBeforeTheJobStartsNamingThePath) {
+  auto missing = (dir_ / "nope.txt").string();
+  try {
+    readAll(missing, 1);
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find(missing), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("No such file"), std::string::npos) << e.what();
+  }
+}
+
+TEST_F(FileSourceTest, AnUnreadableFileIsReportedByName) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads every file";
+  auto path = write("secret.txt", "x\n");
+  fs::permissions(path, fs::perms::none);
+  EXPECT_THROW(readAll(path, 1), Error);
+}
+
+}  // namespace
+}  // namespace weir

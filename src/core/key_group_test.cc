@@ -1,0 +1,80 @@
+#include "weir/key_group.h"
+
+#include <gtest/gtest.h>
+
+#include <map>
+
+namespace weir {
+namespace {
+
+// murmur3_32 of a 4-byte little-endian block with seed 0, written out from the
+// reference algorithm (Appleby's MurmurHash3_x86_32) independently of key_group.cc.
+int32_t referenceMurmur(int32_t code) {
+  auto rotl = [](uint32_t x, int r) { return (x << r) | (x >> (32 - r)); };
+  uint32_t k = static_cast<uint32_t>(code);
+  k *= 0xcc9e2d51u;
+  k = rotl(k, 15);
+  k *= 0x1b873593u;
+  uint32_t h = 0 ^ k;
+  h = rotl(h, 13);
+  h = h * 5 + 0xe6546b64u;
+  h ^= 4u;
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  auto s = static_cast<int32_t>(h);
+  return s >= 0 ? s : (s == INT32_MIN ? 0 : -s);
+}
+
+TEST(KeyGroup, MurmurHashIsMurmur3OfTheCodeMadeNonNegative) {
+  for (int32_t code : {0, 1, -1, 42, 123456789, INT32_MIN, INT32_MAX}) {
+    EXPECT_EQ(murmurHash(code), referenceMurmur(code)) << code;
+    EXPECT_GE(murmurHash(code), 0);
+  }
+  // Published murmur3_32 vector: bytes 00 00 00 00, seed 0 -> 0x2362F9DE.
+  EXPECT_EQ(murmurHash(0), 0x2362F9DE);
+}
+
+TEST(KeyGroup, EveryKeyGroupBelongsToTheRangeOfTheSubtaskThatOwnsIt) {
+  for (int maxParallelism : {1, 7, 128, 1000, 32768}) {
+    for (int parallelism : {1, 2, 3, 4, 7, 128}) {
+      if (parallelism > maxParallelism) continue;
+      int covered = 0;
+      for (int subtask = 0; subtask < parallelism; ++subtask) {
+        auto range = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, subtask);
+        EXPECT_EQ(range.start, covered) << maxParallelism << "/" << parallelism << "/" << subtask;
+        covered += range.size();
+        for (int g = range.start; g <= range.end; ++g)
+          ASSERT_EQ(computeOperatorIndexForKeyGroup(maxParallelism, parallelism, g), subtask);
+      }
+      EXPECT_EQ(covered, maxParallelism);
+    }
+  }
+}
+
+TEST(KeyGroup, KeysSpreadEvenlyOverKeyGroups) {
+  std::map<int, int> perGroup;
+  for (int64_t key = 0; key < 128000; ++key) perGroup[assignToKeyGroup(KeyHash<int64_t>{}(key), 128)]++;
+  ASSERT_EQ(perGroup.size(), 128u);
+  for (auto& [g, n] : perGroup) {
+    EXPECT_GT(n, 800) << g;
+    EXPECT_LT(n, 1200) << g;
+  }
+}
+
+TEST(KeyGroup, KeyHashesAreStableAndFollowJavaForIntegers) {
+  EXPECT_EQ(KeyHash<int>{}(17), 17);
+  EXPECT_EQ(KeyHash<int64_t>{}(int64_t{1} << 32), 1);  // Long.hashCode: (int)(v ^ (v >>> 32))
+  EXPECT_EQ(KeyHash<int64_t>{}(-1), 0);
+  EXPECT_EQ(KeyHash<double>{}(0.0), KeyHash<double>{}(-0.0));
+  EXPECT_EQ(KeyHash<std::string>{}("user-1"), KeyHash<std::string>{}(std::string("user-1")));
+  EXPECT_NE(KeyHash<std::string>{}("user-1"), KeyHash<std::string>{}("user-2"));
+  EXPECT_EQ(KeyHash<std::string>{}(""), hashBytes("", 0));
+  auto pairHash = KeyHash<std::pair<int, int>>{}({3, 4});
+  EXPECT_EQ(pairHash, 31 * 3 + 4);
+}
+
+}  // namespace
+}  // namespace weir
