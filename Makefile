@@ -1,0 +1,35 @@
+# The two commands of the README, and a few more.
+#   make run     set up, build, and run the demo job
+#   make test    set up, build, and run every test
+#   make bench   build and run the benchmarks (make bench ONLY=chain,keyed_sum)
+
+BUILD ?= build
+JOBS ?= $(shell nproc)
+CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
+
+.PHONY: all setup build run test bench clean
+
+all: build
+
+setup:
+	@scripts/setup
+
+# Configure once; later builds let Ninja decide what changed.
+$(BUILD)/build.ninja:
+	cmake -S . -B $(BUILD) -G Ninja $(CMAKE_FLAGS)
+
+build: setup $(BUILD)/build.ninja
+	@ninja -C $(BUILD)
+
+run: build
+	$(BUILD)/bin/weir run clicks
+
+test: build
+	cd $(BUILD) && ctest -j$(JOBS) --output-on-failure --timeout 300
+
+bench: setup $(BUILD)/build.ninja
+	@ninja -C $(BUILD) weir_bench
+	$(BUILD)/bench/weir_bench $(if $(ONLY),--only $(ONLY))
+
+clean:
+	rm -rf $(BUILD)

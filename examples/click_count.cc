@@ -1,0 +1,158 @@
+// The demo job `make run` runs: a generated click stream, keyed by user, with a rolling
+// count per user; at the end it prints the users with the most clicks.
+//
+//   weir run clicks                          # 20 million clicks, parallelism 2
+//   weir run clicks --events 1000000 --users 5000 --top 5 -p 1
+//   weir run clicks --rate 100000            # at most 100,000 clicks per second
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <mutex>
+#include <unordered_map>
+
+#include "cli/example.h"
+#include "cli/progress.h"
+#include "weir/weir.h"
+
+namespace weir::cli {
+
+namespace {
+
+struct Click {
+  int64_t user = 0;
+  int32_t page = 0;
+  int64_t timestamp = 0;
+};
+WEIR_STRUCT(Click, user, page, timestamp);
+
+// A well-mixed 64-bit value for sequence number i, so the stream looks random but is the
+// same in every run.
+uint64_t mix(uint64_t i) {
+  uint64_t z = i + 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Click i: a few users click much more than the rest (user id ~ users * u^3).
+struct ClickGenerator {
+  int64_t users;
+  Click operator()(int64_t i) const {
+    uint64_t r = mix(static_cast<uint64_t>(i));
+    double u = static_cast<double>(r >> 11) * 0x1.0p-53;
+    auto user = static_cast<int64_t>(static_cast<double>(users) * u * u * u);
+    return Click{user, static_cast<int32_t>(r % 1000), 1'700'000'000'000 + i};
+  }
+};
+
+using UserCount = std::pair<int64_t, int64_t>;
+
+// Keeps the latest count of every user; the writers of all subtasks merge at the end.
+class LatestCountSink : public Sink<UserCount> {
+ public:
+  std::unique_ptr<SinkWriter<UserCount>> createWriter(RuntimeContext&) const override {
+    return std::make_unique<Writer>(shared_);
+  }
+  std::vector<UserCount> counts() const {
+    std::lock_guard lock(shared_->mutex);
+    return {shared_->latest.begin(), shared_->latest.end()};
+  }
+
+ private:
+  struct Shared {
+    std::mutex mutex;
+    std::unordered_map<int64_t, int64_t> latest;  // guarded by mutex
+  };
+  struct Writer : SinkWriter<UserCount> {
+    explicit Writer(std::shared_ptr<Shared> s) : shared(std::move(s)) {}
+    void write(const UserCount& c) override { latest[c.first] = c.second; }
+    void flush(bool endOfInput) override {
+      if (!endOfInput) return;
+      std::lock_guard lock(shared->mutex);
+      for (auto& [user, count] : latest) shared->latest[user] = count;
+    }
+    std::shared_ptr<Shared> shared;
+    std::unordered_map<int64_t, int64_t> latest;
+  };
+  std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
+};
+
+struct ClickOptions {
+  int64_t events = 20'000'000;
+  int64_t users = 100'000;
+  int top = 10;
+  double rate = 0;
+};
+
+int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
+  if (clicks.events <= 0) throw Error(ErrorCode::kInvalidArgument, "--events must be positive, got " + std::to_string(clicks.events));
+  if (clicks.users <= 0) throw Error(ErrorCode::kInvalidArgument, "--users must be positive, got " + std::to_string(clicks.users));
+  if (clicks.top <= 0) throw Error(ErrorCode::kInvalidArgument, "--top must be positive, got " + std::to_string(clicks.top));
+  if (!(clicks.rate >= 0))
+    throw Error(ErrorCode::kInvalidArgument, "--rate must not be negative, got " + CLI::detail::to_string(clicks.rate));
+
+  StreamExecutionEnvironment env;
+  env.setMaxParallelism(options.maxParallelism);
+  env.setParallelism(options.parallelism > 0 ? options.parallelism : 2);
+
+  auto limiter = clicks.rate > 0 ? RateLimiterStrategy::perSecond(clicks.rate) : RateLimiterStrategy::noOp();
+  LatestCountSink sink;
+  env.fromSource(DataGeneratorSource(ClickGenerator{clicks.users}, clicks.events, limiter),
+                 WatermarkStrategy<Click>::noWatermarks(), "clicks")
+      .map([](const Click& c) { return UserCount{c.user, 1}; })
+      .name("to (user, 1)")
+      .keyBy([](const UserCount& c) { return c.first; })
+      .sum<1>()
+      .name("count per user")
+      .sinkTo(sink)
+      .name("latest counts");
+
+  std::printf("clicks: %s events from up to %s users, parallelism %d\n", withThousands(static_cast<uint64_t>(clicks.events)).c_str(),
+              withThousands(static_cast<uint64_t>(clicks.users)).c_str(), env.getParallelism());
+  std::fflush(stdout);
+  auto client = env.executeAsync("click count");
+  JobExecutionResult result;
+  {
+    ProgressLine progress(client, "events");
+    result = client.wait();
+  }
+
+  auto counts = sink.counts();
+  int64_t total = 0;
+  for (auto& [user, count] : counts) total += count;
+  size_t top = std::min(counts.size(), static_cast<size_t>(clicks.top));
+  std::partial_sort(counts.begin(), counts.begin() + static_cast<std::ptrdiff_t>(top), counts.end(),
+                    [](const UserCount& a, const UserCount& b) {
+                      return a.second != b.second ? a.second > b.second : a.first < b.first;
+                    });
+  double seconds = static_cast<double>(result.getNetRuntime()) / 1000.0;
+  std::printf("counted %s events from %s users in %.2f s (%s events/s)\n", withThousands(static_cast<uint64_t>(total)).c_str(),
+              withThousands(counts.size()).c_str(), seconds,
+              humanRate(seconds > 0 ? static_cast<double>(total) / seconds : 0).c_str());
+  std::printf("top %zu users:\n", top);
+  for (size_t i = 0; i < top; ++i)
+    std::printf("  %2zu. user %-8lld %s clicks\n", i + 1, static_cast<long long>(counts[i].first),
+                withThousands(static_cast<uint64_t>(counts[i].second)).c_str());
+  if (total != clicks.events) {
+    std::fprintf(stderr, "weir: counted %lld events, expected %lld\n", static_cast<long long>(total),
+                 static_cast<long long>(clicks.events));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+Example clickCountExample() {
+  return {"clicks", "The demo: count clicks per user in a generated stream and print the top users",
+          [](CLI::App& app) {
+            auto clicks = std::make_shared<ClickOptions>();
+            app.add_option("-n,--events", clicks->events, "Number of clicks to generate (default 20,000,000)");
+            app.add_option("-u,--users", clicks->users, "Number of distinct users (default 100,000)");
+            app.add_option("-t,--top", clicks->top, "How many top users to print (default 10)");
+            app.add_option("-r,--rate", clicks->rate, "Clicks per second at most, over all subtasks (default: no limit)");
+            return [clicks](const JobOptions& options) { return runClickCount(options, *clicks); };
+          }};
+}
+
+}  // namespace weir::cli

@@ -1,0 +1,64 @@
+// Word count: reads text from a file or a folder and counts words with a rolling sum.
+//
+//   weir run wordcount --input README.md
+//   weir run wordcount --input docs/ --output /tmp/counts -p 2
+//
+// Like Flink's streaming WordCount, it emits the updated count of a word each time the
+// word is seen; the last line for a word is its total.
+#include <cctype>
+
+#include "cli/example.h"
+#include "weir/weir.h"
+
+namespace weir::cli {
+
+namespace {
+
+using WordCount = std::pair<std::string, int64_t>;
+
+// Splits a line into lower-case words made of letters and digits.
+struct Tokenizer : RichFlatMapFunction<std::string, WordCount> {
+  void flatMap(const std::string& line, Collector<WordCount>& out) override {
+    std::string word;
+    for (char c : line + " ") {
+      if (std::isalnum(static_cast<unsigned char>(c))) {
+        word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+      } else if (!word.empty()) {
+        out.collect({std::move(word), 1});
+        word.clear();
+      }
+    }
+  }
+};
+
+int runWordCount(const JobOptions& options, const std::string& input, const std::string& output) {
+  StreamExecutionEnvironment env;
+  env.setMaxParallelism(options.maxParallelism);
+  env.setParallelism(options.parallelism > 0 ? options.parallelism : 1);
+
+  auto counts = env.fromSource(FileSource::forRecordStreamFormat(TextLineInputFormat(), input).build(),
+                               WatermarkStrategy<std::string>::noWatermarks(), "lines")
+                    .flatMap(Tokenizer{})
+                    .name("tokenize")
+                    .keyBy([](const WordCount& wc) { return wc.first; })
+                    .sum<1>()
+                    .name("count");
+  if (output.empty()) counts.print();
+  else counts.sinkTo(TextFileSink<WordCount>(output)).name("counts file");
+  env.execute("word count");
+  return 0;
+}
+
+}  // namespace
+
+Example wordCountExample() {
+  return {"wordcount", "Count the words of a text file or of every file in a folder", [](CLI::App& app) {
+            auto input = std::make_shared<std::string>();
+            auto output = std::make_shared<std::string>();
+            app.add_option("-i,--input", *input, "A text file, or a folder whose files are all read")->required();
+            app.add_option("-o,--output", *output, "A folder for the counts (one part file per subtask); default: print");
+            return [input, output](const JobOptions& options) { return runWordCount(options, *input, *output); };
+          }};
+}
+
+}  // namespace weir::cli

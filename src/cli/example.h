@@ -1,0 +1,29 @@
+// The jobs the weir program runs by name: `weir run <example> [options]`.
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
+
+namespace weir::cli {
+
+// Options every example takes.
+struct JobOptions {
+  int parallelism = 0;                 // 0: the example's default
+  int maxParallelism = 128;
+};
+
+struct Example {
+  std::string name;
+  std::string description;
+  // Adds the example's own options to its subcommand and returns the function that
+  // runs it; that function returns the process exit code.
+  std::function<std::function<int(const JobOptions&)>(CLI::App&)> setup;
+};
+
+Example wordCountExample();
+Example clickCountExample();
+
+}  // namespace weir::cli

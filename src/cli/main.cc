@@ -1,0 +1,95 @@
+// The weir program: runs the bundled example jobs.
+//
+// Exit codes: 0 success, 1 the job failed while running, 2 bad command line or a job
+// that cannot start (bad option, missing input). Errors are one line on stderr.
+#include <cstdio>
+#include <cstring>
+#include <string>
+
+#include "cli/example.h"
+#include "weir/job_client.h"
+#include "weir/key_group.h"
+
+namespace {
+
+constexpr int kUsageError = 2;
+
+int usageError(const std::string& message) {
+  std::fprintf(stderr, "weir: %s\n", message.c_str());
+  return kUsageError;
+}
+
+std::string names(const std::vector<weir::cli::Example>& examples) {
+  std::string out;
+  for (auto& e : examples) out += (out.empty() ? "" : ", ") + e.name;
+  return out;
+}
+
+int run(int argc, char** argv) {
+  std::vector<weir::cli::Example> examples{weir::cli::wordCountExample(), weir::cli::clickCountExample()};
+
+  // Unknown commands and examples get a message that lists the known ones.
+  if (argc >= 2 && argv[1][0] != '-' && std::strcmp(argv[1], "run") != 0)
+    return usageError(std::string("unknown command '") + argv[1] + "'; the commands are: run (see weir --help)");
+  if (argc >= 3 && std::strcmp(argv[1], "run") == 0 && argv[2][0] != '-') {
+    bool known = false;
+    for (auto& e : examples) known = known || e.name == argv[2];
+    if (!known)
+      return usageError(std::string("unknown example '") + argv[2] + "'; the examples are: " + names(examples));
+  }
+
+  CLI::App app("weir: a stream processor with Flink's semantics, native C++.", "weir");
+  app.require_subcommand(1);
+  auto* runCommand = app.add_subcommand("run", "Run an example job: weir run <example> [options]");
+  runCommand->require_subcommand(1);
+
+  weir::cli::JobOptions options;
+  std::function<int(const weir::cli::JobOptions&)> chosen;
+  for (auto& example : examples) {
+    auto* sub = runCommand->add_subcommand(example.name, example.description);
+    sub->add_option("-p,--parallelism", options.parallelism, "Default parallelism of the job's operators");
+    sub->add_option("--max-parallelism", options.maxParallelism, "Number of key groups (default 128, at most 32768)");
+    auto runner = example.setup(*sub);
+    sub->callback([&chosen, runner] { chosen = runner; });
+  }
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::string what = e.what();
+    if (what.empty()) what = "bad command line";
+    return usageError(what + " (see --help)");
+  }
+
+  if (options.maxParallelism < 1 || options.maxParallelism > weir::kUpperBoundMaxParallelism)
+    return usageError("--max-parallelism must be between 1 and " + std::to_string(weir::kUpperBoundMaxParallelism) +
+                      ", got " + std::to_string(options.maxParallelism));
+  if (options.parallelism < 0 || options.parallelism > options.maxParallelism ||
+      (options.parallelism == 0 && app.get_subcommand("run")->get_subcommands().front()->count("--parallelism")))
+    return usageError("--parallelism must be between 1 and the max parallelism (" +
+                      std::to_string(options.maxParallelism) + "), got " + std::to_string(options.parallelism));
+
+  try {
+    return chosen(options);
+  } catch (const weir::JobExecutionError& e) {
+    std::fprintf(stderr, "weir: %s\n", e.what());
+    return 1;
+  } catch (const weir::Error& e) {
+    return usageError(e.what());
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    return run(argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "weir: internal error: %s\n", e.what());
+    return 1;
+  }
+}

@@ -1,0 +1,126 @@
+// The weir program as a user runs it: exit codes, one-line errors, and real output.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <array>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+
+namespace {
+
+namespace fs = std::filesystem;
+
+struct Result {
+  int exitCode = -1;
+  bool signaled = false;
+  std::string out;
+  std::string err;
+};
+
+Result weir(const std::string& args) {
+  auto errFile = fs::temp_directory_path() / ("weir-cli-err-" + std::to_string(::getpid()));
+  std::string command = std::string(WEIR_BINARY) + " " + args + " 2>" + errFile.string();
+  Result run;
+  FILE* pipe = ::popen(command.c_str(), "r");
+  std::array<char, 4096> buf;
+  size_t n;
+  while ((n = std::fread(buf.data(), 1, buf.size(), pipe)) > 0) run.out.append(buf.data(), n);
+  int status = ::pclose(pipe);
+  run.signaled = WIFSIGNALED(status);
+  run.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream in(errFile);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  run.err = ss.str();
+  fs::remove(errFile);
+  return run;
+}
+
+// Exit code 2, and stderr is one line that starts with "weir: " and mentions `word`.
+void expectUsageError(const std::string& args, const std::string& word) {
+  Result r = weir(args);
+  EXPECT_FALSE(r.signaled) << args;
+  EXPECT_EQ(r.exitCode, 2) << args << "\n" << r.err;
+  EXPECT_EQ(r.err.rfind("weir: ", 0), 0u) << args << "\n" << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << args << "\n" << r.err;
+  EXPECT_NE(r.err.find(word), std::string::npos) << args << "\n" << r.err;
+}
+
+TEST(Cli, HelpExitsZero) {
+  for (const char* args : {"--help", "run --help", "run clicks --help", "run wordcount --help"}) {
+    Result r = weir(args);
+    EXPECT_EQ(r.exitCode, 0) << args;
+    EXPECT_NE(r.out.find("Usage"), std::string::npos) << args;
+  }
+  EXPECT_NE(weir("run --help").out.find("clicks"), std::string::npos);
+}
+
+TEST(Cli, BadCommandLinesGiveOneLineAndExitCode2) {
+  expectUsageError("frobnicate", "unknown command 'frobnicate'");
+  expectUsageError("run nosuchjob", "unknown example 'nosuchjob'");
+  expectUsageError("run clicks --no-such-option", "--no-such-option");
+  expectUsageError("run clicks --parallelism 0", "--parallelism");
+  expectUsageError("run clicks --parallelism -2", "--parallelism");
+  expectUsageError("run clicks --parallelism 129", "--parallelism");
+  expectUsageError("run clicks --max-parallelism 4 --parallelism 5", "--parallelism");
+  expectUsageError("run clicks --max-parallelism 0", "--max-parallelism");
+  expectUsageError("run clicks --max-parallelism 32769", "--max-parallelism");
+  expectUsageError("run clicks --rate -10", "--rate");
+  expectUsageError("run clicks --events 0", "--events");
+  expectUsageError("run clicks --parallelism many", "--parallelism");
+  expectUsageError("run wordcount", "--input");
+  expectUsageError("run wordcount --input /no/such/file.txt", "/no/such/file.txt");
+}
+
+TEST(Cli, AnUnreadableInputIsAUsageError) {
+  if (::geteuid() == 0) GTEST_SKIP() << "root reads every file";
+  auto path = fs::temp_directory_path() / ("weir-cli-secret-" + std::to_string(::getpid()));
+  std::ofstream(path) << "x\n";
+  fs::permissions(path, fs::perms::none);
+  expectUsageError("run wordcount --input " + path.string(), path.string());
+  fs::remove(path);
+}
+
+TEST(Cli, WordCountCountsEveryWordOfAFolder) {
+  auto dir = fs::temp_directory_path() / ("weir-cli-words-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "in");
+  std::map<std::string, int64_t> expected;
+  const char* words[] = {"alpha", "beta", "gamma", "delta"};
+  for (int f = 0; f < 3; ++f) {
+    std::ofstream out(dir / "in" / ("f" + std::to_string(f)));
+    for (int i = 0; i < 500; ++i) {
+      std::string w = words[(i * (f + 1)) % 4];
+      out << w << (i % 3 ? ", " : "\n");
+      expected[w]++;
+    }
+  }
+  Result r = weir("run wordcount -p 2 --input " + (dir / "in").string() + " --output " + (dir / "out").string());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  // The last (largest) rolling count of each word is its total.
+  std::map<std::string, int64_t> finalCounts;
+  for (auto& part : fs::directory_iterator(dir / "out")) {
+    std::ifstream in(part.path());
+    for (std::string line; std::getline(in, line);) {  // ("word", n)
+      auto q1 = line.find('"'), q2 = line.find('"', q1 + 1), comma = line.find(", ", q2);
+      std::string word = line.substr(q1 + 1, q2 - q1 - 1);
+      int64_t n = std::stoll(line.substr(comma + 2));
+      finalCounts[word] = std::max(finalCounts[word], n);
+    }
+  }
+  EXPECT_EQ(finalCounts, expected);
+  fs::remove_all(dir);
+}
+
+TEST(Cli, TheDemoCountsEveryEventAndPrintsTheTopUsers) {
+  Result r = weir("run clicks --events 200000 --users 1000 --top 3 -p 2");
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("counted 200,000 events"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("top 3 users:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("   3. user "), std::string::npos) << r.out;
+}
+
+}  // namespace
