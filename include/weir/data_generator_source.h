@@ -111,7 +111,16 @@ class DataGeneratorSource final : public Source<std::decay_t<std::invoke_result_
         n = std::min(n, allowed);
       }
       int64_t last = end_ - next_ < n ? end_ : next_ + n;
-      for (int64_t i = next_; i < last; ++i) out.push_back(generator_(i));
+      if constexpr (std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T>) {
+        // Indexed stores, so the compiler can unroll and vectorize the generator.
+        size_t base = out.size();
+        const int64_t count = last - next_, first = next_;
+        out.resize(base + static_cast<size_t>(count));
+        T* dst = out.data() + base;
+        for (int64_t k = 0; k < count; ++k) dst[k] = generator_(first + k);
+      } else {
+        for (int64_t i = next_; i < last; ++i) out.push_back(generator_(i));
+      }
       emitted_ += last - next_;
       next_ = last;
       return InputStatus::MORE_AVAILABLE;

@@ -151,7 +151,7 @@ concept HashableKey = requires(const K& k) {
 // Adapts KeyHash to the std::hash interface for hash maps inside operators.
 template <class K>
 struct KeyHasher {
-  size_t operator()(const K& k) const {
+  size_t operator()(const K& k) const noexcept {
     return static_cast<uint32_t>(murmurHash(KeyHash<K>{}(k)));
   }
 };

@@ -8,6 +8,7 @@
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <thread>
 #include <vector>
 
 #include "weir/detail/task_metrics.h"
@@ -15,35 +16,62 @@
 namespace weir::detail {
 
 // Wakes a subtask thread that waits for input or mail. Shared by the subtask's input
-// channels and its mailbox; safe to notify from any thread.
+// channels and its mailbox; safe to notify from any thread. A notify costs one atomic
+// store unless the subtask is asleep, so producers may notify on every buffer.
 class TaskSignal {
  public:
   void notify() {
-    {
+    pending_.store(true);
+    if (sleeping_.load()) {
       std::lock_guard lock(mutex_);
-      pending_ = true;
+      cv_.notify_one();
     }
-    cv_.notify_one();
   }
 
   // Waits until notified (or until `deadline`), consuming the notification.
   template <class Clock, class Duration>
   void waitUntil(std::chrono::time_point<Clock, Duration> deadline) {
+    if (spin()) return;
     std::unique_lock lock(mutex_);
-    cv_.wait_until(lock, deadline, [&] { return pending_; });
-    pending_ = false;
+    sleeping_.store(true);
+    // pending_ is read after sleeping_ is set: a notify() either sees sleeping_ and wakes
+    // us through the condition variable, or set pending_ before we read it here.
+    cv_.wait_until(lock, deadline, [&] { return pending_.load(); });
+    sleeping_.store(false);
+    pending_.store(false);
   }
 
   void wait() {
+    if (spin()) return;
     std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return pending_; });
-    pending_ = false;
+    sleeping_.store(true);
+    cv_.wait(lock, [&] { return pending_.load(); });
+    sleeping_.store(false);
+    pending_.store(false);
   }
 
  private:
+  // Polls for a notification for a few microseconds before sleeping: a producer that
+  // sends the next buffer soon then pays no wake-up system call. Yielding rather than
+  // only pausing lets the other subtasks run when there are more threads than cores.
+  bool spin() {
+    for (int i = 0; i < 64; ++i) {
+      if (pending_.exchange(false)) return true;
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause();
+#endif
+    }
+    for (int i = 0; i < 16; ++i) {
+      if (pending_.exchange(false)) return true;
+      std::this_thread::yield();
+    }
+    return pending_.exchange(false);
+  }
+
+  std::atomic<bool> pending_{false};
+  std::atomic<bool> sleeping_{false};
   std::mutex mutex_;
   std::condition_variable cv_;
-  bool pending_ = false;
 };
 
 // What travels in a channel besides records, in order with them.
@@ -81,6 +109,7 @@ class ChannelBase {
   const int initialCredits_;
   int credits_;            // buffers the producer may still send; guarded by mutex_
   int inFlight_ = 0;       // record buffers queued or being processed; guarded by mutex_
+  bool producerWaiting_ = false;  // guarded by mutex_
   bool cancelled_ = false; // guarded by mutex_
   TaskSignal* consumer_;
   std::atomic<int> maxInFlight_{0};
@@ -113,7 +142,9 @@ class Channel final : public ChannelBase {
       if (credits_ == 0 && !cancelled_) {
         int64_t start = steadyNanos();
         metrics.backPressuredSinceNanos.store(start, std::memory_order_relaxed);
+        producerWaiting_ = true;
         creditCv_.wait(lock, [&] { return credits_ > 0 || cancelled_; });
+        producerWaiting_ = false;
         metrics.backPressuredSinceNanos.store(0, std::memory_order_relaxed);
         metrics.backPressuredTimeNanos.fetch_add(steadyNanos() - start, std::memory_order_relaxed);
       }
@@ -154,13 +185,15 @@ class Channel final : public ChannelBase {
   // Consumer: hands a processed buffer back, which returns its credit to the producer.
   void recycle(std::vector<T>&& records) {
     records.clear();
+    bool wake;
     {
       std::lock_guard lock(mutex_);
       ++credits_;
       --inFlight_;
       free_.push_back(std::move(records));
+      wake = producerWaiting_;
     }
-    creditCv_.notify_one();
+    if (wake) creditCv_.notify_one();
   }
 
  private:

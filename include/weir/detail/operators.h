@@ -2,7 +2,7 @@
 // inline: one virtual call per batch, none per record.
 #pragma once
 
-#include <unordered_map>
+#include <absl/container/flat_hash_map.h>
 
 #include "weir/detail/function_traits.h"
 #include "weir/detail/stream_operator.h"
@@ -15,14 +15,20 @@ class StreamMap final : public UdfOperator<IN, OUT, F> {
  public:
   using UdfOperator<IN, OUT, F>::UdfOperator;
   void emitBatch(std::span<IN> records) override {
-    buffer_.clear();
-    buffer_.reserve(records.size());
     try {
-      for (auto& r : records) buffer_.push_back(callMap(this->fn_, std::move(r)));
+      if constexpr (std::is_same_v<IN, OUT>) {
+        // The batch is ours to consume: map it in place and pass it on.
+        for (auto& r : records) r = callMap(this->fn_, std::move(r));
+      } else {
+        buffer_.clear();
+        buffer_.reserve(records.size());
+        for (auto& r : records) buffer_.push_back(callMap(this->fn_, std::move(r)));
+      }
     } catch (...) {
       this->rethrowAsOperatorFailure();
     }
-    this->out_->emitBatch(buffer_);
+    if constexpr (std::is_same_v<IN, OUT>) this->out_->emitBatch(records);
+    else this->out_->emitBatch(buffer_);
   }
 
  private:
@@ -37,10 +43,19 @@ class StreamFilter final : public UdfOperator<T, T, F> {
   void emitBatch(std::span<T> records) override {
     size_t kept = 0;
     try {
-      for (size_t i = 0; i < records.size(); ++i) {
-        if (callFilter(this->fn_, records[i])) {
-          if (kept != i) records[kept] = std::move(records[i]);
-          ++kept;
+      if constexpr (std::is_trivially_copyable_v<T> && sizeof(T) <= 16) {
+        // Branch-free compaction: copy every record, advance only past kept ones.
+        for (size_t i = 0; i < records.size(); ++i) {
+          bool keep = callFilter(this->fn_, records[i]);
+          records[kept] = records[i];
+          kept += keep ? 1 : 0;
+        }
+      } else {
+        for (size_t i = 0; i < records.size(); ++i) {
+          if (callFilter(this->fn_, records[i])) {
+            if (kept != i) records[kept] = std::move(records[i]);
+            ++kept;
+          }
         }
       }
     } catch (...) {
@@ -110,7 +125,8 @@ class ProcessOperator final : public UdfOperator<IN, OUT, F> {
 };
 
 // Rolling reduce per key: emits the new aggregate for every record (KeyedStream::reduce,
-// sum, min, max). Keeps one value per key on the heap until the state backends land.
+// sum, min, max). Keeps one value per key in a flat hash table on the heap until the
+// state backends land.
 template <class T, class K, class KeySelector, class F>
 class KeyedReduceOperator final : public UdfOperator<T, T, F> {
  public:
@@ -120,10 +136,16 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   void emitBatch(std::span<T> records) override {
     buffer_.clear();
     buffer_.reserve(records.size());
+    keys_.clear();
     try {
-      for (auto& r : records) {
-        auto [it, inserted] = values_.try_emplace(std::invoke(keySelector_, r), r);
-        if (!inserted) it->second = callReduce(this->fn_, it->second, r);
+      for (auto& r : records) keys_.push_back(std::invoke(keySelector_, r));
+      // The table is larger than the cache: fetch a few records ahead so lookups overlap.
+      constexpr size_t kAhead = 8;
+      for (size_t i = 0; i < std::min(kAhead, keys_.size()); ++i) values_.prefetch(keys_[i]);
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (i + kAhead < keys_.size()) values_.prefetch(keys_[i + kAhead]);
+        auto [it, inserted] = values_.try_emplace(std::move(keys_[i]), records[i]);
+        if (!inserted) it->second = callReduce(this->fn_, it->second, records[i]);
         buffer_.push_back(it->second);
       }
     } catch (...) {
@@ -134,7 +156,8 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
 
  private:
   KeySelector keySelector_;
-  std::unordered_map<K, T, KeyHasher<K>> values_;
+  absl::flat_hash_map<K, T, KeyHasher<K>> values_;
+  std::vector<K> keys_;
   std::vector<T> buffer_;
 };
 

@@ -1,0 +1,61 @@
+// A small benchmark harness: runs a body several times, takes the median, and prints
+// one JSON object per figure (CONVENTIONS.md, "Benchmarks").
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace weir::bench {
+
+// Median wall-clock seconds of `runs` calls of `body`.
+template <class F>
+double medianSeconds(int runs, F&& body) {
+  std::vector<double> seconds;
+  for (int i = 0; i < runs; ++i) {
+    auto start = std::chrono::steady_clock::now();
+    body();
+    seconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+  }
+  std::sort(seconds.begin(), seconds.end());
+  return seconds[seconds.size() / 2];
+}
+
+// Median seconds of `engine` and of `baseline`, run alternately so that a machine that
+// slows down or speeds up during the benchmark affects both alike.
+template <class E, class B>
+std::pair<double, double> medianSecondsInterleaved(int runs, E&& engine, B&& baseline) {
+  std::vector<double> e, b;
+  for (int i = 0; i < runs; ++i) {
+    e.push_back(medianSeconds(1, engine));
+    b.push_back(medianSeconds(1, baseline));
+  }
+  std::sort(e.begin(), e.end());
+  std::sort(b.begin(), b.end());
+  return {e[e.size() / 2], b[b.size() / 2]};
+}
+
+// One JSON line: {"bench":name, key: value, ...}; values are numbers.
+inline void printFigure(const std::string& name, const std::vector<std::pair<std::string, double>>& fields) {
+  std::string line = "{\"bench\":\"" + name + "\"";
+  for (auto& [key, value] : fields) {
+    char buf[64];
+    if (value == static_cast<double>(static_cast<long long>(value))) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value));
+    else std::snprintf(buf, sizeof buf, "%.3f", value);
+    line += ",\"" + key + "\":" + buf;
+  }
+  line += "}";
+  std::printf("%s\n", line.c_str());
+  std::fflush(stdout);
+}
+
+// Keeps a value alive so the optimizer cannot drop the loop that computed it.
+template <class T>
+void doNotOptimize(const T& value) {
+  asm volatile("" : : "r,m"(value) : "memory");
+}
+
+}  // namespace weir::bench

@@ -1,0 +1,178 @@
+// weir_bench: the engine against the same computation written as a plain loop.
+//
+//   weir_bench [--only chain,keyed_sum,channel] [--runs 5]
+//
+// Every engine figure is printed beside its baseline, measured in the same run, with
+// ratio = baseline records/s ÷ engine records/s (above 1: the engine is slower).
+#include <cstring>
+#include <map>
+#include <set>
+#include <sstream>
+#include <thread>
+#include <unordered_map>
+
+#include "harness.h"
+#include "weir/detail/channel.h"
+#include "weir/weir.h"
+
+namespace weir::bench {
+namespace {
+
+int gRuns = 5;
+
+// The work of the chain benchmark, shared by the engine job and the baseline loop.
+inline int64_t generate(int64_t i) { return i * 2654435761 % 1000003; }
+inline int64_t transform(int64_t v) { return v * 3 + 1; }
+inline bool keep(int64_t v) { return v % 5 != 0; }
+
+void chain() {
+  const int64_t n = 50'000'000;
+  auto [engine, baseline] = medianSecondsInterleaved(gRuns, [&] {
+    StreamExecutionEnvironment env;
+    env.setParallelism(1);
+    env.fromSource(DataGeneratorSource([](int64_t i) { return generate(i); }, n),
+                   WatermarkStrategy<int64_t>::noWatermarks(), "gen")
+        .map([](int64_t v) { return transform(v); })
+        .filter([](const int64_t& v) { return keep(v); })
+        .sinkTo(DiscardingSink<int64_t>());
+    env.execute("chain");
+  }, [&] {
+    int64_t checksum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      int64_t v = transform(generate(i));
+      if (keep(v)) checksum += v;
+    }
+    doNotOptimize(checksum);
+  });
+  double e = static_cast<double>(n) / engine, b = static_cast<double>(n) / baseline;
+  printFigure("chain", {{"parallelism", 1}, {"records", static_cast<double>(n)}, {"records_per_s", e},
+                        {"baseline_records_per_s", b}, {"ratio", b / e}});
+}
+
+// splitmix64's finalizer: record i gets a key that looks random (as user ids in a real
+// stream do) but is the same in every run.
+inline uint64_t mix(uint64_t z) {
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+using KeyedRecord = std::pair<int64_t, int64_t>;
+inline KeyedRecord keyedRecord(int64_t i, int64_t keys) {
+  return {static_cast<int64_t>(mix(static_cast<uint64_t>(i)) % static_cast<uint64_t>(keys)), i & 7};
+}
+
+void keyedSum() {
+  const int64_t n = 20'000'000, keys = 100'000;
+  double baseline = medianSeconds(gRuns, [&] {
+    std::unordered_map<int64_t, KeyedRecord> sums;
+    int64_t checksum = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      KeyedRecord r = keyedRecord(i, keys);
+      auto [it, inserted] = sums.try_emplace(r.first, r);
+      if (!inserted) it->second.second += r.second;
+      checksum += it->second.second;
+    }
+    doNotOptimize(checksum);
+  });
+  double b = static_cast<double>(n) / baseline;
+  for (int p : {1, 2}) {
+    double engine = medianSeconds(gRuns, [&] {
+      StreamExecutionEnvironment env;
+      env.setParallelism(p);
+      env.fromSource(DataGeneratorSource([keys](int64_t i) { return keyedRecord(i, keys); }, n),
+                     WatermarkStrategy<KeyedRecord>::noWatermarks(), "gen")
+          .keyBy([](const KeyedRecord& r) { return r.first; })
+          .sum<1>()
+          .sinkTo(DiscardingSink<KeyedRecord>());
+      env.execute("keyed_sum");
+    });
+    double e = static_cast<double>(n) / engine;
+    printFigure("keyed_sum", {{"parallelism", p}, {"records", static_cast<double>(n)}, {"keys", static_cast<double>(keys)},
+                              {"records_per_s", e}, {"baseline_records_per_s", b}, {"ratio", b / e}});
+  }
+}
+
+// Moves `n` records of type T through one channel from a producer to a consumer thread.
+template <class T, class Make>
+double channelSeconds(int64_t n, Make make) {
+  return medianSeconds(gRuns, [&] {
+    detail::TaskSignal signal;
+    detail::TaskMetrics metrics;
+    detail::Channel<T> channel(4, &signal);
+    std::thread producer([&] {
+      std::vector<T> buffer;
+      buffer.reserve(detail::kBatchSize);
+      for (int64_t i = 0; i < n; ++i) {
+        buffer.push_back(make(i));
+        if (buffer.size() == detail::kBatchSize) {
+          buffer = std::move(*channel.send(std::move(buffer), metrics));
+          if (buffer.capacity() == 0) buffer.reserve(detail::kBatchSize);
+        }
+      }
+      if (!buffer.empty()) channel.send(std::move(buffer), metrics);
+      channel.sendEvent(detail::EventKind::kEndOfPartition);
+    });
+    typename detail::Channel<T>::Message m;
+    int64_t received = 0;
+    while (true) {
+      if (!channel.poll(m)) {
+        signal.wait();
+        continue;
+      }
+      if (m.isEvent) break;
+      received += static_cast<int64_t>(m.records.size());
+      channel.recycle(std::move(m.records));
+    }
+    producer.join();
+    doNotOptimize(received);
+  });
+}
+
+void channel() {
+  const int64_t n = 50'000'000;
+  double s = channelSeconds<int64_t>(n, [](int64_t i) { return i; });
+  printFigure("channel", {{"record_bytes", 8}, {"records", static_cast<double>(n)},
+                          {"records_per_s", static_cast<double>(n) / s},
+                          {"bytes_per_s", 8.0 * static_cast<double>(n) / s}});
+  const int64_t m = 5'000'000;
+  const std::string payload(100, 'x');
+  double t = channelSeconds<std::string>(m, [&](int64_t) { return payload; });
+  printFigure("channel", {{"record_bytes", 100}, {"records", static_cast<double>(m)},
+                          {"records_per_s", static_cast<double>(m) / t},
+                          {"bytes_per_s", 100.0 * static_cast<double>(m) / t}});
+}
+
+}  // namespace
+}  // namespace weir::bench
+
+int main(int argc, char** argv) {
+  using namespace weir::bench;
+  std::map<std::string, void (*)()> benches{{"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}};
+  std::set<std::string> only;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    if (arg == "--only" && i + 1 < argc) {
+      std::stringstream list(argv[++i]);
+      for (std::string name; std::getline(list, name, ',');) {
+        if (!benches.count(name)) {
+          std::fprintf(stderr, "weir_bench: unknown benchmark '%s'; the benchmarks are: chain, channel, keyed_sum\n", name.c_str());
+          return 2;
+        }
+        only.insert(name);
+      }
+    } else if (arg == "--runs" && i + 1 < argc) {
+      gRuns = std::atoi(argv[++i]);
+      if (gRuns < 1) {
+        std::fprintf(stderr, "weir_bench: --runs must be at least 1\n");
+        return 2;
+      }
+    } else {
+      std::fprintf(stderr, "weir_bench: unknown argument '%s'; usage: weir_bench [--only a,b] [--runs N]\n", arg.c_str());
+      return 2;
+    }
+  }
+  for (auto& [name, fn] : benches)
+    if (only.empty() || only.count(name)) fn();
+  return 0;
+}
