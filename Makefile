@@ -7,7 +7,7 @@ BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup build run test bench clean
+.PHONY: all setup build run test tsan bench clean
 
 all: build
 
@@ -26,6 +26,12 @@ run: build
 
 test: build
 	cd $(BUILD) && ctest -j$(JOBS) --output-on-failure --timeout 300
+
+# The concurrency-heavy tests (runtime, whole jobs) under ThreadSanitizer.
+tsan: setup
+	@[ -f build-tsan/build.ninja ] || cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DWEIR_SANITIZE=thread
+	@ninja -C build-tsan runtime_test api_test
+	cd build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest -j$(JOBS) --output-on-failure --timeout 600 -R '^(Channel|DataStream|KeyedStream|JobFailure)\.'
 
 bench: setup $(BUILD)/build.ninja
 	@ninja -C $(BUILD) weir_bench

@@ -105,6 +105,8 @@ class DataStream {
   // Merges streams of the same type (Flink's union; `union` is a C++ keyword).
   template <class... Streams>
   DataStream<T> unionWith(const Streams&... others) {
+    static_assert((std::is_same_v<typename Streams::Type, T> && ...),
+                  "unionWith(s...): every stream must have the same record type as this one");
     std::vector<int> inputs{id_, others.id()...};
     return DataStream<T>(graph_, graph_->add(detail::Transformation::Kind::kUnion, "Union", inputs,
                                              detail::TypedStream<T>::get()).id);

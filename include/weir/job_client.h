@@ -15,7 +15,7 @@ namespace detail {
 class JobExecution;
 }
 
-enum class JobStatus { RUNNING, FINISHED, CANCELLING, CANCELED, FAILED };
+enum class JobStatus { RUNNING, FINISHED, CANCELLING, CANCELED, FAILING, FAILED };
 
 const char* toString(JobStatus status);
 
@@ -52,12 +52,15 @@ struct JobMetrics {
   std::chrono::milliseconds elapsed{0};
 };
 
+// Copies share the job. Dropping the last handle of a running job cancels it and waits
+// for its threads, as std::jthread does: keep a JobClient while the job should run.
 class JobClient {
  public:
   explicit JobClient(std::shared_ptr<detail::JobExecution> execution);
   const std::string& getJobName() const;
   JobStatus getJobStatus() const;
-  // Asks every subtask to stop; returns at once. wait() then reports CANCELED.
+  // Asks every subtask to stop; returns at once. wait() then reports CANCELED. Does
+  // nothing once the job has ended.
   void cancel();
   // Blocks until the job ends. Throws JobExecutionError when it failed.
   JobExecutionResult wait();

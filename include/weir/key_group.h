@@ -89,11 +89,6 @@ struct KeyHash<std::string> {
   int32_t operator()(const std::string& s) const { return hashBytes(s.data(), s.size()); }
 };
 
-template <>
-struct KeyHash<std::string_view> {
-  int32_t operator()(std::string_view s) const { return hashBytes(s.data(), s.size()); }
-};
-
 namespace detail {
 inline int32_t combineHash(int32_t seed, int32_t h) {
   return static_cast<int32_t>(31u * static_cast<uint32_t>(seed) + static_cast<uint32_t>(h));

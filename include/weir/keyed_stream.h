@@ -116,7 +116,11 @@ auto DataStream<T>::keyBy(F keySelector) {
     return *this;
   } else {
     using K = std::decay_t<std::invoke_result_t<F&, const T&>>;
-    if constexpr (!HashableKey<K>) {
+    if constexpr (std::is_same_v<K, std::string_view> || std::is_pointer_v<K>) {
+      static_assert(detail::kDependentFalse<F>,
+                    "keyBy(f): return a key that owns its data (e.g. std::string), not a view or pointer into the record");
+      return *this;
+    } else if constexpr (!HashableKey<K>) {
       static_assert(detail::kDependentFalse<F>,
                     "keyBy(f): the key type has no weir::KeyHash; declare it with WEIR_STRUCT or specialize weir::KeyHash<K>");
       return *this;

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <future>
 #include <mutex>
 #include <thread>
 
@@ -245,6 +246,89 @@ TEST(JobFailure, BadConfigurationIsRejectedWithAClearError) {
     EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
     EXPECT_NE(std::string(e.what()).find("maxParallelism (4)"), std::string::npos) << e.what();
   }
+}
+
+}  // namespace
+}  // namespace weir
+
+namespace weir {
+namespace {
+
+struct Counted : RichMapFunction<int, int> {
+  static inline std::atomic<int> opens{0};
+  static inline std::atomic<int> closes{0};
+  bool throwInOpen = false;
+  bool throwInClose = false;
+  void open() override {
+    ++opens;
+    if (throwInOpen) throw std::runtime_error("open failed");
+  }
+  void close() override {
+    ++closes;
+    if (throwInClose) throw std::runtime_error("close failed");
+  }
+  int map(const int& v) override { return v; }
+};
+
+TEST(JobFailure, EveryOpenedFunctionIsClosedExactlyOnceEvenWhenOpenOrCloseThrows) {
+  {
+    Counted::opens = Counted::closes = 0;
+    StreamExecutionEnvironment env;
+    Counted bad;
+    bad.throwInClose = true;
+    env.fromElements(1, 2).map(Counted{}).map(bad).name("closer").map(Counted{}).sinkTo(DiscardingSink<int>());
+    try {
+      env.execute();
+      FAIL();
+    } catch (const JobExecutionError& e) {
+      EXPECT_NE(std::string(e.what()).find("close failed"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(Counted::opens.load(), 3);
+    EXPECT_EQ(Counted::closes.load(), 3);
+  }
+  {
+    Counted::opens = Counted::closes = 0;
+    StreamExecutionEnvironment env;
+    Counted bad;
+    bad.throwInOpen = true;
+    env.fromElements(1, 2).map(Counted{}).map(bad).map(Counted{}).sinkTo(DiscardingSink<int>());
+    EXPECT_THROW(env.execute(), JobExecutionError);
+    // Opened tail first: the last map and the failing one were opened, the first was not.
+    EXPECT_EQ(Counted::opens.load(), 2);
+    EXPECT_EQ(Counted::closes.load(), 2);
+  }
+}
+
+TEST(JobFailure, OneSideOutputIdCannotCarryTwoTypes) {
+  OutputTag<int> ints("weir-test-clash");
+  EXPECT_THROW(OutputTag<std::string>("weir-test-clash"), Error);
+  OutputTag<int> same("weir-test-clash");
+  EXPECT_EQ(same.index(), ints.index());
+}
+
+TEST(JobFailure, CancelAfterTheJobFinishedChangesNothing) {
+  StreamExecutionEnvironment env;
+  CollectSink<int> sink;
+  env.fromElements(1, 2, 3).sinkTo(sink);
+  auto client = env.executeAsync();
+  EXPECT_EQ(client.wait().status, JobStatus::FINISHED);
+  client.cancel();
+  EXPECT_EQ(client.getJobStatus(), JobStatus::FINISHED);
+  EXPECT_EQ(client.wait().status, JobStatus::FINISHED);
+  EXPECT_EQ(sink.getResults().size(), 3u);
+}
+
+TEST(JobFailure, SeveralThreadsMayWaitForTheSameJob) {
+  StreamExecutionEnvironment env;
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, 2'000'000), WatermarkStrategy<int64_t>::noWatermarks(),
+                 "gen")
+      .rebalance()
+      .sinkTo(DiscardingSink<int64_t>());
+  auto client = env.executeAsync();
+  JobClient copy = client;
+  auto other = std::async(std::launch::async, [copy]() mutable { return copy.wait().status; });
+  EXPECT_EQ(client.wait().status, JobStatus::FINISHED);
+  EXPECT_EQ(other.get(), JobStatus::FINISHED);
 }
 
 }  // namespace

@@ -10,6 +10,7 @@ const char* toString(JobStatus status) {
     case JobStatus::FINISHED: return "FINISHED";
     case JobStatus::CANCELLING: return "CANCELLING";
     case JobStatus::CANCELED: return "CANCELED";
+    case JobStatus::FAILING: return "FAILING";
     case JobStatus::FAILED: return "FAILED";
   }
   return "UNKNOWN";

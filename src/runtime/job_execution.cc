@@ -288,39 +288,50 @@ std::shared_ptr<JobExecution> JobExecution::start(const StreamGraph& graph, std:
 
 JobExecution::~JobExecution() {
   cancel();
-  for (auto& t : subtasks_)
-    if (t->thread.joinable()) t->thread.join();
+  std::lock_guard join(joinMutex_);
+  for (auto& t : subtasks_) {
+    if (!t->thread.joinable()) continue;
+    // The last handle dropped by a user function on a subtask thread: that thread
+    // cannot join itself; it is on its way out already.
+    if (t->thread.get_id() == std::this_thread::get_id()) t->thread.detach();
+    else t->thread.join();
+  }
 }
 
 void JobExecution::run(Subtask& task) {
-  size_t opened = 0;
+  // Operators whose open() was called and whose close() was not, in chain order.
+  std::vector<bool> needsClose(task.operators.size(), false);
+  bool cancelled = false;
   try {
     // Tail first, so every operator's downstream is ready before it emits.
     for (size_t i = task.operators.size(); i-- > 0;) {
+      needsClose[i] = true;
       task.operators[i]->open();
-      ++opened;
     }
     if (task.source) runSource(task);
     else runInputs(task);
     for (size_t i = 0; i < task.operators.size(); ++i) {
-      auto& op = task.operators[i];
-      op->close();
-      --opened;
+      needsClose[i] = false;
+      task.operators[i]->close();
     }
   } catch (const TaskCancelled&) {
+    cancelled = true;
   } catch (...) {
-    fail(task, std::current_exception());
+    fail(std::current_exception());
   }
-  // After a failure or cancellation, close what is still open and keep the first error.
-  for (size_t i = task.operators.size() - opened; opened > 0 && i < task.operators.size(); ++i, --opened) {
+  // After a failure or cancellation, close what is still open; the first error stands.
+  for (size_t i = 0; i < task.operators.size(); ++i) {
+    if (!needsClose[i]) continue;
     try {
       task.operators[i]->close();
     } catch (...) {
     }
   }
+  std::lock_guard lock(mutex_);
+  if (cancelled) ++cancelledSubtasks_;
   if (running_.fetch_sub(1) == 1) {
-    std::lock_guard lock(mutex_);
     runtime_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - startTime_);
+    finalStatus_ = failure_ ? JobStatus::FAILED : cancelledSubtasks_ > 0 ? JobStatus::CANCELED : JobStatus::FINISHED;
   }
 }
 
@@ -373,10 +384,12 @@ void JobExecution::runInputs(Subtask& task) {
   task.headInput->endInput();
 }
 
-void JobExecution::fail(const Subtask& task, std::exception_ptr error) {
+void JobExecution::fail(std::exception_ptr error) {
   {
     std::lock_guard lock(mutex_);
-    if (failure_) return;
+    // The first failure is the job's; once the user cancelled, failures while
+    // stopping do not turn the cancellation into a failure.
+    if (failure_ || userCancelled_) return;
     failure_ = error;
     failureMessage_ = describeError(error, &failureCode_);
   }
@@ -384,32 +397,43 @@ void JobExecution::fail(const Subtask& task, std::exception_ptr error) {
 }
 
 void JobExecution::cancel() {
-  if (cancelRequested_.exchange(true)) return;
+  {
+    std::lock_guard lock(mutex_);
+    if (running_.load() == 0 || failure_ || userCancelled_) return;
+    userCancelled_ = true;
+  }
   stopAll();
 }
 
 void JobExecution::stopAll() {
-  cancelRequested_.store(true);
+  if (stopping_.exchange(true)) return;
   for (auto& c : channels_) c->cancel();
   for (auto& t : subtasks_) t->mailbox.put([] { throw TaskCancelled{}; });
 }
 
 JobStatus JobExecution::status() const {
-  bool done = running_.load() == 0;
   std::lock_guard lock(mutex_);
-  if (failure_) return done ? JobStatus::FAILED : JobStatus::CANCELLING;
-  if (cancelRequested_.load()) return done ? JobStatus::CANCELED : JobStatus::CANCELLING;
-  return done ? JobStatus::FINISHED : JobStatus::RUNNING;
+  if (running_.load() == 0) return finalStatus_;
+  if (failure_) return JobStatus::FAILING;
+  if (userCancelled_) return JobStatus::CANCELLING;
+  return JobStatus::RUNNING;
 }
 
 JobExecutionResult JobExecution::wait() {
-  for (auto& t : subtasks_)
-    if (t->thread.joinable()) t->thread.join();
+  {
+    std::lock_guard join(joinMutex_);
+    for (auto& t : subtasks_) {
+      if (t->thread.get_id() == std::this_thread::get_id())
+        throw Error(ErrorCode::kInvalidJob, "JobClient::wait() called from a subtask of the job it waits for");
+    }
+    for (auto& t : subtasks_)
+      if (t->thread.joinable()) t->thread.join();
+  }
   std::lock_guard lock(mutex_);
   if (failure_) throw JobExecutionError(failureCode_, "job '" + jobName_ + "' failed: " + failureMessage_);
   JobExecutionResult result;
   result.jobName = jobName_;
-  result.status = cancelRequested_.load() ? JobStatus::CANCELED : JobStatus::FINISHED;
+  result.status = finalStatus_;
   result.netRuntime = runtime_;
   return result;
 }

@@ -60,7 +60,7 @@ class JobExecution {
   void run(Subtask& task);
   void runSource(Subtask& task);
   void runInputs(Subtask& task);
-  void fail(const Subtask& task, std::exception_ptr error);
+  void fail(std::exception_ptr error);
   void stopAll();
 
   std::string jobName_;
@@ -69,15 +69,18 @@ class JobExecution {
   std::vector<std::unique_ptr<ChannelBase>> channels_;
   std::vector<std::unique_ptr<SplitEnumerator>> enumerators_;
   std::chrono::steady_clock::time_point startTime_;
-  std::atomic<bool> cancelRequested_{false};
-  std::atomic<int> running_{0};
+  std::atomic<bool> stopping_{false};  // every subtask was told to stop
+  std::atomic<int> running_{0};        // subtask threads not yet finished
+  std::mutex joinMutex_;               // one thread joins the subtasks at a time
 
   mutable std::mutex mutex_;
-  std::exception_ptr failure_;  // guarded by mutex_; the first failure only
-  std::string failureMessage_;  // guarded by mutex_
-  ErrorCode failureCode_ = ErrorCode::kInternal;
-  bool joined_ = false;         // guarded by mutex_
-  std::chrono::milliseconds runtime_{0};
+  std::exception_ptr failure_;         // guarded by mutex_; the first failure only
+  std::string failureMessage_;         // guarded by mutex_
+  ErrorCode failureCode_ = ErrorCode::kInternal;  // guarded by mutex_
+  bool userCancelled_ = false;         // guarded by mutex_
+  int cancelledSubtasks_ = 0;          // guarded by mutex_; subtasks that stopped on cancel
+  JobStatus finalStatus_ = JobStatus::RUNNING;  // guarded by mutex_; set when the last subtask ends
+  std::chrono::milliseconds runtime_{0};        // guarded by mutex_
 };
 
 }  // namespace weir::detail

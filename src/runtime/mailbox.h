@@ -20,19 +20,19 @@ class Mailbox {
     {
       std::lock_guard lock(mutex_);
       queue_.push_back(std::move(action));
-      hasMail_.store(true, std::memory_order_release);
+      hasMail_.store(true);
     }
     signal_->notify();
   }
 
   // Subtask thread: runs every queued action in order. Cheap when empty.
   void runPending() {
-    if (!hasMail_.load(std::memory_order_acquire)) return;
+    if (!hasMail_.load()) return;
     std::deque<std::function<void()>> actions;
     {
       std::lock_guard lock(mutex_);
       actions.swap(queue_);
-      hasMail_.store(false, std::memory_order_release);
+      hasMail_.store(false);
     }
     for (auto& a : actions) a();
   }

@@ -36,18 +36,16 @@ class TaskSignal {
     sleeping_.store(true);
     // pending_ is read after sleeping_ is set: a notify() either sees sleeping_ and wakes
     // us through the condition variable, or set pending_ before we read it here.
-    cv_.wait_until(lock, deadline, [&] { return pending_.load(); });
+    cv_.wait_until(lock, deadline, [&] { return pending_.exchange(false); });
     sleeping_.store(false);
-    pending_.store(false);
   }
 
   void wait() {
     if (spin()) return;
     std::unique_lock lock(mutex_);
     sleeping_.store(true);
-    cv_.wait(lock, [&] { return pending_.load(); });
+    cv_.wait(lock, [&] { return pending_.exchange(false); });
     sleeping_.store(false);
-    pending_.store(false);
   }
 
  private:

@@ -21,10 +21,16 @@ struct TaskMetrics {
   std::atomic<int64_t> backPressuredSinceNanos{0}; // start of the current wait for credit; 0: none
 
   // Back-pressured time including a wait still in progress.
+  // The producer clears `since` before adding the finished wait to the total, so a
+  // reader that sees the same `since` before and after reading the total has not
+  // counted that wait twice.
   int64_t backPressuredTimeNow() const {
-    int64_t since = backPressuredSinceNanos.load(std::memory_order_relaxed);
-    int64_t total = backPressuredTimeNanos.load(std::memory_order_relaxed);
-    return since == 0 ? total : total + (steadyNanos() - since);
+    while (true) {
+      int64_t since = backPressuredSinceNanos.load();
+      int64_t total = backPressuredTimeNanos.load();
+      if (backPressuredSinceNanos.load() != since) continue;
+      return since == 0 ? total : total + (steadyNanos() - since);
+    }
   }
 };
 
