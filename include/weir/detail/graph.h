@@ -74,24 +74,16 @@ class SourceOperator final : public SourceOperatorBase {
   void setOutput(OutputBase* out) override { out_ = &dynamic_cast<Output<T>&>(*out); }
 
   void open() override {
-    try {
-      reader_ = source_->createReader(SourceReaderContext{context_->getIndexOfThisSubtask(),
-                                                          context_->getNumberOfParallelSubtasks(),
-                                                          enumerator_});
-    } catch (...) {
-      rethrowAsOperatorFailure();
-    }
+    reader_ = callUser([&] {
+      return source_->createReader(SourceReaderContext{context_->getIndexOfThisSubtask(),
+                                                       context_->getNumberOfParallelSubtasks(), enumerator_});
+    });
     batch_.reserve(kBatchSize);
   }
 
   InputStatus emitNext() override {
     batch_.clear();
-    InputStatus status;
-    try {
-      status = reader_->pollNext(batch_, kBatchSize);
-    } catch (...) {
-      rethrowAsOperatorFailure();
-    }
+    InputStatus status = callUser([&] { return reader_->pollNext(batch_, kBatchSize); });
     if (!batch_.empty()) {
       metrics_->numSourceRecords.fetch_add(batch_.size(), std::memory_order_relaxed);
       out_->emitBatch(batch_);
@@ -103,12 +95,7 @@ class SourceOperator final : public SourceOperatorBase {
   void endInput() override { out_->endInput(); }
 
   void close() override {
-    if (!reader_) return;
-    try {
-      reader_->close();
-    } catch (...) {
-      rethrowAsOperatorFailure();
-    }
+    if (reader_) callUser([&] { reader_->close(); });
   }
 
  private:
@@ -128,37 +115,20 @@ class SinkOperator final : public StreamOperator, public Output<T> {
   void setOutput(OutputBase*) override {}
 
   void open() override {
-    try {
-      writer_ = sink_->createWriter(*context_);
-    } catch (...) {
-      rethrowAsOperatorFailure();
-    }
+    writer_ = callUser([&] { return sink_->createWriter(*context_); });
   }
 
   void emitBatch(std::span<T> records) override {
     metrics_->numRecordsOut.fetch_add(records.size(), std::memory_order_relaxed);
-    try {
-      writer_->writeBatch(records);
-    } catch (...) {
-      rethrowAsOperatorFailure();
-    }
+    callUser([&] { writer_->writeBatch(records); });
   }
 
   void endInput() override {
-    try {
-      writer_->flush(true);
-    } catch (...) {
-      rethrowAsOperatorFailure();
-    }
+    callUser([&] { writer_->flush(true); });
   }
 
   void close() override {
-    if (!writer_) return;
-    try {
-      writer_->close();
-    } catch (...) {
-      rethrowAsOperatorFailure();
-    }
+    if (writer_) callUser([&] { writer_->close(); });
   }
 
  private:

@@ -46,6 +46,17 @@ class StreamOperator {
   RuntimeContext& context() { return *context_; }
 
  protected:
+  // Runs user code (a function, a source reader, a sink writer); whatever it throws
+  // becomes an OperatorFailure naming this operator and subtask.
+  template <class F>
+  decltype(auto) callUser(F&& f) const {
+    try {
+      return f();
+    } catch (...) {
+      rethrowAsOperatorFailure();
+    }
+  }
+
   // Call inside a catch block: turns whatever a user function threw into an
   // OperatorFailure naming this operator and subtask.
   [[noreturn]] void rethrowAsOperatorFailure() const {
@@ -99,18 +110,10 @@ class UdfOperator : public OneInputOperator<IN, OUT> {
  public:
   explicit UdfOperator(F fn) : fn_(std::move(fn)) {}
   void open() override {
-    try {
-      openFunction(fn_, this->context_);
-    } catch (...) {
-      this->rethrowAsOperatorFailure();
-    }
+    this->callUser([&] { openFunction(fn_, this->context_); });
   }
   void close() override {
-    try {
-      closeFunction(fn_);
-    } catch (...) {
-      this->rethrowAsOperatorFailure();
-    }
+    this->callUser([&] { closeFunction(fn_); });
   }
 
  protected:
