@@ -94,6 +94,7 @@ int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
   StreamExecutionEnvironment env;
   env.setMaxParallelism(options.maxParallelism);
   env.setParallelism(options.parallelism > 0 ? options.parallelism : 2);
+  env.setRestOptions(options.rest);
 
   auto limiter = clicks.rate > 0 ? RateLimiterStrategy::perSecond(clicks.rate) : RateLimiterStrategy::noOp();
   LatestCountSink sink;
@@ -111,6 +112,8 @@ int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
               withThousands(static_cast<uint64_t>(clicks.users)).c_str(), env.getParallelism());
   std::fflush(stdout);
   auto client = env.executeAsync("click count");
+  if (!client.getWebInterfaceURL().empty()) std::printf("Web UI: %s\n", client.getWebInterfaceURL().c_str());
+  std::fflush(stdout);
   JobExecutionResult result;
   {
     ProgressLine progress(client, "events");
@@ -133,9 +136,12 @@ int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
   for (size_t i = 0; i < top; ++i)
     std::printf("  %2zu. user %-8lld %s clicks\n", i + 1, static_cast<long long>(counts[i].first),
                 withThousands(static_cast<uint64_t>(counts[i].second)).c_str());
-  if (total != clicks.events) {
-    std::fprintf(stderr, "weir: counted %lld events, expected %lld\n", static_cast<long long>(total),
-                 static_cast<long long>(clicks.events));
+  // Every generated click must be counted exactly once (also after `weir stop`).
+  uint64_t generated = 0;
+  for (auto& v : client.getMetrics().vertices) generated += v.numSourceRecords;
+  if (static_cast<uint64_t>(total) != generated) {
+    std::fprintf(stderr, "weir: counted %lld events, but the source generated %llu\n", static_cast<long long>(total),
+                 static_cast<unsigned long long>(generated));
     return 1;
   }
   return 0;

@@ -6,6 +6,7 @@
 // Like Flink's streaming WordCount, it emits the updated count of a word each time the
 // word is seen; the last line for a word is its total.
 #include <cctype>
+#include <cstdio>
 
 #include "cli/example.h"
 #include "weir/weir.h"
@@ -35,6 +36,7 @@ int runWordCount(const JobOptions& options, const std::string& input, const std:
   StreamExecutionEnvironment env;
   env.setMaxParallelism(options.maxParallelism);
   env.setParallelism(options.parallelism > 0 ? options.parallelism : 1);
+  env.setRestOptions(options.rest);
 
   auto counts = env.fromSource(FileSource::forRecordStreamFormat(TextLineInputFormat(), input).build(),
                                WatermarkStrategy<std::string>::noWatermarks(), "lines")
@@ -45,7 +47,9 @@ int runWordCount(const JobOptions& options, const std::string& input, const std:
                     .name("count");
   if (output.empty()) counts.print();
   else counts.sinkTo(TextFileSink<WordCount>(output)).name("counts file");
-  env.execute("word count");
+  auto client = env.executeAsync("word count");
+  if (!client.getWebInterfaceURL().empty()) std::fprintf(stderr, "Web UI: %s\n", client.getWebInterfaceURL().c_str());
+  client.wait();
   return 0;
 }
 

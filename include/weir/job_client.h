@@ -65,6 +65,12 @@ class JobClient {
   // Blocks until the job ends. Throws JobExecutionError when it failed.
   JobExecutionResult wait();
   JobMetrics getMetrics() const;
+  // The job's 32-hex-digit id, as the REST API names it.
+  const std::string& getJobID() const;
+  // http://address:port of the REST API and Web UI serving this job; empty when none.
+  std::string getWebInterfaceURL() const;
+  // Ends the job gracefully: sources stop and every operator drains; it then FINISHES.
+  void stop();
 
  private:
   std::shared_ptr<detail::JobExecution> execution_;

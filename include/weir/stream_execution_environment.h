@@ -9,6 +9,7 @@
 #include "weir/data_stream.h"
 #include "weir/detail/collection_source.h"
 #include "weir/job_client.h"
+#include "weir/rest_options.h"
 #include "weir/source.h"
 #include "weir/watermark_strategy.h"
 
@@ -20,6 +21,13 @@ class StreamExecutionEnvironment {
  public:
   StreamExecutionEnvironment();
   static StreamExecutionEnvironment getExecutionEnvironment() { return StreamExecutionEnvironment(); }
+  // An environment whose jobs serve the REST API and Web UI (by default on
+  // http://127.0.0.1:8081).
+  static StreamExecutionEnvironment createLocalEnvironmentWithWebUI(RestOptions options = {});
+
+  // Whether and where jobs serve the REST API and Web UI (default: not served).
+  StreamExecutionEnvironment& setRestOptions(RestOptions options);
+  const RestOptions& getRestOptions() const { return rest_; }
 
   // Default parallelism of every operator (default 1); at least 1, at most maxParallelism.
   StreamExecutionEnvironment& setParallelism(int parallelism);
@@ -69,6 +77,7 @@ class StreamExecutionEnvironment {
 
  private:
   std::shared_ptr<detail::GraphBuilder> graph_;
+  RestOptions rest_;
 };
 
 }  // namespace weir

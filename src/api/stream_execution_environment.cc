@@ -1,5 +1,6 @@
 #include "weir/stream_execution_environment.h"
 
+#include "rest/rest_server.h"
 #include "runtime/job_execution.h"
 
 namespace weir {
@@ -39,8 +40,31 @@ JobExecutionResult StreamExecutionEnvironment::execute(const std::string& jobNam
   return executeAsync(jobName).wait();
 }
 
+StreamExecutionEnvironment StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(RestOptions options) {
+  options.enabled = true;
+  StreamExecutionEnvironment env;
+  env.setRestOptions(std::move(options));
+  return env;
+}
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::setRestOptions(RestOptions options) {
+  if (options.enabled && (options.port < 0 || options.port > 65535))
+    throw Error(ErrorCode::kInvalidArgument, "REST port must be between 0 and 65535, got " + std::to_string(options.port));
+  if (options.enabled && options.metricsInterval.count() <= 0)
+    throw Error(ErrorCode::kInvalidArgument, "REST metrics interval must be positive");
+  rest_ = std::move(options);
+  return *this;
+}
+
 JobClient StreamExecutionEnvironment::executeAsync(const std::string& jobName) {
-  return JobClient(detail::JobExecution::start(graph_->graph, jobName));
+  // Listen first: a port that is taken fails the job before it starts.
+  rest::RestServer* server = rest_.enabled ? &rest::RestServer::forOptions(rest_) : nullptr;
+  auto job = detail::JobExecution::start(graph_->graph, jobName);
+  if (server) {
+    job->setWebInterfaceUrl(server->url());
+    server->addJob(job);
+  }
+  return JobClient(std::move(job));
 }
 
 }  // namespace weir

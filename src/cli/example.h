@@ -7,12 +7,15 @@
 
 #include <CLI/CLI.hpp>
 
+#include "weir/rest_options.h"
+
 namespace weir::cli {
 
 // Options every example takes.
 struct JobOptions {
   int parallelism = 0;                 // 0: the example's default
   int maxParallelism = 128;
+  RestOptions rest;                    // served by default: see --rest-port
 };
 
 struct Example {

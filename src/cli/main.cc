@@ -3,10 +3,12 @@
 // Exit codes: 0 success, 1 the job failed while running, 2 bad command line or a job
 // that cannot start (bad option, missing input). Errors are one line on stderr.
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <string>
 
 #include "cli/example.h"
+#include "cli/rest_commands.h"
 #include "weir/job_client.h"
 #include "weir/key_group.h"
 
@@ -29,8 +31,10 @@ int run(int argc, char** argv) {
   std::vector<weir::cli::Example> examples{weir::cli::wordCountExample(), weir::cli::clickCountExample()};
 
   // Unknown commands and examples get a message that lists the known ones.
-  if (argc >= 2 && argv[1][0] != '-' && std::strcmp(argv[1], "run") != 0)
-    return usageError(std::string("unknown command '") + argv[1] + "'; the commands are: run (see weir --help)");
+  const std::vector<std::string> commands{"run", "list", "status", "cancel", "stop"};
+  if (argc >= 2 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end())
+    return usageError(std::string("unknown command '") + argv[1] +
+                      "'; the commands are: run, list, status, cancel, stop (see weir --help)");
   if (argc >= 3 && std::strcmp(argv[1], "run") == 0 && argv[2][0] != '-') {
     bool known = false;
     for (auto& e : examples) known = known || e.name == argv[2];
@@ -44,14 +48,36 @@ int run(int argc, char** argv) {
   runCommand->require_subcommand(1);
 
   weir::cli::JobOptions options;
+  options.rest.enabled = true;
+  bool noRest = false;
   std::function<int(const weir::cli::JobOptions&)> chosen;
   for (auto& example : examples) {
     auto* sub = runCommand->add_subcommand(example.name, example.description);
     sub->add_option("-p,--parallelism", options.parallelism, "Default parallelism of the job's operators");
     sub->add_option("--max-parallelism", options.maxParallelism, "Number of key groups (default 128, at most 32768)");
+    sub->add_option("--rest-port", options.rest.port, "Port of the REST API and Web UI (default 8081; 0: any free port)");
+    sub->add_option("--rest-address", options.rest.address, "Address the REST API listens on (default 127.0.0.1)");
+    sub->add_flag("--no-rest", noRest, "Do not serve the REST API and Web UI");
     auto runner = example.setup(*sub);
     sub->callback([&chosen, runner] { chosen = runner; });
   }
+
+  // Job control through a running job's REST API.
+  std::string address = "127.0.0.1:8081";
+  std::string jobId;
+  std::function<int()> control;
+  auto addControl = [&](const char* name, const char* help, bool needsJob, auto action) {
+    auto* sub = app.add_subcommand(name, help);
+    sub->add_option("--address", address, "host:port of the REST API (default 127.0.0.1:8081)");
+    if (needsJob) sub->add_option("jobid", jobId, "The job's id, as `weir list` prints it")->required();
+    sub->callback([&control, action, &address, &jobId] { control = [action, &address, &jobId] { return action(address, jobId); }; });
+  };
+  addControl("list", "List the jobs a REST API serves", false,
+             [](const std::string& a, const std::string&) { return weir::cli::listJobs(a); });
+  addControl("status", "Show a job's state and its operators' throughput and backpressure", true, weir::cli::jobStatus);
+  addControl("cancel", "Cancel a running job", true, weir::cli::cancelJob);
+  addControl("stop", "Stop a running job gracefully: its sources end and every operator drains", true,
+             weir::cli::stopJob);
 
   try {
     app.parse(argc, argv);
@@ -64,6 +90,11 @@ int run(int argc, char** argv) {
     if (what.empty()) what = "bad command line";
     return usageError(what + " (see --help)");
   }
+
+  if (control) return control();
+  if (noRest) options.rest.enabled = false;
+  if (options.rest.port < 0 || options.rest.port > 65535)
+    return usageError("--rest-port must be between 0 and 65535, got " + std::to_string(options.rest.port));
 
   if (options.maxParallelism < 1 || options.maxParallelism > weir::kUpperBoundMaxParallelism)
     return usageError("--max-parallelism must be between 1 and " + std::to_string(weir::kUpperBoundMaxParallelism) +

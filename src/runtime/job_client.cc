@@ -22,5 +22,8 @@ JobStatus JobClient::getJobStatus() const { return execution_->status(); }
 void JobClient::cancel() { execution_->cancel(); }
 JobExecutionResult JobClient::wait() { return execution_->wait(); }
 JobMetrics JobClient::getMetrics() const { return execution_->metrics(); }
+const std::string& JobClient::getJobID() const { return execution_->jobId(); }
+std::string JobClient::getWebInterfaceURL() const { return execution_->webInterfaceUrl(); }
+void JobClient::stop() { execution_->stop(); }
 
 }  // namespace weir

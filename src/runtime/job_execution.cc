@@ -1,7 +1,16 @@
 #include "runtime/job_execution.h"
 
+#include <cxxabi.h>
+#include <xxhash.h>
+
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <map>
+#include <random>
+#include <set>
+#include <tuple>
+
 
 namespace weir::detail {
 
@@ -55,6 +64,31 @@ void resolveInput(const StreamGraph& graph, int nodeId, int consumer, PhysicalEd
       resolveInput(graph, node.inputs.at(0), consumer, std::move(edge), out);
       return;
   }
+}
+
+std::string hex128(uint64_t hi, uint64_t lo) {
+  char buf[33];
+  std::snprintf(buf, sizeof buf, "%016llx%016llx", static_cast<unsigned long long>(hi),
+                static_cast<unsigned long long>(lo));
+  return buf;
+}
+
+// Stable for the same vertex of the same graph, so the Web UI can follow it.
+std::string vertexId(int index, const std::string& name) {
+  std::string seed = std::to_string(index) + "\n" + name;
+  XXH128_hash_t h = XXH3_128bits(seed.data(), seed.size());
+  return hex128(h.high64, h.low64);
+}
+
+std::string randomJobId() {
+  std::random_device rd;
+  std::mt19937_64 rng((static_cast<uint64_t>(rd()) << 32) ^ rd());
+  return hex128(rng(), rng());
+}
+
+int64_t nowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 std::string describeError(std::exception_ptr error, ErrorCode* code) {
@@ -277,6 +311,30 @@ std::shared_ptr<JobExecution> JobExecution::start(const StreamGraph& graph, std:
     }
   }
 
+  // What the REST API shows of the vertices.
+  job->jobId_ = randomJobId();
+  for (size_t v = 0; v < job->vertices_.size(); ++v) {
+    const auto& vertex = job->vertices_[v];
+    VertexInfo info;
+    info.id = vertexId(static_cast<int>(v), vertex.name);
+    info.name = vertex.name;
+    info.parallelism = vertex.parallelism;
+    info.isSource = vertex.isSource;
+    info.isSink = vertex.isSink;
+    for (int id : vertex.nodes)
+      if (!nodes[static_cast<size_t>(id)]->uid.empty()) info.uids.push_back(nodes[static_cast<size_t>(id)]->uid);
+    job->vertexInfo_.push_back(std::move(info));
+  }
+  std::set<std::tuple<int, int, std::string>> seen;
+  for (auto& e : edges) {
+    if (e.chained) continue;
+    int from = vertexOf[static_cast<size_t>(e.producer)], to = vertexOf[static_cast<size_t>(e.consumer)];
+    std::string strategy = partitionerName(e.partitioner);
+    if (seen.insert({from, to, strategy}).second)
+      job->vertexInfo_[static_cast<size_t>(to)].inputs.push_back({from, strategy});
+  }
+
+  job->startMillis_ = nowMillis();
   job->startTime_ = std::chrono::steady_clock::now();
   job->running_.store(static_cast<int>(job->subtasks_.size()));
   for (auto& task : job->subtasks_) {
@@ -332,12 +390,14 @@ void JobExecution::run(Subtask& task) {
   if (running_.fetch_sub(1) == 1) {
     runtime_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - startTime_);
     finalStatus_ = failure_ ? JobStatus::FAILED : cancelledSubtasks_ > 0 ? JobStatus::CANCELED : JobStatus::FINISHED;
+    endMillis_ = nowMillis();
   }
 }
 
 void JobExecution::runSource(Subtask& task) {
   while (true) {
     task.mailbox.runPending();
+    if (task.stopRequested) break;
     InputStatus status = task.source->emitNext();
     if (status == InputStatus::END_OF_INPUT) break;
     if (status == InputStatus::NOTHING_AVAILABLE) {
@@ -392,8 +452,64 @@ void JobExecution::fail(std::exception_ptr error) {
     if (failure_ || userCancelled_) return;
     failure_ = error;
     failureMessage_ = describeError(error, &failureCode_);
+    FailureInfo info;
+    info.message = failureMessage_;
+    info.timestampMillis = nowMillis();
+    try {
+      std::rethrow_exception(error);
+    } catch (const OperatorFailure& e) {
+      info.exceptionName = e.causeType().empty() ? "weir::OperatorFailure" : e.causeType();
+      info.taskName = e.operatorName();
+      info.location = "subtask " + std::to_string(e.subtask() + 1) + "/" + std::to_string(e.parallelism());
+    } catch (const std::exception& e) {
+      info.exceptionName = demangledTypeName(typeid(e));
+    } catch (...) {
+      info.exceptionName = "unknown";
+    }
+    failureInfo_ = std::move(info);
   }
   stopAll();
+}
+
+void JobExecution::stop() {
+  if (running_.load() == 0) return;
+  for (auto& t : subtasks_) {
+    if (!t->source) continue;
+    Subtask* task = t.get();
+    task->mailbox.put([task] { task->stopRequested = true; });
+  }
+}
+
+std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
+  std::vector<std::vector<SubtaskSample>> out(vertices_.size());
+  for (const auto& t : subtasks_) {
+    SubtaskSample s;
+    s.numRecordsIn = t->metrics.numRecordsIn.load(std::memory_order_relaxed);
+    s.numRecordsOut = t->metrics.numRecordsOut.load(std::memory_order_relaxed);
+    s.numSourceRecords = t->metrics.numSourceRecords.load(std::memory_order_relaxed);
+    s.idleTimeNanos = t->metrics.idleTimeNanos.load(std::memory_order_relaxed);
+    s.backPressuredTimeNanos = t->metrics.backPressuredTimeNow();
+    out[static_cast<size_t>(t->vertex)].push_back(s);
+  }
+  return out;
+}
+
+std::optional<FailureInfo> JobExecution::failure() const {
+  std::lock_guard lock(mutex_);
+  return failureInfo_;
+}
+
+int64_t JobExecution::endTimeMillis() const {
+  std::lock_guard lock(mutex_);
+  return endMillis_;
+}
+
+std::string demangledTypeName(const std::type_info& type) {
+  int status = 0;
+  char* name = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
+  std::string out = status == 0 && name ? name : type.name();
+  std::free(name);
+  return out;
 }
 
 void JobExecution::cancel() {

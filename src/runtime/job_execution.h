@@ -6,6 +6,7 @@
 #include <chrono>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -28,10 +29,44 @@ struct Subtask {
   std::vector<std::unique_ptr<StreamOperator>> operators;  // in chain order
   std::vector<std::unique_ptr<OutputBase>> outputs;        // fan-outs and channel writers
   SourceOperatorBase* source = nullptr;                    // set for source chains
+  bool stopRequested = false;                              // source: end input now
   OutputBase* headInput = nullptr;                         // set for chains fed by channels
   std::vector<std::unique_ptr<ChannelInputBase>> inputs;
   std::vector<ChannelBase*> inputChannels;
   std::thread thread;
+};
+
+// A vertex as the REST API and the Web UI show it.
+struct VertexInfo {
+  struct Input {
+    int vertex = 0;            // index of the upstream vertex
+    std::string shipStrategy;  // FORWARD, REBALANCE, HASH, ...
+  };
+  std::string id;  // 32 hex digits, stable for the same graph
+  std::string name;
+  std::vector<std::string> uids;  // of the chained operators that have one
+  int parallelism = 0;
+  bool isSource = false;
+  bool isSink = false;
+  std::vector<Input> inputs;
+};
+
+// Counters of one subtask at one moment.
+struct SubtaskSample {
+  uint64_t numRecordsIn = 0;
+  uint64_t numRecordsOut = 0;
+  uint64_t numSourceRecords = 0;
+  int64_t idleTimeNanos = 0;
+  int64_t backPressuredTimeNanos = 0;
+};
+
+// Why a job failed, as the exceptions page shows it.
+struct FailureInfo {
+  std::string message;        // the whole one-line message
+  std::string exceptionName;  // e.g. weir::OperatorFailure
+  std::string taskName;       // the operator, when a user function failed
+  std::string location;       // "subtask i/n"
+  int64_t timestampMillis = 0;
 };
 
 class JobExecution {
@@ -42,8 +77,23 @@ class JobExecution {
   ~JobExecution();
 
   const std::string& jobName() const { return jobName_; }
+  // 32 hex digits, random per execution (Flink's JobID).
+  const std::string& jobId() const { return jobId_; }
   JobStatus status() const;
   void cancel();
+  // Ends the job gracefully: sources stop reading and end their input, which drains
+  // every operator in order; the job then FINISHES. Does nothing once it has ended.
+  void stop();
+  const std::vector<VertexInfo>& vertices() const { return vertexInfo_; }
+  // Set once, by whoever serves the job's REST API, before the job is handed out.
+  void setWebInterfaceUrl(std::string url) { webUrl_ = std::move(url); }
+  const std::string& webInterfaceUrl() const { return webUrl_; }
+  // Per vertex, per subtask.
+  std::vector<std::vector<SubtaskSample>> sample() const;
+  std::optional<FailureInfo> failure() const;
+  // Wall-clock start and end (milliseconds since the epoch); end is -1 while running.
+  int64_t startTimeMillis() const { return startMillis_; }
+  int64_t endTimeMillis() const;
   JobExecutionResult wait();
   JobMetrics metrics() const;
 
@@ -64,7 +114,13 @@ class JobExecution {
   void stopAll();
 
   std::string jobName_;
+  std::string jobId_;
+  std::string webUrl_;
   std::vector<Vertex> vertices_;
+  std::vector<VertexInfo> vertexInfo_;
+  int64_t startMillis_ = 0;
+  int64_t endMillis_ = -1;             // guarded by mutex_
+  std::optional<FailureInfo> failureInfo_;  // guarded by mutex_
   std::vector<std::unique_ptr<Subtask>> subtasks_;
   std::vector<std::unique_ptr<ChannelBase>> channels_;
   std::vector<std::unique_ptr<SplitEnumerator>> enumerators_;

@@ -68,7 +68,7 @@ class StreamOperator {
       throw;
     } catch (const std::exception& e) {
       throw OperatorFailure(context_->getTaskName(), context_->getIndexOfThisSubtask(),
-                            context_->getNumberOfParallelSubtasks(), e.what());
+                            context_->getNumberOfParallelSubtasks(), e.what(), demangledTypeName(typeid(e)));
     } catch (...) {
       throw OperatorFailure(context_->getTaskName(), context_->getIndexOfThisSubtask(),
                             context_->getNumberOfParallelSubtasks(), "unknown exception");

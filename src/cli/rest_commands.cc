@@ -1,0 +1,125 @@
+#include "cli/rest_commands.h"
+
+#include <httplib.h>
+
+#include <cstdio>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+namespace weir::cli {
+
+namespace {
+
+using json = nlohmann::json;
+
+int fail(const std::string& message) {
+  std::fprintf(stderr, "weir: %s\n", message.c_str());
+  return 1;
+}
+
+// A client for "host:port"; nullopt (after a message) when the address is malformed.
+std::optional<httplib::Client> client(const std::string& address) {
+  auto colon = address.rfind(':');
+  int port = 0;
+  if (colon == std::string::npos || colon == 0) return std::nullopt;
+  try {
+    size_t used = 0;
+    port = std::stoi(address.substr(colon + 1), &used);
+    if (used != address.size() - colon - 1) return std::nullopt;
+  } catch (...) {
+    return std::nullopt;
+  }
+  if (port < 1 || port > 65535) return std::nullopt;
+  std::optional<httplib::Client> c(std::in_place, address.substr(0, colon), port);
+  c->set_connection_timeout(3, 0);
+  c->set_read_timeout(10, 0);
+  return c;
+}
+
+// The JSON answer of a request, or nullopt after printing why there is none.
+std::optional<json> call(const std::string& address, const std::string& method, const std::string& path,
+                         int* exitCode) {
+  auto c = client(address);
+  if (!c) {
+    *exitCode = 2;
+    std::fprintf(stderr, "weir: --address must be host:port, got '%s'\n", address.c_str());
+    return std::nullopt;
+  }
+  httplib::Result r = method == "GET"     ? c->Get(path)
+                      : method == "PATCH" ? c->Patch(path)
+                                          : c->Post(path, "", "application/json");
+  if (!r) {
+    *exitCode = fail("cannot reach the REST API at " + address + ": " + httplib::to_string(r.error()) +
+                     " (is a job running with --rest-port?)");
+    return std::nullopt;
+  }
+  json body = json::parse(r->body, nullptr, false);
+  if (r->status >= 400) {
+    std::string why = body.is_object() && body.contains("errors") && !body["errors"].empty()
+                          ? body["errors"][0].get<std::string>()
+                          : "HTTP " + std::to_string(r->status);
+    *exitCode = fail(why);
+    return std::nullopt;
+  }
+  if (body.is_discarded()) {
+    *exitCode = fail("the REST API at " + address + " answered something that is not JSON");
+    return std::nullopt;
+  }
+  return body;
+}
+
+std::string duration(int64_t ms) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f s", static_cast<double>(ms) / 1000.0);
+  return buf;
+}
+
+}  // namespace
+
+int listJobs(const std::string& address) {
+  int code = 0;
+  auto body = call(address, "GET", "/jobs/overview", &code);
+  if (!body) return code;
+  if ((*body)["jobs"].empty()) {
+    std::printf("no jobs\n");
+    return 0;
+  }
+  std::printf("%-32s  %-10s  %10s  %s\n", "JOB ID", "STATE", "DURATION", "NAME");
+  for (auto& j : (*body)["jobs"])
+    std::printf("%-32s  %-10s  %10s  %s\n", j["jid"].get<std::string>().c_str(), j["state"].get<std::string>().c_str(),
+                duration(j["duration"].get<int64_t>()).c_str(), j["name"].get<std::string>().c_str());
+  return 0;
+}
+
+int jobStatus(const std::string& address, const std::string& jobId) {
+  int code = 0;
+  auto body = call(address, "GET", "/jobs/" + jobId, &code);
+  if (!body) return code;
+  auto& j = *body;
+  std::printf("%s  %s  %s  %s\n", j["jid"].get<std::string>().c_str(), j["state"].get<std::string>().c_str(),
+              duration(j["duration"].get<int64_t>()).c_str(), j["name"].get<std::string>().c_str());
+  for (auto& v : j["vertices"]) {
+    std::printf("  %-40s  p=%-3d  in %12llu  out %12llu  %10.0f rec/s  backpressure %s\n",
+                v["name"].get<std::string>().c_str(), v["parallelism"].get<int>(),
+                static_cast<unsigned long long>(v["metrics"]["read-records"].get<uint64_t>()),
+                static_cast<unsigned long long>(v["metrics"]["write-records"].get<uint64_t>()),
+                v["metrics"]["write-records-per-second"].get<double>(), v["backpressure-level"].get<std::string>().c_str());
+  }
+  return 0;
+}
+
+int cancelJob(const std::string& address, const std::string& jobId) {
+  int code = 0;
+  if (!call(address, "PATCH", "/jobs/" + jobId + "?mode=cancel", &code)) return code;
+  std::printf("cancelling %s\n", jobId.c_str());
+  return 0;
+}
+
+int stopJob(const std::string& address, const std::string& jobId) {
+  int code = 0;
+  if (!call(address, "POST", "/jobs/" + jobId + "/stop", &code)) return code;
+  std::printf("stopping %s: its sources end and every operator drains\n", jobId.c_str());
+  return 0;
+}
+
+}  // namespace weir::cli

@@ -1,0 +1,43 @@
+#include "rest/metrics_sampler.h"
+
+#include <algorithm>
+
+namespace weir::rest {
+
+void MetricsSampler::update(const detail::JobExecution& job) {
+  auto now = std::chrono::steady_clock::now();
+  auto current = job.sample();
+  if (!previous_.empty()) {
+    double seconds = std::chrono::duration<double>(now - previousTime_).count();
+    if (seconds <= 0) return;
+    rates_.assign(current.size(), {});
+    for (size_t v = 0; v < current.size(); ++v) {
+      for (size_t s = 0; s < current[v].size(); ++s) {
+        const auto& a = previous_[v][s];
+        const auto& b = current[v][s];
+        SubtaskRates r;
+        r.numRecordsInPerSecond = static_cast<double>(b.numRecordsIn - a.numRecordsIn) / seconds;
+        // What a vertex emits: records sent on, or produced by its source when it has
+        // no output channel (a whole job in one chain).
+        uint64_t outA = std::max(a.numRecordsOut, a.numSourceRecords);
+        uint64_t outB = std::max(b.numRecordsOut, b.numSourceRecords);
+        r.numRecordsOutPerSecond = static_cast<double>(outB - outA) / seconds;
+        r.idleTimeMsPerSecond = std::clamp(static_cast<double>(b.idleTimeNanos - a.idleTimeNanos) / 1e6 / seconds, 0.0, 1000.0);
+        r.backPressuredTimeMsPerSecond =
+            std::clamp(static_cast<double>(b.backPressuredTimeNanos - a.backPressuredTimeNanos) / 1e6 / seconds, 0.0, 1000.0);
+        r.busyTimeMsPerSecond = std::max(0.0, 1000.0 - r.idleTimeMsPerSecond - r.backPressuredTimeMsPerSecond);
+        rates_[v].push_back(r);
+      }
+    }
+  }
+  previous_ = std::move(current);
+  previousTime_ = now;
+}
+
+const char* backPressureLevel(double ratio) {
+  if (ratio <= 0.10) return "ok";
+  if (ratio <= 0.50) return "low";
+  return "high";
+}
+
+}  // namespace weir::rest

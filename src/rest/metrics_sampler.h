@@ -1,0 +1,39 @@
+// Turns a job's monotonic counters into per-second rates: records in/out per second and
+// busy / idle / back-pressured milliseconds per second, per subtask (Flink's names).
+#pragma once
+
+#include <chrono>
+#include <vector>
+
+#include "runtime/job_execution.h"
+
+namespace weir::rest {
+
+struct SubtaskRates {
+  double numRecordsInPerSecond = 0;
+  double numRecordsOutPerSecond = 0;
+  double busyTimeMsPerSecond = 0;
+  double idleTimeMsPerSecond = 0;
+  double backPressuredTimeMsPerSecond = 0;
+};
+
+// Not thread-safe: the owner serializes calls.
+class MetricsSampler {
+ public:
+  // Takes a new sample of `job`; rates cover the time since the previous one.
+  void update(const detail::JobExecution& job);
+  // Per vertex, per subtask; empty until two samples were taken.
+  const std::vector<std::vector<SubtaskRates>>& rates() const { return rates_; }
+  // The latest counters, per vertex, per subtask.
+  const std::vector<std::vector<detail::SubtaskSample>>& latest() const { return previous_; }
+
+ private:
+  std::vector<std::vector<detail::SubtaskSample>> previous_;
+  std::chrono::steady_clock::time_point previousTime_{};
+  std::vector<std::vector<SubtaskRates>> rates_;
+};
+
+// Flink's thresholds on the back-pressured share of time: ok ≤ 10%, low ≤ 50%, high above.
+const char* backPressureLevel(double ratio);
+
+}  // namespace weir::rest

@@ -1,0 +1,583 @@
+#include "rest/rest_server.h"
+
+#include <httplib.h>
+#include <prometheus/gauge.h>
+#include <prometheus/registry.h>
+#include <prometheus/text_serializer.h>
+
+#include <condition_variable>
+#include <map>
+#include <mutex>
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "rest/assets.h"
+#include "rest/metrics_sampler.h"
+
+namespace weir::rest {
+
+namespace {
+
+using json = nlohmann::json;
+using detail::JobExecution;
+
+constexpr size_t kMaxBodyBytes = 1 << 20;    // larger requests get 413
+constexpr size_t kMaxEndedJobs = 100;        // ended jobs kept for the UI
+constexpr int kWorkerThreads = 128;          // a slow client holds one only briefly
+constexpr int kReadTimeoutMillis = 300;      // for a request to arrive on loopback
+
+const char* stateName(JobStatus s) { return toString(s); }
+
+int64_t nowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void sendJson(httplib::Response& res, const json& body, int status = 200) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+void sendError(httplib::Response& res, int status, const std::string& message) {
+  sendJson(res, json{{"errors", json::array({message})}}, status);
+}
+
+// A request body, when there is one, must be a JSON object.
+bool validBody(const httplib::Request& req, httplib::Response& res) {
+  if (req.body.empty()) return true;
+  json parsed = json::parse(req.body, nullptr, false);
+  if (parsed.is_discarded() || !parsed.is_object()) {
+    sendError(res, 400, "Request body is not a JSON object.");
+    return false;
+  }
+  return true;
+}
+
+std::vector<std::string> splitList(const std::string& s) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= s.size()) {
+    size_t comma = s.find(',', start);
+    if (comma == std::string::npos) comma = s.size();
+    if (comma > start) out.push_back(s.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
+
+}  // namespace
+
+class RestServer::Impl {
+ public:
+  explicit Impl(const RestOptions& options) : options_(options) {
+    http_.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
+    http_.set_read_timeout(0, kReadTimeoutMillis * 1000);
+    http_.set_write_timeout(2, 0);
+    http_.set_keep_alive_timeout(2);
+    http_.set_payload_max_length(kMaxBodyBytes);
+    routes();
+    if (options.port == 0) port_ = http_.bind_to_any_port(options.address);
+    else port_ = http_.bind_to_port(options.address, options.port) ? options.port : -1;
+    if (port_ <= 0)
+      throw Error(ErrorCode::kIo, "REST server: cannot listen on " + options.address + ":" +
+                                      std::to_string(options.port) +
+                                      " (in use or not a local address); choose another with --rest-port");
+    listener_ = std::thread([this] { http_.listen_after_bind(); });
+    sampler_ = std::thread([this] { sampleLoop(); });
+  }
+
+  ~Impl() {
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    http_.stop();
+    if (listener_.joinable()) listener_.join();
+    if (sampler_.joinable()) sampler_.join();
+  }
+
+  void addJob(std::shared_ptr<JobExecution> job) {
+    std::lock_guard lock(mutex_);
+    jobs_.push_back(std::make_unique<Entry>(Entry{std::move(job), {}, false}));
+    jobs_.back()->sampler.update(*jobs_.back()->job);
+    // Forget the oldest ended jobs beyond the limit.
+    size_t ended = 0;
+    for (auto& e : jobs_) ended += e->ended ? 1 : 0;
+    for (auto it = jobs_.begin(); ended > kMaxEndedJobs && it != jobs_.end();) {
+      if ((*it)->ended) {
+        it = jobs_.erase(it);
+        --ended;
+      } else {
+        ++it;
+      }
+    }
+  }
+
+  int port() const { return port_; }
+  std::string url() const { return "http://" + options_.address + ":" + std::to_string(port_); }
+
+ private:
+  struct Entry {
+    std::shared_ptr<JobExecution> job;
+    MetricsSampler sampler;
+    bool ended;  // sampled once more after the job ended, then left alone
+  };
+
+  void sampleLoop() {
+    std::unique_lock lock(mutex_);
+    while (!cv_.wait_for(lock, options_.metricsInterval, [&] { return stopping_; })) {
+      for (auto& e : jobs_) {
+        if (e->ended) continue;
+        bool running = e->job->endTimeMillis() < 0;
+        e->sampler.update(*e->job);
+        if (!running) e->ended = true;
+      }
+    }
+  }
+
+  // Looks up the job of path parameter 1; answers 404 itself when there is none.
+  Entry* job(const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[1];
+    for (auto& e : jobs_)
+      if (e->job->jobId() == id) return e.get();
+    sendError(res, 404, "Job " + id + " not found.");
+    return nullptr;
+  }
+
+  int vertex(const Entry& e, const httplib::Request& req, httplib::Response& res) {
+    const std::string id = req.matches[2];
+    const auto& vs = e.job->vertices();
+    for (size_t v = 0; v < vs.size(); ++v)
+      if (vs[v].id == id) return static_cast<int>(v);
+    sendError(res, 404, "Vertex " + id + " not found in job " + e.job->jobId() + ".");
+    return -1;
+  }
+
+  static std::string vertexStatus(JobStatus s) {
+    switch (s) {
+      case JobStatus::FINISHED: return "FINISHED";
+      case JobStatus::CANCELED: return "CANCELED";
+      case JobStatus::FAILED: return "FAILED";
+      case JobStatus::CANCELLING:
+      case JobStatus::FAILING: return "CANCELING";
+      default: return "RUNNING";
+    }
+  }
+
+  // Sum over a vertex's subtasks of rates; back-pressure is the worst subtask's.
+  struct VertexRates {
+    double in = 0, out = 0, backPressureRatio = 0;
+  };
+  static VertexRates vertexRates(const Entry& e, size_t v) {
+    VertexRates r;
+    const auto& rates = e.sampler.rates();
+    if (v >= rates.size()) return r;
+    for (const auto& s : rates[v]) {
+      r.in += s.numRecordsInPerSecond;
+      r.out += s.numRecordsOutPerSecond;
+      r.backPressureRatio = std::max(r.backPressureRatio, s.backPressuredTimeMsPerSecond / 1000.0);
+    }
+    return r;
+  }
+
+  json jobOverview(const Entry& e) const {
+    int64_t end = e.job->endTimeMillis();
+    int64_t start = e.job->startTimeMillis();
+    return {{"jid", e.job->jobId()},
+            {"name", e.job->jobName()},
+            {"state", stateName(e.job->status())},
+            {"start-time", start},
+            {"end-time", end},
+            {"duration", (end < 0 ? nowMillis() : end) - start}};
+  }
+
+  json plan(const Entry& e) const {
+    json nodes = json::array();
+    const auto& vs = e.job->vertices();
+    for (size_t v = 0; v < vs.size(); ++v) {
+      json inputs = json::array();
+      for (size_t i = 0; i < vs[v].inputs.size(); ++i) {
+        const auto& in = vs[v].inputs[i];
+        inputs.push_back({{"num", i},
+                          {"id", vs[static_cast<size_t>(in.vertex)].id},
+                          {"ship_strategy", in.shipStrategy},
+                          {"exchange", "pipelined_bounded"},
+                          {"records-per-second", vertexRates(e, static_cast<size_t>(in.vertex)).out}});
+      }
+      nodes.push_back({{"id", vs[v].id},
+                       {"parallelism", vs[v].parallelism},
+                       {"operator", ""},
+                       {"operator_strategy", ""},
+                       {"description", vs[v].name},
+                       {"inputs", inputs}});
+    }
+    return {{"jid", e.job->jobId()}, {"name", e.job->jobName()}, {"type", "STREAMING"}, {"nodes", nodes}};
+  }
+
+  json jobDetail(const Entry& e) const {
+    json j = jobOverview(e);
+    j["now"] = nowMillis();
+    j["isStoppable"] = true;
+    json vertices = json::array();
+    const auto& vs = e.job->vertices();
+    const auto& latest = e.sampler.latest();
+    auto status = vertexStatus(e.job->status());
+    for (size_t v = 0; v < vs.size(); ++v) {
+      uint64_t in = 0, out = 0;
+      int64_t idle = 0, bp = 0;
+      if (v < latest.size()) {
+        for (const auto& s : latest[v]) {
+          in += s.numRecordsIn;
+          out += std::max(s.numRecordsOut, s.numSourceRecords);
+          idle += s.idleTimeNanos;
+          bp += s.backPressuredTimeNanos;
+        }
+      }
+      int64_t elapsedMs = (j["duration"].get<int64_t>()) * vs[v].parallelism;
+      auto rates = vertexRates(e, v);
+      vertices.push_back({{"id", vs[v].id},
+                          {"name", vs[v].name},
+                          {"uids", vs[v].uids},
+                          {"parallelism", vs[v].parallelism},
+                          {"maxParallelism", -1},
+                          {"status", status},
+                          {"start-time", j["start-time"]},
+                          {"end-time", j["end-time"]},
+                          {"duration", j["duration"]},
+                          {"metrics",
+                           {{"read-records", in},
+                            {"read-records-complete", true},
+                            {"write-records", out},
+                            {"write-records-complete", true},
+                            {"read-records-per-second", rates.in},
+                            {"write-records-per-second", rates.out},
+                            {"accumulated-idle-time", idle / 1000000},
+                            {"accumulated-backpressured-time", bp / 1000000},
+                            {"accumulated-busy-time", std::max<int64_t>(0, elapsedMs - idle / 1000000 - bp / 1000000)}}},
+                          {"backpressure-level", backPressureLevel(rates.backPressureRatio)},
+                          {"backpressure-ratio", rates.backPressureRatio},
+                          {"current-input-watermark", nullptr}});
+    }
+    j["vertices"] = vertices;
+    j["plan"] = plan(e);
+    return j;
+  }
+
+  json exceptions(const Entry& e) const {
+    auto failure = e.job->failure();
+    json entries = json::array();
+    if (failure) {
+      entries.push_back({{"exceptionName", failure->exceptionName},
+                         {"stacktrace", failure->message},
+                         {"timestamp", failure->timestampMillis},
+                         {"taskName", failure->taskName.empty() ? json(nullptr) : json(failure->taskName)},
+                         {"location", failure->location.empty() ? json(nullptr) : json(failure->location)},
+                         {"taskManagerId", "embedded"}});
+    }
+    return {{"root-exception", failure ? json(failure->message) : json(nullptr)},
+            {"timestamp", failure ? json(failure->timestampMillis) : json(nullptr)},
+            {"all-exceptions", json::array()},
+            {"truncated", false},
+            {"exceptionHistory", {{"entries", entries}, {"truncated", false}}}};
+  }
+
+  // Per-subtask metrics of a vertex, by Flink's names.
+  std::map<std::string, double> vertexMetrics(const Entry& e, size_t v) const {
+    std::map<std::string, double> m;
+    const auto& latest = e.sampler.latest();
+    const auto& rates = e.sampler.rates();
+    if (v < latest.size()) {
+      for (size_t s = 0; s < latest[v].size(); ++s) {
+        std::string p = std::to_string(s) + ".";
+        m[p + "numRecordsIn"] = static_cast<double>(latest[v][s].numRecordsIn);
+        m[p + "numRecordsOut"] = static_cast<double>(std::max(latest[v][s].numRecordsOut, latest[v][s].numSourceRecords));
+      }
+    }
+    if (v < rates.size()) {
+      for (size_t s = 0; s < rates[v].size(); ++s) {
+        std::string p = std::to_string(s) + ".";
+        m[p + "numRecordsInPerSecond"] = rates[v][s].numRecordsInPerSecond;
+        m[p + "numRecordsOutPerSecond"] = rates[v][s].numRecordsOutPerSecond;
+        m[p + "busyTimeMsPerSecond"] = rates[v][s].busyTimeMsPerSecond;
+        m[p + "idleTimeMsPerSecond"] = rates[v][s].idleTimeMsPerSecond;
+        m[p + "backPressuredTimeMsPerSecond"] = rates[v][s].backPressuredTimeMsPerSecond;
+      }
+    }
+    return m;
+  }
+
+  static void answerMetrics(const std::map<std::string, double>& all, const httplib::Request& req,
+                            httplib::Response& res) {
+    json out = json::array();
+    if (!req.has_param("get")) {
+      for (auto& [id, value] : all) out.push_back({{"id", id}});
+    } else {
+      for (auto& id : splitList(req.get_param_value("get"))) {
+        auto it = all.find(id);
+        if (it != all.end()) out.push_back({{"id", id}, {"value", std::to_string(it->second)}});
+      }
+    }
+    sendJson(res, out);
+  }
+
+  std::string prometheusText() const {
+    prometheus::Registry registry;
+    auto gauge = [&](const std::string& name, const std::string& help) -> prometheus::Family<prometheus::Gauge>& {
+      return prometheus::BuildGauge().Name("weir_task_" + name).Help(help).Register(registry);
+    };
+    auto& in = gauge("numRecordsIn", "Records a subtask received from its input channels");
+    auto& out = gauge("numRecordsOut", "Records a subtask emitted");
+    auto& inRate = gauge("numRecordsInPerSecond", "Records received per second");
+    auto& outRate = gauge("numRecordsOutPerSecond", "Records emitted per second");
+    auto& busy = gauge("busyTimeMsPerSecond", "Milliseconds per second spent processing");
+    auto& idle = gauge("idleTimeMsPerSecond", "Milliseconds per second spent waiting for input");
+    auto& bp = gauge("backPressuredTimeMsPerSecond", "Milliseconds per second spent waiting for output credit");
+    auto& restarts = prometheus::BuildGauge().Name("weir_job_numRestarts").Help("Restarts of the job").Register(registry);
+    auto& uptime = prometheus::BuildGauge().Name("weir_job_uptime").Help("Milliseconds the job has run").Register(registry);
+    for (const auto& e : jobs_) {
+      const auto& job = *e->job;
+      std::map<std::string, std::string> jobLabels{{"job_id", job.jobId()}, {"job_name", job.jobName()}};
+      restarts.Add(jobLabels).Set(0);
+      int64_t end = job.endTimeMillis();
+      uptime.Add(jobLabels).Set(static_cast<double>((end < 0 ? nowMillis() : end) - job.startTimeMillis()));
+      const auto& vs = job.vertices();
+      const auto& latest = e->sampler.latest();
+      const auto& rates = e->sampler.rates();
+      for (size_t v = 0; v < vs.size() && v < latest.size(); ++v) {
+        for (size_t s = 0; s < latest[v].size(); ++s) {
+          auto labels = jobLabels;
+          labels["task_id"] = vs[v].id;
+          labels["task_name"] = vs[v].name;
+          labels["subtask_index"] = std::to_string(s);
+          in.Add(labels).Set(static_cast<double>(latest[v][s].numRecordsIn));
+          out.Add(labels).Set(static_cast<double>(std::max(latest[v][s].numRecordsOut, latest[v][s].numSourceRecords)));
+          if (v < rates.size() && s < rates[v].size()) {
+            inRate.Add(labels).Set(rates[v][s].numRecordsInPerSecond);
+            outRate.Add(labels).Set(rates[v][s].numRecordsOutPerSecond);
+            busy.Add(labels).Set(rates[v][s].busyTimeMsPerSecond);
+            idle.Add(labels).Set(rates[v][s].idleTimeMsPerSecond);
+            bp.Add(labels).Set(rates[v][s].backPressuredTimeMsPerSecond);
+          }
+        }
+      }
+    }
+    return prometheus::TextSerializer().Serialize(registry.Collect());
+  }
+
+  // Registers a handler that runs under the server's lock.
+  template <class F>
+  httplib::Server::Handler locked(F f) {
+    return [this, f](const httplib::Request& req, httplib::Response& res) {
+      std::lock_guard lock(mutex_);
+      f(req, res);
+    };
+  }
+
+  void routes() {
+    for (const auto& [path, asset] : assets()) {
+      const Asset* a = &asset;
+      http_.Get(path, [a](const httplib::Request&, httplib::Response& res) {
+        res.set_content(a->content, a->contentType);
+      });
+    }
+    http_.Get("/config", [this](const httplib::Request&, httplib::Response& res) {
+      sendJson(res, {{"refresh-interval", options_.metricsInterval.count()},
+                     {"timezone-name", "UTC"},
+                     {"timezone-offset", 0},
+                     {"flink-version", "weir 0.1"},
+                     {"features", {{"web-submit", false}, {"web-cancel", true}}}});
+    });
+    http_.Get("/overview", locked([this](const httplib::Request&, httplib::Response& res) {
+      int running = 0, finished = 0, cancelled = 0, failed = 0;
+      for (auto& e : jobs_) {
+        switch (e->job->status()) {
+          case JobStatus::FINISHED: ++finished; break;
+          case JobStatus::CANCELED: ++cancelled; break;
+          case JobStatus::FAILED: ++failed; break;
+          default: ++running;
+        }
+      }
+      sendJson(res, {{"taskmanagers", 1},
+                     {"slots-total", static_cast<int>(std::thread::hardware_concurrency())},
+                     {"slots-available", static_cast<int>(std::thread::hardware_concurrency())},
+                     {"jobs-running", running},
+                     {"jobs-finished", finished},
+                     {"jobs-cancelled", cancelled},
+                     {"jobs-failed", failed},
+                     {"flink-version", "weir 0.1"}});
+    }));
+    http_.Get("/jobs", locked([this](const httplib::Request&, httplib::Response& res) {
+      json jobs = json::array();
+      for (auto& e : jobs_) jobs.push_back({{"id", e->job->jobId()}, {"status", stateName(e->job->status())}});
+      sendJson(res, {{"jobs", jobs}});
+    }));
+    http_.Get("/jobs/overview", locked([this](const httplib::Request&, httplib::Response& res) {
+      json jobs = json::array();
+      for (auto& e : jobs_) jobs.push_back(jobOverview(*e));
+      sendJson(res, {{"jobs", jobs}});
+    }));
+    http_.Get(R"(/jobs/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
+      if (auto* e = job(req, res)) sendJson(res, jobDetail(*e));
+    }));
+    http_.Patch(R"(/jobs/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
+      auto* e = job(req, res);
+      if (!e || !validBody(req, res)) return;
+      std::string mode = req.has_param("mode") ? req.get_param_value("mode") : "cancel";
+      if (mode != "cancel") return sendError(res, 400, "Unknown mode '" + mode + "'; the only mode is 'cancel'.");
+      e->job->cancel();
+      sendJson(res, json::object(), 202);
+    }));
+    http_.Post(R"(/jobs/([^/]+)/stop)", locked([this](const httplib::Request& req, httplib::Response& res) {
+      auto* e = job(req, res);
+      if (!e || !validBody(req, res)) return;
+      e->job->stop();
+      sendJson(res, json::object(), 202);
+    }));
+    http_.Post(R"(/jobs/([^/]+)/savepoints)", locked([this](const httplib::Request& req, httplib::Response& res) {
+      if (!job(req, res) || !validBody(req, res)) return;
+      sendError(res, 501, "Savepoints are not implemented yet in weir; the job keeps running.");
+    }));
+    http_.Get(R"(/jobs/([^/]+)/savepoints/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
+      if (!job(req, res)) return;
+      sendError(res, 501, "Savepoints are not implemented yet in weir.");
+    }));
+    http_.Get(R"(/jobs/([^/]+)/plan)", locked([this](const httplib::Request& req, httplib::Response& res) {
+      if (auto* e = job(req, res)) sendJson(res, {{"plan", plan(*e)}});
+    }));
+    http_.Get(R"(/jobs/([^/]+)/exceptions)", locked([this](const httplib::Request& req, httplib::Response& res) {
+      if (auto* e = job(req, res)) sendJson(res, exceptions(*e));
+    }));
+    http_.Get(R"(/jobs/([^/]+)/checkpoints)", locked([this](const httplib::Request& req, httplib::Response& res) {
+      if (!job(req, res)) return;
+      // Checkpoints are not built yet: the shape Flink answers for a job that has none.
+      sendJson(res, {{"counts", {{"restored", 0}, {"total", 0}, {"in_progress", 0}, {"completed", 0}, {"failed", 0}}},
+                     {"summary", json::object()},
+                     {"latest", {{"completed", nullptr}, {"savepoint", nullptr}, {"failed", nullptr}, {"restored", nullptr}}},
+                     {"history", json::array()}});
+    }));
+    http_.Get(R"(/jobs/([^/]+)/checkpoints/config)", locked([this](const httplib::Request& req, httplib::Response& res) {
+      if (auto* e = job(req, res)) sendError(res, 404, "Checkpointing is not enabled for job " + e->job->jobId() + ".");
+    }));
+    http_.Get(R"(/jobs/([^/]+)/metrics)", locked([this](const httplib::Request& req, httplib::Response& res) {
+      auto* e = job(req, res);
+      if (!e) return;
+      int64_t end = e->job->endTimeMillis();
+      std::map<std::string, double> all{
+          {"uptime", static_cast<double>((end < 0 ? nowMillis() : end) - e->job->startTimeMillis())},
+          {"numRestarts", 0}};
+      answerMetrics(all, req, res);
+    }));
+    http_.Get(R"(/jobs/([^/]+)/vertices/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
+      auto* e = job(req, res);
+      if (!e) return;
+      int v = vertex(*e, req, res);
+      if (v < 0) return;
+      const auto& info = e->job->vertices()[static_cast<size_t>(v)];
+      auto metrics = vertexMetrics(*e, static_cast<size_t>(v));
+      json subtasks = json::array();
+      for (int s = 0; s < info.parallelism; ++s) {
+        std::string p = std::to_string(s) + ".";
+        subtasks.push_back({{"subtask", s},
+                            {"status", vertexStatus(e->job->status())},
+                            {"metrics",
+                             {{"read-records", metrics[p + "numRecordsIn"]}, {"write-records", metrics[p + "numRecordsOut"]}}}});
+      }
+      sendJson(res, {{"id", info.id}, {"name", info.name}, {"parallelism", info.parallelism}, {"now", nowMillis()},
+                     {"subtasks", subtasks}});
+    }));
+    http_.Get(R"(/jobs/([^/]+)/vertices/([^/]+)/backpressure)",
+              locked([this](const httplib::Request& req, httplib::Response& res) {
+                auto* e = job(req, res);
+                if (!e) return;
+                int v = vertex(*e, req, res);
+                if (v < 0) return;
+                json subtasks = json::array();
+                double worst = 0;
+                const auto& rates = e->sampler.rates();
+                int parallelism = e->job->vertices()[static_cast<size_t>(v)].parallelism;
+                for (int s = 0; s < parallelism; ++s) {
+                  SubtaskRates r;
+                  if (static_cast<size_t>(v) < rates.size()) r = rates[static_cast<size_t>(v)][static_cast<size_t>(s)];
+                  double ratio = r.backPressuredTimeMsPerSecond / 1000.0;
+                  worst = std::max(worst, ratio);
+                  subtasks.push_back({{"subtask", s},
+                                      {"backpressure-level", backPressureLevel(ratio)},
+                                      {"ratio", ratio},
+                                      {"idleRatio", r.idleTimeMsPerSecond / 1000.0},
+                                      {"busyRatio", r.busyTimeMsPerSecond / 1000.0}});
+                }
+                sendJson(res, {{"status", "ok"},
+                               {"backpressure-level", backPressureLevel(worst)},
+                               {"end-timestamp", nowMillis()},
+                               {"subtasks", subtasks}});
+              }));
+    http_.Get(R"(/jobs/([^/]+)/vertices/([^/]+)/watermarks)",
+              locked([this](const httplib::Request& req, httplib::Response& res) {
+                auto* e = job(req, res);
+                if (!e || vertex(*e, req, res) < 0) return;
+                // No event time yet: no subtask has a watermark.
+                sendJson(res, json::array());
+              }));
+    http_.Get(R"(/jobs/([^/]+)/vertices/([^/]+)/metrics)",
+              locked([this](const httplib::Request& req, httplib::Response& res) {
+                auto* e = job(req, res);
+                if (!e) return;
+                int v = vertex(*e, req, res);
+                if (v >= 0) answerMetrics(vertexMetrics(*e, static_cast<size_t>(v)), req, res);
+              }));
+    http_.Get("/metrics", locked([this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(prometheusText(), "text/plain; version=0.0.4");
+    }));
+    http_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+      if (!res.body.empty()) return;
+      std::string what = res.status == 404   ? "Not found: " + req.path
+                         : res.status == 413 ? "Request body larger than 1 MB."
+                         : res.status == 400 ? "Bad request."
+                                             : "Request failed.";
+      sendError(res, res.status, what);
+    });
+    http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+      std::string what = "internal error";
+      try {
+        std::rethrow_exception(ep);
+      } catch (const std::exception& e) {
+        what = e.what();
+      } catch (...) {
+      }
+      sendError(res, 500, what);
+    });
+  }
+
+  RestOptions options_;
+  httplib::Server http_;
+  int port_ = -1;
+  std::thread listener_;
+  std::thread sampler_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  bool stopping_ = false;                      // guarded by mutex_
+  std::vector<std::unique_ptr<Entry>> jobs_;   // guarded by mutex_
+};
+
+RestServer::RestServer(const RestOptions& options) : impl_(std::make_unique<Impl>(options)) {}
+RestServer::~RestServer() = default;
+
+RestServer& RestServer::forOptions(const RestOptions& options) {
+  static std::mutex mutex;
+  static std::vector<std::pair<std::string, std::unique_ptr<RestServer>>> servers;
+  std::lock_guard lock(mutex);
+  std::string key = options.address + ":" + std::to_string(options.port);
+  if (options.port != 0) {
+    for (auto& [k, server] : servers)
+      if (k == key) return *server;
+  }
+  servers.emplace_back(key, std::unique_ptr<RestServer>(new RestServer(options)));
+  return *servers.back().second;
+}
+
+void RestServer::addJob(std::shared_ptr<detail::JobExecution> job) { impl_->addJob(std::move(job)); }
+std::string RestServer::url() const { return impl_->url(); }
+int RestServer::port() const { return impl_->port(); }
+
+}  // namespace weir::rest
