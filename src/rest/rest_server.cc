@@ -1,6 +1,9 @@
 #include "rest/rest_server.h"
 
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
@@ -23,7 +26,7 @@ using detail::JobExecution;
 
 constexpr size_t kMaxBodyBytes = 1 << 20;    // larger requests get 413
 constexpr size_t kMaxEndedJobs = 100;        // ended jobs kept for the UI
-constexpr int kWorkerThreads = 128;          // a slow client holds one only briefly
+constexpr int kWorkerThreads = 256;          // a silent client holds one for a second at most
 constexpr int kReadTimeoutMillis = 300;      // for a request to arrive on loopback
 
 const char* stateName(JobStatus s) { return toString(s); }
@@ -35,7 +38,9 @@ int64_t nowMillis() {
 
 void sendJson(httplib::Response& res, const json& body, int status = 200) {
   res.status = status;
-  res.set_content(body.dump(), "application/json");
+  // Names and paths come from users and clients: bytes that are not UTF-8 are replaced,
+  // never allowed to throw.
+  res.set_content(body.dump(-1, ' ', false, json::error_handler_t::replace), "application/json");
 }
 
 void sendError(httplib::Response& res, int status, const std::string& message) {
@@ -65,6 +70,25 @@ std::vector<std::string> splitList(const std::string& s) {
   return out;
 }
 
+// Debian's libcpp-httplib listens with a backlog of 5: a burst of connections (a browser,
+// a scraper, an attack) then has its SYNs dropped and retried a second later. Listening
+// again on the same socket raises the backlog; httplib gives no access to its socket, so
+// find it by its port.
+void raiseListenBacklog(int port) {
+  for (int fd = 0; fd < 4096; ++fd) {
+    int accepting = 0;
+    socklen_t len = sizeof accepting;
+    if (::getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &accepting, &len) != 0 || !accepting) continue;
+    sockaddr_storage addr{};
+    socklen_t addrLen = sizeof addr;
+    if (::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &addrLen) != 0) continue;
+    int bound = addr.ss_family == AF_INET    ? ntohs(reinterpret_cast<sockaddr_in*>(&addr)->sin_port)
+                : addr.ss_family == AF_INET6 ? ntohs(reinterpret_cast<sockaddr_in6*>(&addr)->sin6_port)
+                                             : -1;
+    if (bound == port) ::listen(fd, 4096);
+  }
+}
+
 }  // namespace
 
 class RestServer::Impl {
@@ -73,7 +97,7 @@ class RestServer::Impl {
     http_.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
     http_.set_read_timeout(0, kReadTimeoutMillis * 1000);
     http_.set_write_timeout(2, 0);
-    http_.set_keep_alive_timeout(2);
+    http_.set_keep_alive_timeout(1);
     http_.set_payload_max_length(kMaxBodyBytes);
     routes();
     if (options.port == 0) port_ = http_.bind_to_any_port(options.address);
@@ -82,6 +106,7 @@ class RestServer::Impl {
       throw Error(ErrorCode::kIo, "REST server: cannot listen on " + options.address + ":" +
                                       std::to_string(options.port) +
                                       " (in use or not a local address); choose another with --rest-port");
+    raiseListenBacklog(port_);
     listener_ = std::thread([this] { http_.listen_after_bind(); });
     sampler_ = std::thread([this] { sampleLoop(); });
   }

@@ -1,0 +1,345 @@
+// The REST API as a client sees it: a real server on a free loopback port, real jobs.
+#include "rest/rest_server.h"
+
+#include <arpa/inet.h>
+#include <gtest/gtest.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+#include <thread>
+
+#include "weir/weir.h"
+
+namespace weir {
+namespace {
+
+using json = nlohmann::json;
+using namespace std::chrono_literals;
+
+// Writes slowly: about 20,000 records per second, so everything upstream is back-pressured.
+struct SlowSink : Sink<std::pair<int64_t, int64_t>> {
+  struct Writer : SinkWriter<std::pair<int64_t, int64_t>> {
+    void write(const std::pair<int64_t, int64_t>&) override { std::this_thread::sleep_for(50us); }
+  };
+  std::unique_ptr<SinkWriter<std::pair<int64_t, int64_t>>> createWriter(RuntimeContext&) const override {
+    return std::make_unique<Writer>();
+  }
+};
+
+RestOptions testOptions() {
+  RestOptions o;
+  o.enabled = true;
+  o.port = 0;
+  o.metricsInterval = 100ms;
+  return o;
+}
+
+// generator -> keyBy -> sum -> slow sink (its own vertex), parallelism 2.
+JobClient startSlowJob(StreamExecutionEnvironment& env) {
+  env.setParallelism(2);
+  env.fromSource(DataGeneratorSource([](int64_t i) { return std::pair<int64_t, int64_t>{i % 100, 1}; }, kUnboundedCount),
+                 WatermarkStrategy<std::pair<int64_t, int64_t>>::noWatermarks(), "numbers")
+      .uid("numbers-source")
+      .keyBy([](const std::pair<int64_t, int64_t>& p) { return p.first; })
+      .sum<1>()
+      .name("count")
+      .sinkTo(SlowSink{})
+      .name("slow sink")
+      .disableChaining();
+  return env.executeAsync("slow job");
+}
+
+struct Server {
+  explicit Server(const JobClient& job) {
+    std::string url = job.getWebInterfaceURL();
+    port = std::stoi(url.substr(url.rfind(':') + 1));
+    client = std::make_unique<httplib::Client>("127.0.0.1", port);
+    client->set_read_timeout(10, 0);
+  }
+  json get(const std::string& path, int expectStatus = 200) {
+    auto r = client->Get(path);
+    EXPECT_TRUE(r) << path;
+    if (!r) return {};
+    EXPECT_EQ(r->status, expectStatus) << path << ": " << r->body;
+    EXPECT_EQ(r->get_header_value("Content-Type"), "application/json") << path;
+    return json::parse(r->body);
+  }
+  int port;
+  std::unique_ptr<httplib::Client> client;
+};
+
+// Polls `condition` for up to 10 s.
+template <class F>
+bool eventually(F condition) {
+  for (int i = 0; i < 200; ++i) {
+    if (condition()) return true;
+    std::this_thread::sleep_for(50ms);
+  }
+  return false;
+}
+
+TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  auto job = startSlowJob(env);
+  Server server(job);
+  const std::string jid = job.getJobID();
+  ASSERT_EQ(jid.size(), 32u);
+
+  auto overview = server.get("/overview");
+  EXPECT_EQ(overview["jobs-running"], 1);
+  auto jobs = server.get("/jobs");
+  ASSERT_EQ(jobs["jobs"].size(), 1u);
+  EXPECT_EQ(jobs["jobs"][0]["id"], jid);
+  EXPECT_EQ(jobs["jobs"][0]["status"], "RUNNING");
+
+  auto detail = server.get("/jobs/" + jid);
+  EXPECT_EQ(detail["name"], "slow job");
+  EXPECT_EQ(detail["state"], "RUNNING");
+  ASSERT_EQ(detail["vertices"].size(), 3u);
+  EXPECT_EQ(detail["vertices"][0]["name"], "Source: numbers");
+  EXPECT_EQ(detail["vertices"][0]["uids"], json::array({"numbers-source"}));
+  EXPECT_EQ(detail["vertices"][1]["name"], "count");
+  EXPECT_EQ(detail["vertices"][2]["name"], "slow sink");
+  for (auto& v : detail["vertices"]) EXPECT_EQ(v["parallelism"], 2);
+
+  auto plan = server.get("/jobs/" + jid + "/plan")["plan"];
+  ASSERT_EQ(plan["nodes"].size(), 3u);
+  EXPECT_TRUE(plan["nodes"][0]["inputs"].empty());
+  EXPECT_EQ(plan["nodes"][1]["inputs"][0]["ship_strategy"], "HASH");
+  EXPECT_EQ(plan["nodes"][1]["inputs"][0]["id"], plan["nodes"][0]["id"]);
+  EXPECT_EQ(plan["nodes"][2]["inputs"][0]["ship_strategy"], "FORWARD");
+
+  // The vertex feeding the slow sink waits for credit nearly all the time.
+  std::string countVertex = detail["vertices"][1]["id"];
+  ASSERT_TRUE(eventually([&] {
+    return server.get("/jobs/" + jid + "/vertices/" + countVertex + "/backpressure")["backpressure-level"] == "high";
+  }));
+  auto bp = server.get("/jobs/" + jid + "/vertices/" + countVertex + "/backpressure");
+  ASSERT_EQ(bp["subtasks"].size(), 2u);
+  for (auto& s : bp["subtasks"]) EXPECT_GT(s["ratio"].get<double>(), 0.5);
+  std::string sinkVertex = detail["vertices"][2]["id"];
+  EXPECT_EQ(server.get("/jobs/" + jid + "/vertices/" + sinkVertex + "/backpressure")["backpressure-level"], "ok");
+
+  auto metrics = server.get("/jobs/" + jid + "/vertices/" + sinkVertex + "/metrics?get=0.numRecordsIn,0.busyTimeMsPerSecond");
+  ASSERT_EQ(metrics.size(), 2u);
+  EXPECT_GT(std::stod(metrics[0]["value"].get<std::string>()), 0);
+  auto jobMetrics = server.get("/jobs/" + jid + "/metrics?get=uptime,numRestarts");
+  ASSERT_EQ(jobMetrics.size(), 2u);
+  EXPECT_EQ(jobMetrics[1]["id"], "numRestarts");
+  EXPECT_EQ(server.get("/jobs/" + jid + "/vertices/" + sinkVertex + "/watermarks"), json::array());
+  EXPECT_EQ(server.get("/jobs/" + jid + "/checkpoints")["counts"]["total"], 0);
+  server.get("/jobs/" + jid + "/checkpoints/config", 404);
+
+  auto prometheus = server.client->Get("/metrics");
+  ASSERT_TRUE(prometheus);
+  EXPECT_NE(prometheus->body.find("weir_task_numRecordsIn{job_id=\"" + jid + "\""), std::string::npos);
+  EXPECT_NE(prometheus->body.find("weir_task_backPressuredTimeMsPerSecond"), std::string::npos);
+
+  // PATCH cancels.
+  auto r = server.client->Patch("/jobs/" + jid + "?mode=cancel");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 202);
+  EXPECT_EQ(job.wait().status, JobStatus::CANCELED);
+  EXPECT_EQ(server.get("/jobs/" + jid)["state"], "CANCELED");
+}
+
+TEST(RestServer, StopDrainsTheJobAndItFinishes) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  CollectSink<int64_t> sink;
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, kUnboundedCount, RateLimiterStrategy::perSecond(5000)),
+                 WatermarkStrategy<int64_t>::noWatermarks(), "numbers")
+      .map([](int64_t v) { return v; })
+      .setParallelism(2)
+      .sinkTo(sink);
+  auto job = env.executeAsync("stoppable");
+  Server server(job);
+  ASSERT_TRUE(eventually([&] { return !sink.getResults().empty(); }));
+  auto r = server.client->Post("/jobs/" + job.getJobID() + "/stop", "", "application/json");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 202);
+  EXPECT_EQ(job.wait().status, JobStatus::FINISHED);
+  // Drained: everything the source produced reached the sink.
+  uint64_t produced = 0;
+  for (auto& v : job.getMetrics().vertices) produced += v.numSourceRecords;
+  EXPECT_EQ(sink.getResults().size(), produced);
+}
+
+TEST(RestServer, AFailedJobShowsItsRootCause) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.fromElements(1, 2, 3)
+      .map([](int v) {
+        if (v == 2) throw std::invalid_argument("two is not allowed");
+        return v;
+      })
+      .name("picky")
+      .sinkTo(DiscardingSink<int>());
+  auto job = env.executeAsync("failing");
+  EXPECT_THROW(job.wait(), JobExecutionError);
+  Server server(job);
+  auto ex = server.get("/jobs/" + job.getJobID() + "/exceptions");
+  EXPECT_NE(ex["root-exception"].get<std::string>().find("two is not allowed"), std::string::npos);
+  auto& entry = ex["exceptionHistory"]["entries"][0];
+  EXPECT_EQ(entry["exceptionName"], "std::invalid_argument");
+  EXPECT_EQ(entry["taskName"], "picky");
+  EXPECT_EQ(entry["location"], "subtask 1/1");
+  EXPECT_GT(entry["timestamp"].get<int64_t>(), 0);
+  EXPECT_EQ(server.get("/jobs/" + job.getJobID())["state"], "FAILED");
+}
+
+TEST(RestServer, BadRequestsGetJsonErrors) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  auto job = startSlowJob(env);
+  Server server(job);
+  const std::string jid = job.getJobID();
+  EXPECT_FALSE(server.get("/jobs/00000000000000000000000000000000", 404)["errors"].empty());
+  EXPECT_FALSE(server.get("/jobs/" + jid + "/vertices/nope/backpressure", 404)["errors"].empty());
+  EXPECT_FALSE(server.get("/no/such/path", 404)["errors"].empty());
+
+  auto malformed = server.client->Post("/jobs/" + jid + "/stop", "{not json", "application/json");
+  ASSERT_TRUE(malformed);
+  EXPECT_EQ(malformed->status, 400);
+  auto badPatch = server.client->Patch("/jobs/" + jid, "[1, 2", "application/json");
+  ASSERT_TRUE(badPatch);
+  EXPECT_EQ(badPatch->status, 400);
+
+  auto huge = server.client->Post("/jobs/" + jid + "/savepoints", std::string((1 << 20) + 10, ' '), "application/json");
+  ASSERT_TRUE(huge);
+  EXPECT_EQ(huge->status, 413);
+
+  auto savepoint = server.client->Post("/jobs/" + jid + "/savepoints", "{\"cancel-job\": false}", "application/json");
+  ASSERT_TRUE(savepoint);
+  EXPECT_EQ(savepoint->status, 501);
+  EXPECT_NE(savepoint->body.find("not implemented"), std::string::npos);
+  server.get("/jobs/" + jid + "/savepoints/123", 501);
+  EXPECT_EQ(job.getJobStatus(), JobStatus::RUNNING);  // none of it touched the job
+  job.cancel();
+  job.wait();
+}
+
+// Sends raw bytes on a new loopback connection and returns what comes back (at most 64 KB,
+// waiting at most `wait`).
+std::string raw(int port, const std::string& request, std::chrono::milliseconds wait = 2000ms) {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+    ::close(fd);
+    return "";
+  }
+  timeval tv{static_cast<time_t>(wait.count() / 1000), static_cast<suseconds_t>((wait.count() % 1000) * 1000)};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  ::send(fd, request.data(), request.size(), MSG_NOSIGNAL);
+  std::string out;
+  char buf[4096];
+  ssize_t n;
+  while (out.size() < 65536 && (n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
+  ::close(fd);
+  return out;
+}
+
+TEST(RestServer, PathTraversalNeverReachesAFile) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.fromElements(1).sinkTo(DiscardingSink<int>());
+  auto job = env.executeAsync();
+  job.wait();
+  Server server(job);
+  auto index = server.client->Get("/");
+  ASSERT_TRUE(index);
+  ASSERT_EQ(index->status, 200);
+  const std::vector<std::string> payloads{
+      "/../../../../etc/passwd", "/..%2f..%2f..%2fetc%2fpasswd", "/%2e%2e/%2e%2e/etc/passwd",
+      "/%2e%2e%2f%2e%2e%2fetc%2fpasswd", "/%252e%252e%252f%252e%252e%252fetc%252fpasswd", "/..%252f..%252fetc/passwd",
+      "/....//....//etc/passwd", "/..\\..\\..\\etc\\passwd", "/%2e%2e%5c%2e%2e%5cetc%5cpasswd", "//etc/passwd",
+      "/etc/passwd", "/index.html/../../etc/passwd", "/index.html%00.html", "/index.html%00/../../etc/passwd",
+      "/%00", "/assets/../../../etc/passwd", "/jobs/..%2f..%2f..%2fetc%2fpasswd", "/jobs/../../etc/passwd",
+      "/jobs/%2e%2e%2f%2e%2e%2fetc%2fpasswd/plan", "/jobs/abc/vertices/..%2f..%2fetc%2fpasswd/backpressure",
+      "/jobs/abc/vertices/%2e%2e%2f%2e%2e%2fetc%2fpasswd/metrics", "/jobs/abc/savepoints/..%2f..%2fetc%2fpasswd",
+      "/metrics/../../etc/passwd", "/%c0%ae%c0%ae/%c0%ae%c0%ae/etc/passwd", "/%uff0e%uff0e/etc/passwd",
+      "/..;/..;/etc/passwd", "/.%2e/.%2e/etc/passwd", "/%2e./%2e./etc/passwd", "/proc/self/environ",
+      "/..%c1%9c..%c1%9cetc%c1%9cpasswd", "/jobs/overview/../../../../etc/shadow", "/config/..%2f..%2froot%2f.bashrc",
+      "/?file=../../etc/passwd", "/jobs?get=../../etc/passwd", "/jobs/x/metrics?get=..%2f..%2fetc%2fpasswd"};
+  ASSERT_GE(payloads.size(), 30u);
+  for (const auto& p : payloads) {
+    std::string response = raw(server.port, "GET " + p + " HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n");
+    ASSERT_FALSE(response.empty()) << p;
+    EXPECT_EQ(response.find("root:"), std::string::npos) << p;  // /etc/passwd
+    EXPECT_EQ(response.find("PATH="), std::string::npos) << p;  // /proc/self/environ
+    int status = std::stoi(response.substr(9, 3));
+    if (status == 200) {
+      // Only an embedded asset or a JSON answer of the API, never a file.
+      bool asset = response.find(index->body.substr(0, 200)) != std::string::npos;
+      bool api = response.find("application/json") != std::string::npos;
+      EXPECT_TRUE(asset || api) << p << "\n" << response.substr(0, 300);
+    } else {
+      EXPECT_TRUE(status == 400 || status == 404) << p << " -> " << status;
+    }
+  }
+}
+
+TEST(RestServer, AThousandBadConnectionsDoNotStopTheServerOrTheJob) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  auto job = startSlowJob(env);
+  Server server(job);
+  std::vector<int> sockets;
+  for (int i = 0; i < 1000; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(server.port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0) << i;
+    if (i % 2 == 0) {
+      std::string garbage = "\x16\x03\x01 not http at all " + std::string(static_cast<size_t>(i % 97), '\xff') + "\r\n\r\n";
+      ::send(fd, garbage.data(), garbage.size(), MSG_NOSIGNAL);
+    }  // odd ones connect and then say nothing
+    sockets.push_back(fd);
+  }
+  auto start = std::chrono::steady_clock::now();
+  auto overview = server.get("/overview");
+  EXPECT_EQ(overview["jobs-running"], 1);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, 10s);
+  EXPECT_EQ(job.getJobStatus(), JobStatus::RUNNING);
+  for (int fd : sockets) ::close(fd);
+  EXPECT_EQ(server.get("/jobs/" + job.getJobID())["state"], "RUNNING");
+  job.cancel();
+  job.wait();
+}
+
+TEST(RestServer, APortInUseIsAClearErrorBeforeTheJobStarts) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.fromElements(1).sinkTo(DiscardingSink<int>());
+  auto first = env.executeAsync();
+  first.wait();
+  int port = std::stoi(first.getWebInterfaceURL().substr(first.getWebInterfaceURL().rfind(':') + 1));
+  // Another process-wide server on the same port is the same server; a foreign socket is not.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = 0;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  RestOptions taken = testOptions();
+  taken.port = ntohs(addr.sin_port);
+  ASSERT_NE(taken.port, port);
+  auto env2 = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(taken);
+  env2.fromElements(1).sinkTo(DiscardingSink<int>());
+  try {
+    env2.executeAsync();
+    FAIL() << "expected the port to be refused";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kIo);
+    EXPECT_NE(std::string(e.what()).find(std::to_string(taken.port)), std::string::npos) << e.what();
+  }
+  ::close(fd);
+}
+
+}  // namespace
+}  // namespace weir
