@@ -11,6 +11,10 @@
 #include <thread>
 #include <unordered_map>
 
+#include <httplib.h>
+
+#include <atomic>
+
 #include "harness.h"
 #include "weir/detail/channel.h"
 #include "weir/weir.h"
@@ -143,12 +147,79 @@ void channel() {
                           {"bytes_per_s", 100.0 * static_cast<double>(m) / t}});
 }
 
+// Runs `job` on an environment with the REST server off, then on with a client polling
+// the job's page every 200 ms as an open Web UI does; returns (off, on) median seconds.
+// The server is started once (its threads are a one-time cost) and serves every run.
+template <class Job>
+std::pair<double, double> withAndWithoutRest(Job job) {
+  static int port = 0;
+  auto run = [&](bool rest) {
+    StreamExecutionEnvironment env;
+    if (rest) {
+      RestOptions options;
+      options.enabled = true;
+      options.port = port;
+      env.setRestOptions(options);
+    }
+    job(env);
+    auto client = env.executeAsync("rest overhead");
+    if (rest && port == 0) {
+      std::string url = client.getWebInterfaceURL();
+      port = std::stoi(url.substr(url.rfind(':') + 1));
+    }
+    std::atomic<bool> done{false};
+    std::thread poller;
+    if (rest) {
+      poller = std::thread([&] {
+        std::string url = client.getWebInterfaceURL();
+        httplib::Client http("127.0.0.1", std::stoi(url.substr(url.rfind(':') + 1)));
+        while (!done) {
+          http.Get("/jobs/" + client.getJobID());
+          std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        }
+      });
+    }
+    client.wait();
+    done = true;
+    if (poller.joinable()) poller.join();
+  };
+  return medianSecondsInterleaved(gRuns, [&] { run(false); }, [&] { run(true); });
+}
+
+void rest() {
+  const int64_t n = 200'000'000;
+  auto [chainOff, chainOn] = withAndWithoutRest([&](StreamExecutionEnvironment& env) {
+    env.fromSource(DataGeneratorSource([](int64_t i) { return generate(i); }, n),
+                   WatermarkStrategy<int64_t>::noWatermarks(), "gen")
+        .map([](int64_t v) { return transform(v); })
+        .filter([](const int64_t& v) { return keep(v); })
+        .sinkTo(DiscardingSink<int64_t>());
+  });
+  printFigure("rest_overhead", {{"job", 1}, {"records", static_cast<double>(n)},
+                                {"records_per_s", static_cast<double>(n) / chainOn},
+                                {"baseline_records_per_s", static_cast<double>(n) / chainOff},
+                                {"ratio", chainOn / chainOff}});
+  const int64_t m = 40'000'000, keys = 100'000;
+  auto [keyedOff, keyedOn] = withAndWithoutRest([&](StreamExecutionEnvironment& env) {
+    env.fromSource(DataGeneratorSource([keys](int64_t i) { return keyedRecord(i, keys); }, m),
+                   WatermarkStrategy<KeyedRecord>::noWatermarks(), "gen")
+        .keyBy([](const KeyedRecord& r) { return r.first; })
+        .sum<1>()
+        .sinkTo(DiscardingSink<KeyedRecord>());
+  });
+  printFigure("rest_overhead", {{"job", 2}, {"records", static_cast<double>(m)},
+                                {"records_per_s", static_cast<double>(m) / keyedOn},
+                                {"baseline_records_per_s", static_cast<double>(m) / keyedOff},
+                                {"ratio", keyedOn / keyedOff}});
+}
+
 }  // namespace
 }  // namespace weir::bench
 
 int main(int argc, char** argv) {
   using namespace weir::bench;
-  std::map<std::string, void (*)()> benches{{"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}};
+  std::map<std::string, void (*)()> benches{
+      {"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}, {"rest_overhead", rest}};
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -156,7 +227,7 @@ int main(int argc, char** argv) {
       std::stringstream list(argv[++i]);
       for (std::string name; std::getline(list, name, ',');) {
         if (!benches.count(name)) {
-          std::fprintf(stderr, "weir_bench: unknown benchmark '%s'; the benchmarks are: chain, channel, keyed_sum\n", name.c_str());
+          std::fprintf(stderr, "weir_bench: unknown benchmark '%s'; the benchmarks are: chain, channel, keyed_sum, rest_overhead\n", name.c_str());
           return 2;
         }
         only.insert(name);
