@@ -73,6 +73,18 @@ TEST(Cli, BadCommandLinesGiveOneLineAndExitCode2) {
   expectUsageError("run clicks --parallelism many", "--parallelism");
   expectUsageError("run wordcount", "--input");
   expectUsageError("run wordcount --input /no/such/file.txt", "/no/such/file.txt");
+  expectUsageError("run clicks --rest-port 70000", "--rest-port");
+  expectUsageError("status not-a-job-id", "not a job id");
+  expectUsageError("cancel 0123", "not a job id");
+}
+
+TEST(Cli, JobControlWithoutAServerSaysSoInOneLine) {
+  // Nothing listens on port 9 (discard) of loopback here.
+  Result r = weir("list --address 127.0.0.1:9");
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_EQ(r.err.rfind("weir: cannot reach the REST API at 127.0.0.1:9", 0), 0u) << r.err;
+  EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
+  expectUsageError("list --address nonsense", "--address");
 }
 
 TEST(Cli, AnUnreadableInputIsAUsageError) {
@@ -98,7 +110,7 @@ TEST(Cli, WordCountCountsEveryWordOfAFolder) {
       expected[w]++;
     }
   }
-  Result r = weir("run wordcount -p 2 --input " + (dir / "in").string() + " --output " + (dir / "out").string());
+  Result r = weir("run wordcount -p 2 --rest-port 0 --input " + (dir / "in").string() + " --output " + (dir / "out").string());
   ASSERT_EQ(r.exitCode, 0) << r.err;
   // The last (largest) rolling count of each word is its total.
   std::map<std::string, int64_t> finalCounts;
@@ -116,7 +128,7 @@ TEST(Cli, WordCountCountsEveryWordOfAFolder) {
 }
 
 TEST(Cli, TheDemoCountsEveryEventAndPrintsTheTopUsers) {
-  Result r = weir("run clicks --events 200000 --users 1000 --top 3 -p 2");
+  Result r = weir("run clicks --events 200000 --users 1000 --top 3 -p 2 --rest-port 0");
   ASSERT_EQ(r.exitCode, 0) << r.err;
   EXPECT_NE(r.out.find("counted 200,000 events"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("top 3 users:"), std::string::npos) << r.out;

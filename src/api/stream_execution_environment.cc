@@ -57,12 +57,16 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setRestOptions(RestOptio
 }
 
 JobClient StreamExecutionEnvironment::executeAsync(const std::string& jobName) {
-  // Listen first: a port that is taken fails the job before it starts.
-  rest::RestServer* server = rest_.enabled ? &rest::RestServer::forOptions(rest_) : nullptr;
-  auto job = detail::JobExecution::start(graph_->graph, jobName);
-  if (server) {
-    job->setWebInterfaceUrl(server->url());
-    server->addJob(job);
+  // Plan (bad graphs and inputs fail here), then listen (a taken port fails here), and
+  // only then start the threads.
+  auto job = detail::JobExecution::plan(graph_->graph, jobName);
+  if (rest_.enabled) {
+    auto& server = rest::RestServer::forOptions(rest_);
+    job->setWebInterfaceUrl(server.url());
+    job->launch();
+    server.addJob(job);
+  } else {
+    job->launch();
   }
   return JobClient(std::move(job));
 }

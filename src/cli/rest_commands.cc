@@ -12,6 +12,13 @@ namespace {
 
 using json = nlohmann::json;
 
+// Only printable ASCII of what a server says reaches the terminal.
+std::string printable(const std::string& s) {
+  std::string out;
+  for (char c : s) out += (c >= 0x20 && c < 0x7f) ? c : '?';
+  return out;
+}
+
 int fail(const std::string& message) {
   std::fprintf(stderr, "weir: %s\n", message.c_str());
   return 1;
@@ -55,9 +62,10 @@ std::optional<json> call(const std::string& address, const std::string& method, 
   }
   json body = json::parse(r->body, nullptr, false);
   if (r->status >= 400) {
-    std::string why = body.is_object() && body.contains("errors") && !body["errors"].empty()
-                          ? body["errors"][0].get<std::string>()
-                          : "HTTP " + std::to_string(r->status);
+    std::string why = "HTTP " + std::to_string(r->status);
+    if (body.is_object() && body.contains("errors") && body["errors"].is_array() && !body["errors"].empty() &&
+        body["errors"][0].is_string())
+      why = printable(body["errors"][0].get<std::string>());
     *exitCode = fail(why);
     return std::nullopt;
   }
@@ -66,6 +74,16 @@ std::optional<json> call(const std::string& address, const std::string& method, 
     return std::nullopt;
   }
   return body;
+}
+
+// A job id as the REST API names jobs: 32 hexadecimal digits.
+bool validJobId(const std::string& id) {
+  return id.size() == 32 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
+}
+
+int badJobId(const std::string& id) {
+  std::fprintf(stderr, "weir: '%s' is not a job id (32 hexadecimal digits, as `weir list` prints them)\n", id.c_str());
+  return 2;
 }
 
 std::string duration(int64_t ms) {
@@ -80,35 +98,44 @@ int listJobs(const std::string& address) {
   int code = 0;
   auto body = call(address, "GET", "/jobs/overview", &code);
   if (!body) return code;
-  if ((*body)["jobs"].empty()) {
+  json jobs = body->is_object() ? body->value("jobs", json::array()) : json::array();
+  if (!jobs.is_array() || jobs.empty()) {
     std::printf("no jobs\n");
     return 0;
   }
   std::printf("%-32s  %-10s  %10s  %s\n", "JOB ID", "STATE", "DURATION", "NAME");
-  for (auto& j : (*body)["jobs"])
-    std::printf("%-32s  %-10s  %10s  %s\n", j["jid"].get<std::string>().c_str(), j["state"].get<std::string>().c_str(),
-                duration(j["duration"].get<int64_t>()).c_str(), j["name"].get<std::string>().c_str());
+  for (auto& j : jobs) {
+    if (!j.is_object()) continue;
+    std::printf("%-32s  %-10s  %10s  %s\n", printable(j.value("jid", "?")).c_str(), printable(j.value("state", "?")).c_str(),
+                duration(j.value("duration", int64_t{0})).c_str(), printable(j.value("name", "")).c_str());
+  }
   return 0;
 }
 
 int jobStatus(const std::string& address, const std::string& jobId) {
+  if (!validJobId(jobId)) return badJobId(jobId);
   int code = 0;
   auto body = call(address, "GET", "/jobs/" + jobId, &code);
   if (!body) return code;
+  if (!body->is_object()) return fail("the REST API at " + address + " answered an unexpected document");
   auto& j = *body;
-  std::printf("%s  %s  %s  %s\n", j["jid"].get<std::string>().c_str(), j["state"].get<std::string>().c_str(),
-              duration(j["duration"].get<int64_t>()).c_str(), j["name"].get<std::string>().c_str());
-  for (auto& v : j["vertices"]) {
+  std::printf("%s  %s  %s  %s\n", printable(j.value("jid", "?")).c_str(), printable(j.value("state", "?")).c_str(),
+              duration(j.value("duration", int64_t{0})).c_str(), printable(j.value("name", "")).c_str());
+  for (auto& v : j.value("vertices", json::array())) {
+    if (!v.is_object()) continue;
+    json m = v.value("metrics", json::object());
+    if (!m.is_object()) m = json::object();
     std::printf("  %-40s  p=%-3d  in %12llu  out %12llu  %10.0f rec/s  backpressure %s\n",
-                v["name"].get<std::string>().c_str(), v["parallelism"].get<int>(),
-                static_cast<unsigned long long>(v["metrics"]["read-records"].get<uint64_t>()),
-                static_cast<unsigned long long>(v["metrics"]["write-records"].get<uint64_t>()),
-                v["metrics"]["write-records-per-second"].get<double>(), v["backpressure-level"].get<std::string>().c_str());
+                printable(v.value("name", "?")).c_str(), v.value("parallelism", 0),
+                static_cast<unsigned long long>(m.value("read-records", uint64_t{0})),
+                static_cast<unsigned long long>(m.value("write-records", uint64_t{0})),
+                m.value("write-records-per-second", 0.0), printable(v.value("backpressure-level", "?")).c_str());
   }
   return 0;
 }
 
 int cancelJob(const std::string& address, const std::string& jobId) {
+  if (!validJobId(jobId)) return badJobId(jobId);
   int code = 0;
   if (!call(address, "PATCH", "/jobs/" + jobId + "?mode=cancel", &code)) return code;
   std::printf("cancelling %s\n", jobId.c_str());
@@ -116,6 +143,7 @@ int cancelJob(const std::string& address, const std::string& jobId) {
 }
 
 int stopJob(const std::string& address, const std::string& jobId) {
+  if (!validJobId(jobId)) return badJobId(jobId);
   int code = 0;
   if (!call(address, "POST", "/jobs/" + jobId + "/stop", &code)) return code;
   std::printf("stopping %s: its sources end and every operator drains\n", jobId.c_str());

@@ -11,7 +11,7 @@
 namespace weir::detail {
 
 void writeLines(const std::string& lines, bool toStderr) {
-  static std::mutex mutex;
+  static std::mutex& mutex = *new std::mutex;  // never destroyed: jobs may print at exit
   std::lock_guard lock(mutex);
   std::FILE* out = toStderr ? stderr : stdout;
   std::fwrite(lines.data(), 1, lines.size(), out);

@@ -9,19 +9,21 @@ void MetricsSampler::update(const detail::JobExecution& job) {
   auto current = job.sample();
   if (!previous_.empty()) {
     double seconds = std::chrono::duration<double>(now - previousTime_).count();
-    if (seconds <= 0) return;
+    // Too short an interval gives wild rates; keep the previous sample and wait.
+    if (seconds < 0.05) return;
     rates_.assign(current.size(), {});
     for (size_t v = 0; v < current.size(); ++v) {
-      for (size_t s = 0; s < current[v].size(); ++s) {
+      for (size_t s = 0; s < current[v].size() && v < previous_.size() && s < previous_[v].size(); ++s) {
         const auto& a = previous_[v][s];
         const auto& b = current[v][s];
         SubtaskRates r;
-        r.numRecordsInPerSecond = static_cast<double>(b.numRecordsIn - a.numRecordsIn) / seconds;
+        auto delta = [](uint64_t from, uint64_t to) { return to >= from ? static_cast<double>(to - from) : 0.0; };
+        r.numRecordsInPerSecond = delta(a.numRecordsIn, b.numRecordsIn) / seconds;
         // What a vertex emits: records sent on, or produced by its source when it has
         // no output channel (a whole job in one chain).
         uint64_t outA = std::max(a.numRecordsOut, a.numSourceRecords);
         uint64_t outB = std::max(b.numRecordsOut, b.numSourceRecords);
-        r.numRecordsOutPerSecond = static_cast<double>(outB - outA) / seconds;
+        r.numRecordsOutPerSecond = delta(outA, outB) / seconds;
         r.idleTimeMsPerSecond = std::clamp(static_cast<double>(b.idleTimeNanos - a.idleTimeNanos) / 1e6 / seconds, 0.0, 1000.0);
         r.backPressuredTimeMsPerSecond =
             std::clamp(static_cast<double>(b.backPressuredTimeNanos - a.backPressuredTimeNanos) / 1e6 / seconds, 0.0, 1000.0);

@@ -24,6 +24,8 @@ class MetricsSampler {
   void update(const detail::JobExecution& job);
   // Per vertex, per subtask; empty until two samples were taken.
   const std::vector<std::vector<SubtaskRates>>& rates() const { return rates_; }
+  // Rates go to zero (the job ended).
+  void clearRates() { rates_.clear(); }
   // The latest counters, per vertex, per subtask.
   const std::vector<std::vector<detail::SubtaskSample>>& latest() const { return previous_; }
 

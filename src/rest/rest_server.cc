@@ -8,6 +8,7 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <atomic>
 #include <condition_variable>
 #include <map>
 #include <mutex>
@@ -107,7 +108,17 @@ class RestServer::Impl {
                                       std::to_string(options.port) +
                                       " (in use or not a local address); choose another with --rest-port");
     raiseListenBacklog(port_);
-    listener_ = std::thread([this] { http_.listen_after_bind(); });
+    listener_ = std::thread([this] {
+      try {
+        http_.listen_after_bind();
+      } catch (...) {
+        // Threads could not be created: the API is unavailable, the jobs run on.
+      }
+      listenerDone_ = true;
+    });
+    // httplib's stop() is ignored until the listener runs: wait for it, so that a server
+    // destroyed right away still stops.
+    while (!http_.is_running() && !listenerDone_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     sampler_ = std::thread([this] { sampleLoop(); });
   }
 
@@ -122,10 +133,10 @@ class RestServer::Impl {
     if (sampler_.joinable()) sampler_.join();
   }
 
-  void addJob(std::shared_ptr<JobExecution> job) {
+  void addJob(const std::shared_ptr<JobExecution>& job) {
     std::lock_guard lock(mutex_);
-    jobs_.push_back(std::make_unique<Entry>(Entry{std::move(job), {}, false}));
-    jobs_.back()->sampler.update(*jobs_.back()->job);
+    jobs_.push_back(std::make_unique<Entry>(Entry{job, nullptr, {}, false}));
+    jobs_.back()->sampler.update(*job);
     // Forget the oldest ended jobs beyond the limit.
     size_t ended = 0;
     for (auto& e : jobs_) ended += e->ended ? 1 : 0;
@@ -143,21 +154,41 @@ class RestServer::Impl {
   std::string url() const { return "http://" + options_.address + ":" + std::to_string(port_); }
 
  private:
+  // The server watches a job but does not own it: dropping the last JobClient still
+  // cancels the job, and its entry then goes away.
   struct Entry {
-    std::shared_ptr<JobExecution> job;
+    std::weak_ptr<JobExecution> handle;
+    std::shared_ptr<JobExecution> job;  // locked from `handle` while a request or sample runs
     MetricsSampler sampler;
     bool ended;  // sampled once more after the job ended, then left alone
   };
 
+  // Locks every entry's job for the current request; forgets jobs that are gone.
+  void lockJobs() {
+    for (auto it = jobs_.begin(); it != jobs_.end();) {
+      (*it)->job = (*it)->handle.lock();
+      if ((*it)->job) ++it;
+      else it = jobs_.erase(it);
+    }
+  }
+  void unlockJobs() {
+    for (auto& e : jobs_) e->job.reset();
+  }
+
   void sampleLoop() {
     std::unique_lock lock(mutex_);
     while (!cv_.wait_for(lock, options_.metricsInterval, [&] { return stopping_; })) {
+      lockJobs();
       for (auto& e : jobs_) {
         if (e->ended) continue;
         bool running = e->job->endTimeMillis() < 0;
         e->sampler.update(*e->job);
-        if (!running) e->ended = true;
+        if (!running) {
+          e->ended = true;
+          e->sampler.clearRates();
+        }
       }
+      unlockJobs();
     }
   }
 
@@ -346,6 +377,13 @@ class RestServer::Impl {
     sendJson(res, out);
   }
 
+  // Prometheus rejects a whole scrape for one label that is not UTF-8: keep ASCII only.
+  static std::string label(const std::string& s) {
+    std::string out;
+    for (char c : s) out += (static_cast<unsigned char>(c) < 0x80 && c >= 0x20) ? c : '?';
+    return out;
+  }
+
   std::string prometheusText() const {
     prometheus::Registry registry;
     auto gauge = [&](const std::string& name, const std::string& help) -> prometheus::Family<prometheus::Gauge>& {
@@ -362,7 +400,7 @@ class RestServer::Impl {
     auto& uptime = prometheus::BuildGauge().Name("weir_job_uptime").Help("Milliseconds the job has run").Register(registry);
     for (const auto& e : jobs_) {
       const auto& job = *e->job;
-      std::map<std::string, std::string> jobLabels{{"job_id", job.jobId()}, {"job_name", job.jobName()}};
+      std::map<std::string, std::string> jobLabels{{"job_id", job.jobId()}, {"job_name", label(job.jobName())}};
       restarts.Add(jobLabels).Set(0);
       int64_t end = job.endTimeMillis();
       uptime.Add(jobLabels).Set(static_cast<double>((end < 0 ? nowMillis() : end) - job.startTimeMillis()));
@@ -373,7 +411,7 @@ class RestServer::Impl {
         for (size_t s = 0; s < latest[v].size(); ++s) {
           auto labels = jobLabels;
           labels["task_id"] = vs[v].id;
-          labels["task_name"] = vs[v].name;
+          labels["task_name"] = label(vs[v].name);
           labels["subtask_index"] = std::to_string(s);
           in.Add(labels).Set(static_cast<double>(latest[v][s].numRecordsIn));
           out.Add(labels).Set(static_cast<double>(std::max(latest[v][s].numRecordsOut, latest[v][s].numSourceRecords)));
@@ -390,20 +428,59 @@ class RestServer::Impl {
     return prometheus::TextSerializer().Serialize(registry.Collect());
   }
 
-  // Registers a handler that runs under the server's lock.
+  // Registers a handler that runs under the server's lock, with every job locked.
   template <class F>
   httplib::Server::Handler locked(F f) {
     return [this, f](const httplib::Request& req, httplib::Response& res) {
+      std::vector<std::shared_ptr<JobExecution>> keep;  // released after the lock
       std::lock_guard lock(mutex_);
-      f(req, res);
+      lockJobs();
+      for (auto& e : jobs_) keep.push_back(e->job);
+      try {
+        f(req, res);
+      } catch (...) {
+        unlockJobs();
+        throw;
+      }
+      unlockJobs();
     };
   }
 
+  // Loopback servers answer only requests addressed to loopback names, which defeats DNS
+  // rebinding; a browser request from another origin may not change a job.
+  bool hostAllowed(const std::string& hostHeader) const {
+    std::string host = hostHeader;
+    if (!host.empty() && host[0] == '[') host = host.substr(0, host.find(']') + 1);
+    else host = host.substr(0, host.find(':'));
+    if (host == options_.address) return true;
+    bool loopback = options_.address == "127.0.0.1" || options_.address == "localhost" || options_.address == "::1";
+    if (!loopback) return true;
+    return host == "127.0.0.1" || host == "localhost" || host == "[::1]";
+  }
+
   void routes() {
+    http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+      res.set_header("X-Content-Type-Options", "nosniff");
+      res.set_header("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
+      if (!hostAllowed(req.get_header_value("Host"))) {
+        sendError(res, 403, "Requests must be addressed to this server's own address.");
+        return httplib::Server::HandlerResponse::Handled;
+      }
+      if (req.method != "GET" && req.has_header("Origin")) {
+        std::string origin = req.get_header_value("Origin");
+        auto scheme = origin.find("://");
+        if (scheme == std::string::npos || !hostAllowed(origin.substr(scheme + 3))) {
+          sendError(res, 403, "Cross-origin requests may not change a job.");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+      }
+      return httplib::Server::HandlerResponse::Unhandled;
+    });
     for (const auto& [path, asset] : assets()) {
-      const Asset* a = &asset;
-      http_.Get(path, [a](const httplib::Request&, httplib::Response& res) {
-        res.set_content(a->content, a->contentType);
+      std::string pattern;
+      for (char c : path) pattern += (c == '.' ? "\\." : std::string(1, c));
+      http_.Get(pattern, [asset = asset](const httplib::Request&, httplib::Response& res) {
+        res.set_content(asset.content, asset.contentType);
       });
     }
     http_.Get("/config", [this](const httplib::Request&, httplib::Response& res) {
@@ -523,7 +600,8 @@ class RestServer::Impl {
                 int parallelism = e->job->vertices()[static_cast<size_t>(v)].parallelism;
                 for (int s = 0; s < parallelism; ++s) {
                   SubtaskRates r;
-                  if (static_cast<size_t>(v) < rates.size()) r = rates[static_cast<size_t>(v)][static_cast<size_t>(s)];
+                  if (static_cast<size_t>(v) < rates.size() && static_cast<size_t>(s) < rates[static_cast<size_t>(v)].size())
+                    r = rates[static_cast<size_t>(v)][static_cast<size_t>(s)];
                   double ratio = r.backPressuredTimeMsPerSecond / 1000.0;
                   worst = std::max(worst, ratio);
                   subtasks.push_back({{"subtask", s},
@@ -552,13 +630,14 @@ class RestServer::Impl {
                 if (v >= 0) answerMetrics(vertexMetrics(*e, static_cast<size_t>(v)), req, res);
               }));
     http_.Get("/metrics", locked([this](const httplib::Request&, httplib::Response& res) {
-      res.set_content(prometheusText(), "text/plain; version=0.0.4");
+      res.set_content(prometheusText(), "text/plain; version=0.0.4; charset=utf-8");
     }));
     http_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
       std::string what = res.status == 404   ? "Not found: " + req.path
                          : res.status == 413 ? "Request body larger than 1 MB."
                          : res.status == 400 ? "Bad request."
+                         : res.status == 405 ? "Method not allowed."
                                              : "Request failed.";
       sendError(res, res.status, what);
     });
@@ -578,6 +657,7 @@ class RestServer::Impl {
   httplib::Server http_;
   int port_ = -1;
   std::thread listener_;
+  std::atomic<bool> listenerDone_{false};
   std::thread sampler_;
   std::mutex mutex_;
   std::condition_variable cv_;
@@ -592,16 +672,15 @@ RestServer& RestServer::forOptions(const RestOptions& options) {
   static std::mutex mutex;
   static std::vector<std::pair<std::string, std::unique_ptr<RestServer>>> servers;
   std::lock_guard lock(mutex);
+  // Port 0 means "any port": the first such request picks one, later ones share it.
   std::string key = options.address + ":" + std::to_string(options.port);
-  if (options.port != 0) {
-    for (auto& [k, server] : servers)
-      if (k == key) return *server;
-  }
+  for (auto& [k, server] : servers)
+    if (k == key) return *server;
   servers.emplace_back(key, std::unique_ptr<RestServer>(new RestServer(options)));
   return *servers.back().second;
 }
 
-void RestServer::addJob(std::shared_ptr<detail::JobExecution> job) { impl_->addJob(std::move(job)); }
+void RestServer::addJob(const std::shared_ptr<detail::JobExecution>& job) { impl_->addJob(job); }
 std::string RestServer::url() const { return impl_->url(); }
 int RestServer::port() const { return impl_->port(); }
 

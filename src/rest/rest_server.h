@@ -13,12 +13,13 @@ namespace weir::rest {
 class RestServer {
  public:
   // The server for `options` in this process, started on first use: one per address and
-  // port, a new one for every request of port 0 (a free port). Throws weir::Error (kIo)
-  // naming the address when it cannot listen.
+  // port (port 0: one on a free port, shared by every later request for port 0). Throws
+  // weir::Error (kIo) naming the address when it cannot listen.
   static RestServer& forOptions(const RestOptions& options);
 
-  // Serves `job` (running or ended) until the process exits.
-  void addJob(std::shared_ptr<detail::JobExecution> job);
+  // Serves `job` (running or ended) while a JobClient of it exists; the server does not
+  // keep a job alive.
+  void addJob(const std::shared_ptr<detail::JobExecution>& job);
   // http://address:port
   std::string url() const;
   int port() const;

@@ -310,6 +310,41 @@ TEST(RestServer, AThousandBadConnectionsDoNotStopTheServerOrTheJob) {
   job.wait();
 }
 
+TEST(RestServer, RequestsForAnotherHostAndCrossOriginChangesAreRefused) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  auto job = startSlowJob(env);
+  Server server(job);
+  // DNS rebinding: a page of evil.example resolved to 127.0.0.1.
+  httplib::Headers rebound{{"Host", "evil.example"}};
+  auto r = server.client->Get("/jobs/overview", rebound);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  httplib::Headers crossOrigin{{"Origin", "http://evil.example"}};
+  r = server.client->Post("/jobs/" + job.getJobID() + "/stop", crossOrigin, "", "text/plain");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 403);
+  EXPECT_EQ(job.getJobStatus(), JobStatus::RUNNING);
+  r = server.client->Get("/jobs/overview");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(r->get_header_value("X-Content-Type-Options"), "nosniff");
+  job.cancel();
+  job.wait();
+}
+
+TEST(RestServer, TheServerDoesNotKeepAJobAlive) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  std::string url;
+  {
+    auto job = startSlowJob(env);
+    url = job.getWebInterfaceURL();
+  }  // the last JobClient is gone: the job is cancelled, as without a server
+  httplib::Client client("127.0.0.1", std::stoi(url.substr(url.rfind(':') + 1)));
+  auto r = client.Get("/jobs");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(json::parse(r->body)["jobs"].size(), 0u);
+}
+
 TEST(RestServer, APortInUseIsAClearErrorBeforeTheJobStarts) {
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
   env.fromElements(1).sinkTo(DiscardingSink<int>());

@@ -109,6 +109,12 @@ std::string describeError(std::exception_ptr error, ErrorCode* code) {
 }  // namespace
 
 std::shared_ptr<JobExecution> JobExecution::start(const StreamGraph& graph, std::string jobName) {
+  auto job = plan(graph, std::move(jobName));
+  job->launch();
+  return job;
+}
+
+std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::string jobName) {
   std::shared_ptr<JobExecution> job(new JobExecution(std::move(jobName)));
   const auto& nodes = graph.nodes;
   const size_t n = nodes.size();
@@ -334,14 +340,17 @@ std::shared_ptr<JobExecution> JobExecution::start(const StreamGraph& graph, std:
       job->vertexInfo_[static_cast<size_t>(to)].inputs.push_back({from, strategy});
   }
 
-  job->startMillis_ = nowMillis();
-  job->startTime_ = std::chrono::steady_clock::now();
-  job->running_.store(static_cast<int>(job->subtasks_.size()));
-  for (auto& task : job->subtasks_) {
-    Subtask* t = task.get();
-    t->thread = std::thread([job = job.get(), t] { job->run(*t); });
-  }
   return job;
+}
+
+void JobExecution::launch() {
+  startMillis_ = nowMillis();
+  startTime_ = std::chrono::steady_clock::now();
+  running_.store(static_cast<int>(subtasks_.size()));
+  for (auto& task : subtasks_) {
+    Subtask* t = task.get();
+    t->thread = std::thread([this, t] { run(*t); });
+  }
 }
 
 JobExecution::~JobExecution() {
@@ -401,11 +410,7 @@ void JobExecution::runSource(Subtask& task) {
     InputStatus status = task.source->emitNext();
     if (status == InputStatus::END_OF_INPUT) break;
     if (status == InputStatus::NOTHING_AVAILABLE) {
-      auto start = std::chrono::steady_clock::now();
-      task.signal.waitUntil(task.source->nextPollTime());
-      task.metrics.idleTimeNanos.fetch_add(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
-          std::memory_order_relaxed);
+      task.metrics.idle([&] { task.signal.waitUntil(task.source->nextPollTime()); });
     }
   }
   task.source->endInput();
@@ -434,11 +439,7 @@ void JobExecution::runInputs(Subtask& task) {
       }
     }
     if (!progress) {
-      auto start = std::chrono::steady_clock::now();
-      task.signal.wait();
-      task.metrics.idleTimeNanos.fetch_add(
-          std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count(),
-          std::memory_order_relaxed);
+      task.metrics.idle([&] { task.signal.wait(); });
     }
   }
   task.headInput->endInput();
@@ -487,7 +488,7 @@ std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
     s.numRecordsIn = t->metrics.numRecordsIn.load(std::memory_order_relaxed);
     s.numRecordsOut = t->metrics.numRecordsOut.load(std::memory_order_relaxed);
     s.numSourceRecords = t->metrics.numSourceRecords.load(std::memory_order_relaxed);
-    s.idleTimeNanos = t->metrics.idleTimeNanos.load(std::memory_order_relaxed);
+    s.idleTimeNanos = t->metrics.idleTimeNow();
     s.backPressuredTimeNanos = t->metrics.backPressuredTimeNow();
     out[static_cast<size_t>(t->vertex)].push_back(s);
   }
@@ -570,7 +571,7 @@ JobMetrics JobExecution::metrics() const {
     out.numRecordsIn += t->metrics.numRecordsIn.load(std::memory_order_relaxed);
     out.numRecordsOut += t->metrics.numRecordsOut.load(std::memory_order_relaxed);
     out.numSourceRecords += t->metrics.numSourceRecords.load(std::memory_order_relaxed);
-    out.idleTimeNanos += t->metrics.idleTimeNanos.load(std::memory_order_relaxed);
+    out.idleTimeNanos += t->metrics.idleTimeNow();
     out.backPressuredTimeNanos += t->metrics.backPressuredTimeNow();
     for (auto* c : t->inputChannels) {
       out.inputCreditsPerChannel = c->credits();

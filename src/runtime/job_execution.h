@@ -74,6 +74,9 @@ class JobExecution {
   // Plans the graph and starts every subtask. Throws weir::Error (kInvalidJob,
   // kInvalidArgument, kIo) for a graph that cannot run, before any thread starts.
   static std::shared_ptr<JobExecution> start(const StreamGraph& graph, std::string jobName);
+  // The two halves of start(): plan (may throw, starts nothing) and launch the threads.
+  static std::shared_ptr<JobExecution> plan(const StreamGraph& graph, std::string jobName);
+  void launch();
   ~JobExecution();
 
   const std::string& jobName() const { return jobName_; }

@@ -16,20 +16,35 @@ struct TaskMetrics {
   std::atomic<uint64_t> numRecordsIn{0};       // received from channels
   std::atomic<uint64_t> numRecordsOut{0};      // sent to channels or written by a sink
   std::atomic<uint64_t> numSourceRecords{0};   // produced by a source reader
-  std::atomic<int64_t> idleTimeNanos{0};       // waiting for input
+  std::atomic<int64_t> idleTimeNanos{0};       // waiting for input, finished waits
+  std::atomic<int64_t> idleSinceNanos{0};      // start of the current wait for input; 0: none
   std::atomic<int64_t> backPressuredTimeNanos{0};  // waiting for output credit, finished waits
   std::atomic<int64_t> backPressuredSinceNanos{0}; // start of the current wait for credit; 0: none
 
   // Back-pressured time including a wait still in progress.
-  // The producer clears `since` before adding the finished wait to the total, so a
-  // reader that sees the same `since` before and after reading the total has not
-  // counted that wait twice.
-  int64_t backPressuredTimeNow() const {
+  int64_t backPressuredTimeNow() const { return timeNow(backPressuredTimeNanos, backPressuredSinceNanos); }
+  int64_t idleTimeNow() const { return timeNow(idleTimeNanos, idleSinceNanos); }
+
+  // Runs `wait` and counts its time as idle, visibly while it lasts.
+  template <class F>
+  void idle(F&& wait) {
+    int64_t start = steadyNanos();
+    idleSinceNanos.store(start);
+    wait();
+    idleSinceNanos.store(0);
+    idleTimeNanos.fetch_add(steadyNanos() - start);
+  }
+
+ private:
+  // The writer clears `since` before adding the finished wait to the total, so a reader
+  // that sees the same `since` before and after reading the total has not counted that
+  // wait twice.
+  static int64_t timeNow(const std::atomic<int64_t>& total, const std::atomic<int64_t>& since) {
     while (true) {
-      int64_t since = backPressuredSinceNanos.load();
-      int64_t total = backPressuredTimeNanos.load();
-      if (backPressuredSinceNanos.load() != since) continue;
-      return since == 0 ? total : total + (steadyNanos() - since);
+      int64_t s = since.load();
+      int64_t t = total.load();
+      if (since.load() != s) continue;
+      return s == 0 ? t : t + (steadyNanos() - s);
     }
   }
 };
