@@ -10,6 +10,7 @@
 #include <regex>
 #include <thread>
 
+#include "support/slow_sink.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -17,15 +18,6 @@ namespace {
 
 namespace fs = std::filesystem;
 using namespace std::chrono_literals;
-
-struct SlowSink : Sink<std::pair<int64_t, int64_t>> {
-  struct Writer : SinkWriter<std::pair<int64_t, int64_t>> {
-    void write(const std::pair<int64_t, int64_t>&) override { std::this_thread::sleep_for(50us); }
-  };
-  std::unique_ptr<SinkWriter<std::pair<int64_t, int64_t>>> createWriter(RuntimeContext&) const override {
-    return std::make_unique<Writer>();
-  }
-};
 
 std::string chromium() {
   for (const char* path : {"/usr/bin/chromium", "/usr/bin/chromium-browser"})
@@ -61,16 +53,7 @@ TEST(WebUi, DrawsEveryVertexAndShowsTheBackPressureOfTheSlowSinksInput) {
   rest.port = 0;
   rest.metricsInterval = 200ms;
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(rest);
-  env.setParallelism(2);
-  env.fromSource(DataGeneratorSource([](int64_t i) { return std::pair<int64_t, int64_t>{i % 1000, 1}; }, kUnboundedCount),
-                 WatermarkStrategy<std::pair<int64_t, int64_t>>::noWatermarks(), "numbers")
-      .keyBy([](const std::pair<int64_t, int64_t>& p) { return p.first; })
-      .sum<1>()
-      .name("count")
-      .sinkTo(SlowSink{})
-      .name("slow sink")
-      .disableChaining();
-  auto job = env.executeAsync("web ui test");
+  auto job = testing::startSlowJob(env, "web ui test");
   // Let the rates settle: two metric samples with the sink saturated.
   std::this_thread::sleep_for(1s);
 

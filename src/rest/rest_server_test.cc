@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "support/slow_sink.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -18,16 +19,6 @@ namespace {
 
 using json = nlohmann::json;
 using namespace std::chrono_literals;
-
-// Writes slowly: about 20,000 records per second, so everything upstream is back-pressured.
-struct SlowSink : Sink<std::pair<int64_t, int64_t>> {
-  struct Writer : SinkWriter<std::pair<int64_t, int64_t>> {
-    void write(const std::pair<int64_t, int64_t>&) override { std::this_thread::sleep_for(50us); }
-  };
-  std::unique_ptr<SinkWriter<std::pair<int64_t, int64_t>>> createWriter(RuntimeContext&) const override {
-    return std::make_unique<Writer>();
-  }
-};
 
 RestOptions testOptions() {
   RestOptions o;
@@ -37,20 +28,7 @@ RestOptions testOptions() {
   return o;
 }
 
-// generator -> keyBy -> sum -> slow sink (its own vertex), parallelism 2.
-JobClient startSlowJob(StreamExecutionEnvironment& env) {
-  env.setParallelism(2);
-  env.fromSource(DataGeneratorSource([](int64_t i) { return std::pair<int64_t, int64_t>{i % 100, 1}; }, kUnboundedCount),
-                 WatermarkStrategy<std::pair<int64_t, int64_t>>::noWatermarks(), "numbers")
-      .uid("numbers-source")
-      .keyBy([](const std::pair<int64_t, int64_t>& p) { return p.first; })
-      .sum<1>()
-      .name("count")
-      .sinkTo(SlowSink{})
-      .name("slow sink")
-      .disableChaining();
-  return env.executeAsync("slow job");
-}
+using testing::startSlowJob;
 
 struct Server {
   explicit Server(const JobClient& job) {
