@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "cli/example.h"
+#include "cli/interrupt.h"
 #include "cli/progress.h"
 #include "weir/weir.h"
 
@@ -112,12 +113,18 @@ int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
               withThousands(static_cast<uint64_t>(clicks.users)).c_str(), env.getParallelism());
   std::fflush(stdout);
   auto client = env.executeAsync("click count");
+  cancelOnInterrupt(client);
   if (!client.getWebInterfaceURL().empty()) std::printf("Web UI: %s\n", client.getWebInterfaceURL().c_str());
   std::fflush(stdout);
   JobExecutionResult result;
   {
     ProgressLine progress(client, "events");
     result = client.wait();
+  }
+
+  if (result.status == JobStatus::CANCELED) {
+    std::printf("cancelled after %.2f s\n", static_cast<double>(result.getNetRuntime()) / 1000.0);
+    return 130;
   }
 
   auto counts = sink.counts();

@@ -9,6 +9,7 @@
 #include <cstdio>
 
 #include "cli/example.h"
+#include "cli/interrupt.h"
 #include "weir/weir.h"
 
 namespace weir::cli {
@@ -48,6 +49,7 @@ int runWordCount(const JobOptions& options, const std::string& input, const std:
   if (output.empty()) counts.print();
   else counts.sinkTo(TextFileSink<WordCount>(output)).name("counts file");
   auto client = env.executeAsync("word count");
+  cancelOnInterrupt(client);
   if (!client.getWebInterfaceURL().empty()) std::fprintf(stderr, "Web UI: %s\n", client.getWebInterfaceURL().c_str());
   client.wait();
   return 0;

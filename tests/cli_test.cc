@@ -1,6 +1,8 @@
 // The weir program as a user runs it: exit codes, one-line errors, and real output.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <cstdio>
@@ -133,6 +135,41 @@ TEST(Cli, TheDemoCountsEveryEventAndPrintsTheTopUsers) {
   EXPECT_NE(r.out.find("counted 200,000 events"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("top 3 users:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("   3. user "), std::string::npos) << r.out;
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Cli, CtrlCCancelsTheJobAndExits130) {
+  int out[2];
+  ASSERT_EQ(::pipe(out), 0);
+  pid_t pid = ::fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) {
+    ::dup2(out[1], STDOUT_FILENO);
+    ::dup2(out[1], STDERR_FILENO);
+    ::close(out[0]);
+    ::execl(WEIR_BINARY, WEIR_BINARY, "run", "clicks", "--events", "2000000000", "--rest-port", "0", nullptr);
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  FILE* reader = ::fdopen(out[0], "r");
+  std::array<char, 4096> line;
+  // The job is running once the Web UI line is out.
+  std::string seen;
+  while (seen.find("Web UI") == std::string::npos && std::fgets(line.data(), line.size(), reader)) seen += line.data();
+  ASSERT_NE(seen.find("Web UI"), std::string::npos) << seen;
+  ::kill(pid, SIGINT);
+  std::string rest;
+  while (std::fgets(line.data(), line.size(), reader)) rest += line.data();
+  std::fclose(reader);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status)) << rest;
+  EXPECT_EQ(WEXITSTATUS(status), 130) << rest;
+  EXPECT_NE(rest.find("cancelling the job"), std::string::npos) << rest;
+  EXPECT_NE(rest.find("cancelled after"), std::string::npos) << rest;
 }
 
 }  // namespace

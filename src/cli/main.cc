@@ -8,6 +8,7 @@
 #include <string>
 
 #include "cli/example.h"
+#include "cli/interrupt.h"
 #include "cli/rest_commands.h"
 #include "weir/job_client.h"
 #include "weir/key_group.h"
@@ -117,8 +118,10 @@ int run(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  weir::cli::installInterruptHandler();
   try {
-    return run(argc, argv);
+    int code = run(argc, argv);
+    return weir::cli::interrupted() ? 130 : code;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "weir: internal error: %s\n", e.what());
     return 1;
