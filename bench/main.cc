@@ -110,11 +110,11 @@ double channelSeconds(int64_t n, Make make) {
       for (int64_t i = 0; i < n; ++i) {
         buffer.push_back(make(i));
         if (buffer.size() == detail::kBatchSize) {
-          buffer = std::move(*channel.send(std::move(buffer), metrics));
+          buffer = std::move(channel.send(std::move(buffer), {}, metrics)->records);
           if (buffer.capacity() == 0) buffer.reserve(detail::kBatchSize);
         }
       }
-      if (!buffer.empty()) channel.send(std::move(buffer), metrics);
+      if (!buffer.empty()) channel.send(std::move(buffer), {}, metrics);
       channel.sendEvent(detail::EventKind::kEndOfPartition);
     });
     typename detail::Channel<T>::Message m;
@@ -126,7 +126,7 @@ double channelSeconds(int64_t n, Make make) {
       }
       if (m.isEvent) break;
       received += static_cast<int64_t>(m.records.size());
-      channel.recycle(std::move(m.records));
+      channel.recycle(m);
     }
     producer.join();
     doNotOptimize(received);

@@ -2,8 +2,11 @@
 // does; derive from a Rich* class to get open(), close() and the runtime context.
 #pragma once
 
+#include <chrono>
 #include <concepts>
+#include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <type_traits>
 #include <utility>
@@ -58,28 +61,40 @@ class RichReduceFunction : public RichFunction {
 };
 
 // Collects the outputs of a flatMap or process function. Buffers them and passes full
-// batches downstream, so a function may emit any number of records per input.
+// batches downstream, so a function may emit any number of records per input. An output
+// record carries the timestamp of the input record it was made from.
 template <class T>
 class Collector {
  public:
-  Collector(std::vector<T>* buffer, detail::Output<T>* out, size_t batchSize)
-      : buffer_(buffer), out_(out), batchSize_(batchSize) {}
+  Collector(std::vector<T>* buffer, std::vector<int64_t>* timestamps, detail::Output<T>* out, size_t batchSize)
+      : buffer_(buffer), timestamps_(timestamps), out_(out), batchSize_(batchSize) {}
 
   void collect(T value) {
     buffer_->push_back(std::move(value));
+    if (hasTimestamp_) timestamps_->push_back(timestamp_);
     if (buffer_->size() >= batchSize_) flush();
   }
 
   void flush() {
     if (buffer_->empty()) return;
-    out_->emitBatch(*buffer_);
+    out_->emitBatch(*buffer_, *timestamps_);
     buffer_->clear();
+    timestamps_->clear();
+  }
+
+  // The runtime sets the timestamp of the input record being processed, if any.
+  void setTimestamp(bool has, int64_t timestamp) {
+    hasTimestamp_ = has;
+    timestamp_ = timestamp;
   }
 
  private:
   std::vector<T>* buffer_;
+  std::vector<int64_t>* timestamps_;
   detail::Output<T>* out_;
   size_t batchSize_;
+  bool hasTimestamp_ = false;
+  int64_t timestamp_ = 0;
 };
 
 namespace detail {
@@ -90,22 +105,32 @@ class SideOutputBase {
   virtual ~SideOutputBase() = default;
   virtual void flush() = 0;
   virtual void endInput() = 0;
+  virtual void emitWatermark(int64_t watermark) = 0;
+  virtual void emitIdleness(bool idle) = 0;
+  virtual void setTimestamp(bool has, int64_t timestamp) = 0;
 };
 
 template <class T>
 class SideOutput final : public SideOutputBase {
  public:
-  SideOutput(Output<T>* out, size_t batchSize) : out_(out), collector_(&buffer_, out, batchSize) {}
+  SideOutput(Output<T>* out, size_t batchSize) : out_(out), collector_(&buffer_, &timestamps_, out, batchSize) {}
   void collect(T value) { collector_.collect(std::move(value)); }
   void flush() override { collector_.flush(); }
   void endInput() override {
     flush();
     out_->endInput();
   }
+  void emitWatermark(int64_t watermark) override {
+    flush();
+    out_->emitWatermark(watermark);
+  }
+  void emitIdleness(bool idle) override { out_->emitIdleness(idle); }
+  void setTimestamp(bool has, int64_t timestamp) override { collector_.setTimestamp(has, timestamp); }
 
  private:
   Output<T>* out_;
   std::vector<T> buffer_;
+  std::vector<int64_t> timestamps_;
   Collector<T> collector_;
 };
 
@@ -131,6 +156,15 @@ class SideOutputs {
   void endInput() {
     for (auto& [i, out] : outputs_) out->endInput();
   }
+  void emitWatermark(int64_t watermark) {
+    for (auto& [i, out] : outputs_) out->emitWatermark(watermark);
+  }
+  void emitIdleness(bool idle) {
+    for (auto& [i, out] : outputs_) out->emitIdleness(idle);
+  }
+  void setTimestamp(bool has, int64_t timestamp) {
+    for (auto& [i, out] : outputs_) out->setTimestamp(has, timestamp);
+  }
 
  private:
   std::vector<std::pair<int, std::unique_ptr<SideOutputBase>>> outputs_;
@@ -145,18 +179,42 @@ class ProcessFunction : public RichFunction {
   using InputType = IN;
   using OutputType = OUT;
 
-  // What processElement may use besides the record: side outputs.
+  // Time as the operator sees it. Registering timers needs a keyed stream (not built yet).
+  class TimerService {
+   public:
+    explicit TimerService(const int64_t* watermark) : watermark_(watermark) {}
+    // The operator's input watermark (INT64_MIN before the first).
+    int64_t currentWatermark() const { return *watermark_; }
+    // Wall-clock milliseconds since the epoch.
+    int64_t currentProcessingTime() const {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    }
+
+   private:
+    const int64_t* watermark_;
+  };
+
+  // What processElement may use besides the record: its timestamp, time, side outputs.
   class Context {
    public:
-    explicit Context(detail::SideOutputs* sideOutputs) : sideOutputs_(sideOutputs) {}
-    // Emits `value` to the side output named by `tag`.
+    Context(detail::SideOutputs* sideOutputs, const int64_t* watermark)
+        : sideOutputs_(sideOutputs), timerService_(watermark) {}
+    // The record's event timestamp (ms), or nullopt when the stream carries none.
+    std::optional<int64_t> timestamp() const { return timestamp_; }
+    const TimerService& timerService() const { return timerService_; }
+    // Emits `value` to the side output named by `tag`, with the record's timestamp.
     template <class X>
     void output(const OutputTag<X>& tag, X value) {
       sideOutputs_->collect(tag, std::move(value));
     }
+    void setTimestamp(std::optional<int64_t> timestamp) { timestamp_ = timestamp; }
 
    private:
     detail::SideOutputs* sideOutputs_;
+    TimerService timerService_;
+    std::optional<int64_t> timestamp_;
   };
 
   virtual void processElement(const IN& value, Context& ctx, Collector<OUT>& out) = 0;

@@ -39,16 +39,26 @@ class StreamExecutionEnvironment {
   // Buffers of kBatchSize records each channel may hold before its producer waits
   // (Flink's buffers-per-channel; default 4).
   StreamExecutionEnvironment& setBuffersPerChannel(int buffers);
+  // How often sources emit periodic watermarks (Flink's autoWatermarkInterval; default
+  // 200 ms, must be positive).
+  StreamExecutionEnvironment& setAutoWatermarkInterval(std::chrono::milliseconds interval);
 
   // A stream read from `source`, a Source<T> subclass taken by value.
+  // Event timestamps and watermarks come from `watermarks`: weir's sources give records
+  // no timestamps of their own, so a strategy with watermarks needs
+  // withTimestampAssigner (a clear error otherwise).
   template <class S>
   SingleOutputStreamOperator<typename S::OutputType> fromSource(
       S source, const WatermarkStrategy<typename S::OutputType>& watermarks, std::string name) {
     using T = typename S::OutputType;
     static_assert(std::is_base_of_v<Source<T>, S>, "fromSource(s, ...): s must derive from Source<T>");
+    if (watermarks.generator() && !watermarks.assigner())
+      throw Error(ErrorCode::kInvalidArgument, "source '" + name +
+                                                   "': its watermark strategy needs withTimestampAssigner(...), "
+                                                   "the source gives records no timestamps");
     std::shared_ptr<const Source<T>> shared = std::make_shared<S>(std::move(source));
     auto& node = graph_->add(detail::Transformation::Kind::kSource, std::move(name), {}, detail::TypedStream<T>::get());
-    node.createOperator = [shared] { return std::make_unique<detail::SourceOperator<T>>(shared); };
+    node.createOperator = [shared, watermarks] { return std::make_unique<detail::SourceOperator<T>>(shared, watermarks); };
     node.createEnumerator = [shared](int parallelism) { return shared->createEnumerator(parallelism); };
     node.maxSourceParallelism = shared->maxParallelism();
     return SingleOutputStreamOperator<T>(graph_, node.id);

@@ -36,6 +36,14 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setBuffersPerChannel(int
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::setAutoWatermarkInterval(std::chrono::milliseconds interval) {
+  if (interval.count() <= 0)
+    throw Error(ErrorCode::kInvalidArgument,
+                "autoWatermarkInterval must be positive, got " + std::to_string(interval.count()) + " ms");
+  graph_->graph.autoWatermarkInterval = interval;
+  return *this;
+}
+
 JobExecutionResult StreamExecutionEnvironment::execute(const std::string& jobName) {
   return executeAsync(jobName).wait();
 }

@@ -14,23 +14,23 @@ TEST(Channel, DeliversBuffersAndEventsInOrder) {
   TaskSignal signal;
   TaskMetrics metrics;
   Channel<int> channel(4, &signal);
-  ASSERT_TRUE(channel.send({1, 2}, metrics));
+  ASSERT_TRUE(channel.send({1, 2}, {}, metrics));
   channel.sendEvent(EventKind::kWatermark, 99);
-  ASSERT_TRUE(channel.send({3}, metrics));
+  ASSERT_TRUE(channel.send({3}, {}, metrics));
   channel.sendEvent(EventKind::kEndOfPartition);
 
   Channel<int>::Message m;
   ASSERT_TRUE(channel.poll(m));
   EXPECT_FALSE(m.isEvent);
   EXPECT_EQ(m.records, (std::vector<int>{1, 2}));
-  channel.recycle(std::move(m.records));
+  channel.recycle(m);
   ASSERT_TRUE(channel.poll(m));
   EXPECT_TRUE(m.isEvent);
   EXPECT_EQ(m.event, EventKind::kWatermark);
   EXPECT_EQ(m.timestamp, 99);
   ASSERT_TRUE(channel.poll(m));
   EXPECT_EQ(m.records, (std::vector<int>{3}));
-  channel.recycle(std::move(m.records));
+  channel.recycle(m);
   ASSERT_TRUE(channel.poll(m));
   EXPECT_EQ(m.event, EventKind::kEndOfPartition);
   EXPECT_FALSE(channel.poll(m));
@@ -41,9 +41,9 @@ TEST(Channel, TheProducerBlocksWithoutCreditUntilTheConsumerRecycles) {
   TaskSignal signal;
   TaskMetrics metrics;
   Channel<int> channel(2, &signal);
-  ASSERT_TRUE(channel.send({1}, metrics));
-  ASSERT_TRUE(channel.send({2}, metrics));
-  auto third = std::async(std::launch::async, [&] { return channel.send({3}, metrics).has_value(); });
+  ASSERT_TRUE(channel.send({1}, {}, metrics));
+  ASSERT_TRUE(channel.send({2}, {}, metrics));
+  auto third = std::async(std::launch::async, [&] { return channel.send({3}, {}, metrics).has_value(); });
   // The third send has no credit: it must still be waiting, and say so in the metrics.
   while (metrics.backPressuredSinceNanos.load() == 0) std::this_thread::yield();
   EXPECT_EQ(third.wait_for(0ms), std::future_status::timeout);
@@ -51,7 +51,7 @@ TEST(Channel, TheProducerBlocksWithoutCreditUntilTheConsumerRecycles) {
 
   Channel<int>::Message m;
   ASSERT_TRUE(channel.poll(m));
-  channel.recycle(std::move(m.records));
+  channel.recycle(m);
   EXPECT_TRUE(third.get());
   EXPECT_EQ(channel.maxBuffersInFlight(), 2);
   EXPECT_GT(metrics.backPressuredTimeNanos.load(), 0);
@@ -63,23 +63,23 @@ TEST(Channel, RecycledBuffersComeBackToTheProducerWithTheirCapacity) {
   Channel<int> channel(1, &signal);
   std::vector<int> big(1000, 7);
   const int* memory = big.data();
-  auto next = channel.send(std::move(big), metrics);
+  auto next = channel.send(std::move(big), {}, metrics);
   ASSERT_TRUE(next);
   Channel<int>::Message m;
   ASSERT_TRUE(channel.poll(m));
-  channel.recycle(std::move(m.records));
-  next = channel.send({1}, metrics);
+  channel.recycle(m);
+  next = channel.send({1}, {}, metrics);
   ASSERT_TRUE(next);
-  EXPECT_TRUE(next->empty());
-  EXPECT_EQ(next->data(), memory);  // the same memory, not a new allocation
+  EXPECT_TRUE(next->records.empty());
+  EXPECT_EQ(next->records.data(), memory);  // the same memory, not a new allocation
 }
 
 TEST(Channel, CancelReleasesABlockedProducer) {
   TaskSignal signal;
   TaskMetrics metrics;
   Channel<int> channel(1, &signal);
-  ASSERT_TRUE(channel.send({1}, metrics));
-  auto blocked = std::async(std::launch::async, [&] { return channel.send({2}, metrics).has_value(); });
+  ASSERT_TRUE(channel.send({1}, {}, metrics));
+  auto blocked = std::async(std::launch::async, [&] { return channel.send({2}, {}, metrics).has_value(); });
   while (metrics.backPressuredSinceNanos.load() == 0) std::this_thread::yield();
   channel.cancel();
   EXPECT_FALSE(blocked.get());
@@ -90,7 +90,7 @@ TEST(Channel, SendingWakesTheConsumer) {
   TaskMetrics metrics;
   Channel<int> channel(1, &signal);
   auto waiter = std::async(std::launch::async, [&] { signal.wait(); });
-  ASSERT_TRUE(channel.send({1}, metrics));
+  ASSERT_TRUE(channel.send({1}, {}, metrics));
   waiter.get();  // returns only because send() notified the signal
 }
 

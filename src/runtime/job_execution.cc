@@ -254,6 +254,7 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
       operatorOf[id] = op.get();
       if (node.kind == Kind::kSource) {
         task.source = static_cast<SourceOperatorBase*>(op.get());
+        task.source->setAutoWatermarkInterval(graph.autoWatermarkInterval);
         auto it = enumeratorOf.find(id);
         task.source->setEnumerator(it == enumeratorOf.end() ? nullptr : it->second);
       }
@@ -300,6 +301,13 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
     if (!task.source) {
       int head = vertex.nodes[0];
       task.headInput = operatorOf.at(head)->input();
+      int channelCount = 0;
+      for (size_t ei : inEdges[static_cast<size_t>(head)]) {
+        const auto& e = edges[ei];
+        int pp = parallelism[static_cast<size_t>(e.producer)];
+        channelCount += e.partitioner == PartitionerKind::kForward ? 1 : pp;
+      }
+      task.valve = std::make_unique<WatermarkValve>(channelCount, task.headInput);
       for (size_t ei : inEdges[static_cast<size_t>(head)]) {
         auto& e = edges[ei];
         int cp = parallelism[static_cast<size_t>(head)];
@@ -311,7 +319,10 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
           } else {
             channel = e.channels[static_cast<size_t>(p * cp + task.index)];
           }
-          if (channel) task.inputs.push_back(e.type->createInput(channel, task.headInput, &task.metrics));
+          if (channel) {
+            int index = static_cast<int>(task.inputs.size());
+            task.inputs.push_back(e.type->createInput(channel, task.headInput, &task.metrics, task.valve.get(), index));
+          }
         }
       }
     }
@@ -408,9 +419,11 @@ void JobExecution::runSource(Subtask& task) {
     task.mailbox.runPending();
     if (task.stopRequested) break;
     InputStatus status = task.source->emitNext();
+    auto nextWatermark = task.source->onTime(std::chrono::steady_clock::now());
     if (status == InputStatus::END_OF_INPUT) break;
     if (status == InputStatus::NOTHING_AVAILABLE) {
-      task.metrics.idle([&] { task.signal.waitUntil(task.source->nextPollTime()); });
+      auto wake = std::min(task.source->nextPollTime(), nextWatermark);
+      task.metrics.idle([&] { task.signal.waitUntil(wake); });
     }
   }
   task.source->endInput();

@@ -32,6 +32,7 @@ struct Subtask {
   bool stopRequested = false;                              // source: end input now
   OutputBase* headInput = nullptr;                         // set for chains fed by channels
   std::vector<std::unique_ptr<ChannelInputBase>> inputs;
+  std::unique_ptr<WatermarkValve> valve;                   // combines the inputs' watermarks
   std::vector<ChannelBase*> inputChannels;
   std::thread thread;
 };

@@ -75,6 +75,8 @@ class TaskSignal {
 // What travels in a channel besides records, in order with them.
 enum class EventKind : uint8_t {
   kWatermark,        // `timestamp` holds the watermark
+  kIdle,             // the producer's stream went idle
+  kActive,           // ... and became active again
   kEndOfPartition,   // the producer will send nothing more
 };
 
@@ -125,16 +127,24 @@ class Channel final : public ChannelBase {
     EventKind event = EventKind::kEndOfPartition;
     int64_t timestamp = 0;
     std::vector<T> records;
+    std::vector<int64_t> timestamps;  // one per record, or empty
+  };
+
+  // The empty buffers a producer fills next.
+  struct Buffers {
+    std::vector<T> records;
+    std::vector<int64_t> timestamps;
   };
 
   Channel(int credits, TaskSignal* consumer) : ChannelBase(credits, consumer) {}
 
-  // Producer: queues a non-empty buffer, blocking while no credit is left. Returns an
-  // empty buffer to fill next (a recycled one when available), or nullopt when the
-  // channel was cancelled. Counts the time spent blocked as back-pressured.
-  std::optional<std::vector<T>> send(std::vector<T>&& records, TaskMetrics& metrics) {
+  // Producer: queues a non-empty buffer (with its timestamps, or none), blocking while no
+  // credit is left. Returns empty buffers to fill next (recycled ones when available), or
+  // nullopt when the channel was cancelled. Counts the time spent blocked as
+  // back-pressured.
+  std::optional<Buffers> send(std::vector<T>&& records, std::vector<int64_t>&& timestamps, TaskMetrics& metrics) {
     size_t n = records.size();
-    std::vector<T> next;
+    Buffers next;
     {
       std::unique_lock lock(mutex_);
       if (credits_ == 0 && !cancelled_) {
@@ -151,7 +161,7 @@ class Channel final : public ChannelBase {
       ++inFlight_;
       if (inFlight_ > maxInFlight_.load(std::memory_order_relaxed))
         maxInFlight_.store(inFlight_, std::memory_order_relaxed);
-      queue_.push_back(Message{false, EventKind::kEndOfPartition, 0, std::move(records)});
+      queue_.push_back(Message{false, EventKind::kEndOfPartition, 0, std::move(records), std::move(timestamps)});
       if (!free_.empty()) {
         next = std::move(free_.back());
         free_.pop_back();
@@ -166,7 +176,7 @@ class Channel final : public ChannelBase {
   void sendEvent(EventKind kind, int64_t timestamp = 0) {
     {
       std::lock_guard lock(mutex_);
-      queue_.push_back(Message{true, kind, timestamp, {}});
+      queue_.push_back(Message{true, kind, timestamp, {}, {}});
     }
     consumer_->notify();
   }
@@ -181,14 +191,15 @@ class Channel final : public ChannelBase {
   }
 
   // Consumer: hands a processed buffer back, which returns its credit to the producer.
-  void recycle(std::vector<T>&& records) {
-    records.clear();
+  void recycle(Message& message) {
+    message.records.clear();
+    message.timestamps.clear();
     bool wake;
     {
       std::lock_guard lock(mutex_);
       ++credits_;
       --inFlight_;
-      free_.push_back(std::move(records));
+      free_.push_back(Buffers{std::move(message.records), std::move(message.timestamps)});
       wake = producerWaiting_;
     }
     if (wake) creditCv_.notify_one();
@@ -196,7 +207,7 @@ class Channel final : public ChannelBase {
 
  private:
   std::deque<Message> queue_;     // guarded by mutex_
-  std::vector<std::vector<T>> free_;  // recycled buffers; guarded by mutex_
+  std::vector<Buffers> free_;     // recycled buffers; guarded by mutex_
 };
 
 }  // namespace weir::detail

@@ -11,8 +11,10 @@
 #include "weir/detail/channel.h"
 #include "weir/detail/record_writer.h"
 #include "weir/detail/stream_operator.h"
+#include "weir/detail/watermark_valve.h"
 #include "weir/sink.h"
 #include "weir/source.h"
+#include "weir/watermark_strategy.h"
 
 namespace weir::detail {
 
@@ -28,18 +30,24 @@ class ChannelInputBase {
 template <class T>
 class ChannelInput final : public ChannelInputBase {
  public:
-  ChannelInput(Channel<T>* channel, Output<T>* target, TaskMetrics* metrics)
-      : channel_(channel), target_(target), metrics_(metrics) {}
+  // `index` is this channel's input of `valve`, which combines the subtask's watermarks.
+  ChannelInput(Channel<T>* channel, Output<T>* target, TaskMetrics* metrics, WatermarkValve* valve, int index)
+      : channel_(channel), target_(target), metrics_(metrics), valve_(valve), index_(index) {}
 
   Poll pollOnce() override {
     if (!channel_->poll(message_)) return Poll::kEmpty;
     if (message_.isEvent) {
-      // Watermarks are combined per input once event time lands; end ends this channel.
-      return message_.event == EventKind::kEndOfPartition ? Poll::kEnded : Poll::kProcessed;
+      switch (message_.event) {
+        case EventKind::kWatermark: valve_->inputWatermark(index_, message_.timestamp); break;
+        case EventKind::kIdle: valve_->inputIdleness(index_, true); break;
+        case EventKind::kActive: valve_->inputIdleness(index_, false); break;
+        case EventKind::kEndOfPartition: return Poll::kEnded;
+      }
+      return Poll::kProcessed;
     }
     metrics_->numRecordsIn.fetch_add(message_.records.size(), std::memory_order_relaxed);
-    target_->emitBatch(message_.records);
-    channel_->recycle(std::move(message_.records));
+    target_->emitBatch(message_.records, message_.timestamps);
+    channel_->recycle(message_);
     return Poll::kProcessed;
   }
 
@@ -47,29 +55,38 @@ class ChannelInput final : public ChannelInputBase {
   Channel<T>* channel_;
   Output<T>* target_;
   TaskMetrics* metrics_;
+  WatermarkValve* valve_;
+  int index_;
   typename Channel<T>::Message message_;
 };
 
-// The head of a source chain: pulls batches from a reader and pushes them down the chain.
+// The head of a source chain: pulls batches from a reader, stamps them with event
+// timestamps, generates watermarks, and pushes both down the chain.
 class SourceOperatorBase : public StreamOperator {
  public:
+  using Clock = std::chrono::steady_clock;
   OutputBase* input() override { return nullptr; }
   void setEnumerator(SplitEnumerator* enumerator) { enumerator_ = enumerator; }
+  void setAutoWatermarkInterval(std::chrono::milliseconds interval) { watermarkInterval_ = interval; }
   // Emits at most one batch.
   virtual InputStatus emitNext() = 0;
   // After NOTHING_AVAILABLE: when to call emitNext() again.
-  virtual std::chrono::steady_clock::time_point nextPollTime() const = 0;
-  // End of input: passes it down the chain.
+  virtual Clock::time_point nextPollTime() const = 0;
+  // Emits the periodic watermark (and idleness) when due; returns when it is due next.
+  virtual Clock::time_point onTime(Clock::time_point now) = 0;
+  // End of input: the final watermark, then the end, down the chain.
   virtual void endInput() = 0;
 
  protected:
   SplitEnumerator* enumerator_ = nullptr;
+  std::chrono::milliseconds watermarkInterval_{200};
 };
 
 template <class T>
-class SourceOperator final : public SourceOperatorBase {
+class SourceOperator final : public SourceOperatorBase, private WatermarkOutput {
  public:
-  explicit SourceOperator(std::shared_ptr<const Source<T>> source) : source_(std::move(source)) {}
+  SourceOperator(std::shared_ptr<const Source<T>> source, WatermarkStrategy<T> strategy)
+      : source_(std::move(source)), strategy_(std::move(strategy)) {}
 
   void setOutput(OutputBase* out) override { out_ = &dynamic_cast<Output<T>&>(*out); }
 
@@ -79,6 +96,8 @@ class SourceOperator final : public SourceOperatorBase {
                                                        context_->getNumberOfParallelSubtasks(), enumerator_});
     });
     batch_.reserve(kBatchSize);
+    if (strategy_.generator()) generator_ = callUser([&] { return strategy_.generator()(); });
+    lastRecord_ = nextWatermark_ = Clock::now();
   }
 
   InputStatus emitNext() override {
@@ -86,23 +105,75 @@ class SourceOperator final : public SourceOperatorBase {
     InputStatus status = callUser([&] { return reader_->pollNext(batch_, kBatchSize); });
     if (!batch_.empty()) {
       metrics_->numSourceRecords.fetch_add(batch_.size(), std::memory_order_relaxed);
-      out_->emitBatch(batch_);
+      timestamps_.clear();
+      if (strategy_.assigner()) {
+        timestamps_.resize(batch_.size());
+        callUser([&] { strategy_.assigner()(std::span<const T>(batch_), timestamps_); });
+        if (generator_) callUser([&] { generator_->onBatch(batch_, timestamps_, *this); });
+      }
+      if (idle_) markActive();
+      if (strategy_.idleTimeout().count() > 0) lastRecord_ = Clock::now();
+      out_->emitBatch(batch_, timestamps_);
     }
     return status;
   }
 
-  std::chrono::steady_clock::time_point nextPollTime() const override { return reader_->nextPollTime(); }
-  void endInput() override { out_->endInput(); }
+  Clock::time_point nextPollTime() const override { return reader_->nextPollTime(); }
+
+  Clock::time_point onTime(Clock::time_point now) override {
+    if (!generator_) return Clock::time_point::max();
+    if (now >= nextWatermark_) {
+      if (!idle_) callUser([&] { generator_->onPeriodicEmit(*this); });
+      auto timeout = strategy_.idleTimeout();
+      if (timeout.count() > 0 && !idle_ && now - lastRecord_ >= timeout) markIdle();
+      nextWatermark_ = now + watermarkInterval_;
+    }
+    return nextWatermark_;
+  }
+
+  void endInput() override {
+    // A bounded input ends with the final watermark: every window fires downstream.
+    emitWatermark(kMaxWatermark);
+    out_->endInput();
+  }
+
+  // The last watermark this source emitted.
+  int64_t currentWatermark() const { return watermark_; }
 
   void close() override {
     if (reader_) callUser([&] { reader_->close(); });
   }
 
  private:
+  // WatermarkOutput, for the generator.
+  void emitWatermark(int64_t watermark) override {
+    if (watermark <= watermark_) return;
+    if (idle_) markActive();
+    watermark_ = watermark;
+    out_->emitWatermark(watermark);
+  }
+  void markIdle() override {
+    if (idle_) return;
+    idle_ = true;
+    out_->emitIdleness(true);
+  }
+  void markActive() override {
+    if (!idle_) return;
+    idle_ = false;
+    out_->emitIdleness(false);
+  }
+
   std::shared_ptr<const Source<T>> source_;
+  WatermarkStrategy<T> strategy_;
   std::unique_ptr<SourceReader<T>> reader_;
+  std::unique_ptr<WatermarkGenerator<T>> generator_;
   std::vector<T> batch_;
+  std::vector<int64_t> timestamps_;
   Output<T>* out_ = nullptr;
+  int64_t watermark_ = kMinWatermark;
+  bool idle_ = false;
+  Clock::time_point lastRecord_{};
+  Clock::time_point nextWatermark_{};
 };
 
 // The tail of a chain that ends in a sink: hands batches to the sink's writer.
@@ -118,10 +189,12 @@ class SinkOperator final : public StreamOperator, public Output<T> {
     writer_ = callUser([&] { return sink_->createWriter(*context_); });
   }
 
-  void emitBatch(std::span<T> records) override {
+  void emitBatch(std::span<T> records, Timestamps) override {
     metrics_->numRecordsOut.fetch_add(records.size(), std::memory_order_relaxed);
     callUser([&] { writer_->writeBatch(records); });
   }
+  void emitWatermark(int64_t) override {}
+  void emitIdleness(bool) override {}
 
   void endInput() override {
     callUser([&] { writer_->flush(true); });
@@ -142,7 +215,8 @@ class StreamType {
   virtual ~StreamType() = default;
   virtual std::unique_ptr<ChannelBase> createChannel(int credits, TaskSignal* consumer) const = 0;
   virtual std::unique_ptr<ChannelInputBase> createInput(ChannelBase* channel, OutputBase* target,
-                                                        TaskMetrics* metrics) const = 0;
+                                                        TaskMetrics* metrics, WatermarkValve* valve,
+                                                        int index) const = 0;
   virtual std::unique_ptr<OutputBase> createFanOut(const std::vector<OutputBase*>& targets) const = 0;
   virtual std::unique_ptr<OutputBase> createNullOutput() const = 0;
   // A writer for every partitioner but kKeyGroup (which needs the key selector).
@@ -169,10 +243,10 @@ class TypedStream final : public StreamType {
   std::unique_ptr<ChannelBase> createChannel(int credits, TaskSignal* consumer) const override {
     return std::make_unique<Channel<T>>(credits, consumer);
   }
-  std::unique_ptr<ChannelInputBase> createInput(ChannelBase* channel, OutputBase* target,
-                                                TaskMetrics* metrics) const override {
-    return std::make_unique<ChannelInput<T>>(static_cast<Channel<T>*>(channel),
-                                             &dynamic_cast<Output<T>&>(*target), metrics);
+  std::unique_ptr<ChannelInputBase> createInput(ChannelBase* channel, OutputBase* target, TaskMetrics* metrics,
+                                                WatermarkValve* valve, int index) const override {
+    return std::make_unique<ChannelInput<T>>(static_cast<Channel<T>*>(channel), &dynamic_cast<Output<T>&>(*target),
+                                             metrics, valve, index);
   }
   std::unique_ptr<OutputBase> createFanOut(const std::vector<OutputBase*>& targets) const override {
     std::vector<Output<T>*> typedTargets;
@@ -236,6 +310,7 @@ struct StreamGraph {
   int defaultParallelism = 1;
   int maxParallelism = 128;
   int buffersPerChannel = 4;  // credits per channel (exclusive buffers)
+  std::chrono::milliseconds autoWatermarkInterval{200};  // periodic watermarks of sources
 };
 
 }  // namespace weir::detail

@@ -14,7 +14,7 @@ template <class IN, class OUT, class F>
 class StreamMap final : public UdfOperator<IN, OUT, F> {
  public:
   using UdfOperator<IN, OUT, F>::UdfOperator;
-  void emitBatch(std::span<IN> records) override {
+  void emitBatch(std::span<IN> records, Timestamps timestamps) override {
     try {
       if constexpr (std::is_same_v<IN, OUT>) {
         // The batch is ours to consume: map it in place and pass it on.
@@ -27,8 +27,9 @@ class StreamMap final : public UdfOperator<IN, OUT, F> {
     } catch (...) {
       this->rethrowAsOperatorFailure();
     }
-    if constexpr (std::is_same_v<IN, OUT>) this->out_->emitBatch(records);
-    else this->out_->emitBatch(buffer_);
+    // One output per input: the timestamps stay as they are.
+    if constexpr (std::is_same_v<IN, OUT>) this->out_->emitBatch(records, timestamps);
+    else this->out_->emitBatch(buffer_, timestamps);
   }
 
  private:
@@ -40,20 +41,25 @@ template <class T, class F>
 class StreamFilter final : public UdfOperator<T, T, F> {
  public:
   using UdfOperator<T, T, F>::UdfOperator;
-  void emitBatch(std::span<T> records) override {
+  void emitBatch(std::span<T> records, Timestamps timestamps) override {
     size_t kept = 0;
+    const bool stamped = !timestamps.empty();
     try {
       if constexpr (std::is_trivially_copyable_v<T> && sizeof(T) <= 16) {
         // Branch-free compaction: copy every record, advance only past kept ones.
         for (size_t i = 0; i < records.size(); ++i) {
           bool keep = callFilter(this->fn_, records[i]);
           records[kept] = records[i];
+          if (stamped) timestamps[kept] = timestamps[i];
           kept += keep ? 1 : 0;
         }
       } else {
         for (size_t i = 0; i < records.size(); ++i) {
           if (callFilter(this->fn_, records[i])) {
-            if (kept != i) records[kept] = std::move(records[i]);
+            if (kept != i) {
+              records[kept] = std::move(records[i]);
+              if (stamped) timestamps[kept] = timestamps[i];
+            }
             ++kept;
           }
         }
@@ -61,7 +67,7 @@ class StreamFilter final : public UdfOperator<T, T, F> {
     } catch (...) {
       this->rethrowAsOperatorFailure();
     }
-    if (kept > 0) this->out_->emitBatch(records.first(kept));
+    if (kept > 0) this->out_->emitBatch(records.first(kept), stamped ? timestamps.first(kept) : timestamps);
   }
 };
 
@@ -69,12 +75,16 @@ template <class IN, class OUT, class F>
 class StreamFlatMap final : public UdfOperator<IN, OUT, F> {
  public:
   using UdfOperator<IN, OUT, F>::UdfOperator;
-  void emitBatch(std::span<IN> records) override {
-    Collector<OUT> collector(&buffer_, this->out_, kBatchSize);
+  void emitBatch(std::span<IN> records, Timestamps timestamps) override {
+    Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
     try {
-      for (auto& r : records) callFlatMap(this->fn_, r, collector);
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (!timestamps.empty()) collector.setTimestamp(true, timestamps[i]);
+        callFlatMap(this->fn_, records[i], collector);
+      }
     } catch (...) {
       buffer_.clear();
+      timestamps_.clear();
       this->rethrowAsOperatorFailure();
     }
     collector.flush();
@@ -82,6 +92,7 @@ class StreamFlatMap final : public UdfOperator<IN, OUT, F> {
 
  private:
   std::vector<OUT> buffer_;
+  std::vector<int64_t> timestamps_;
 };
 
 // Runs a ProcessFunction (or a lambda with its signature), with side outputs.
@@ -95,11 +106,17 @@ class ProcessOperator final : public UdfOperator<IN, OUT, F> {
     sideOutputs_.add(tagIndex, std::move(out));
   }
 
-  void emitBatch(std::span<IN> records) override {
-    Collector<OUT> collector(&buffer_, this->out_, kBatchSize);
-    Context ctx(&sideOutputs_);
+  void emitBatch(std::span<IN> records, Timestamps timestamps) override {
+    Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
+    Context ctx(&sideOutputs_, &watermark_);
     try {
-      for (auto& r : records) {
+      for (size_t i = 0; i < records.size(); ++i) {
+        auto& r = records[i];
+        if (!timestamps.empty()) {
+          collector.setTimestamp(true, timestamps[i]);
+          sideOutputs_.setTimestamp(true, timestamps[i]);
+          ctx.setTimestamp(timestamps[i]);
+        }
         if constexpr (requires { this->fn_.processElement(r, ctx, collector); }) {
           this->fn_.processElement(r, ctx, collector);
         } else {
@@ -108,6 +125,7 @@ class ProcessOperator final : public UdfOperator<IN, OUT, F> {
       }
     } catch (...) {
       buffer_.clear();
+      timestamps_.clear();
       this->rethrowAsOperatorFailure();
     }
     collector.flush();
@@ -118,10 +136,21 @@ class ProcessOperator final : public UdfOperator<IN, OUT, F> {
     sideOutputs_.endInput();
     this->out_->endInput();
   }
+  void emitWatermark(int64_t watermark) override {
+    watermark_ = watermark;
+    sideOutputs_.emitWatermark(watermark);
+    this->out_->emitWatermark(watermark);
+  }
+  void emitIdleness(bool idle) override {
+    sideOutputs_.emitIdleness(idle);
+    this->out_->emitIdleness(idle);
+  }
 
  private:
   std::vector<OUT> buffer_;
+  std::vector<int64_t> timestamps_;
   SideOutputs sideOutputs_;
+  int64_t watermark_ = INT64_MIN;
 };
 
 // Rolling reduce per key: emits the new aggregate for every record (KeyedStream::reduce,
@@ -133,7 +162,7 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   KeyedReduceOperator(KeySelector keySelector, F fn)
       : UdfOperator<T, T, F>(std::move(fn)), keySelector_(std::move(keySelector)) {}
 
-  void emitBatch(std::span<T> records) override {
+  void emitBatch(std::span<T> records, Timestamps timestamps) override {
     buffer_.clear();
     buffer_.reserve(records.size());
     keys_.clear();
@@ -151,7 +180,7 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
     } catch (...) {
       this->rethrowAsOperatorFailure();
     }
-    this->out_->emitBatch(buffer_);
+    this->out_->emitBatch(buffer_, timestamps);  // one result per record, with its timestamp
   }
 
  private:

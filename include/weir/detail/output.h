@@ -11,12 +11,21 @@
 
 namespace weir::detail {
 
+// The event timestamps of a batch, one per record in milliseconds, or empty when the
+// stream carries none (no timestamp assigner upstream).
+using Timestamps = std::span<int64_t>;
+
 // Anything that receives a stream: a chained operator's input, a fan-out, a channel writer.
+// Watermarks and idleness arrive between batches, in order with them.
 class OutputBase {
  public:
   virtual ~OutputBase() = default;
   // The input has ended: finish, pass on what is left, then end the downstream.
   virtual void endInput() = 0;
+  // No record with a timestamp at or below `watermark` follows.
+  virtual void emitWatermark(int64_t watermark) = 0;
+  // The stream went idle (emits nothing for a while) or became active again.
+  virtual void emitIdleness(bool idle) = 0;
 };
 
 // Receives batches of T. The callee may move from the records; the caller reuses the
@@ -24,7 +33,7 @@ class OutputBase {
 template <class T>
 class Output : public OutputBase {
  public:
-  virtual void emitBatch(std::span<T> records) = 0;
+  virtual void emitBatch(std::span<T> records, Timestamps timestamps) = 0;
 };
 
 // Hands every batch to several outputs (one stream consumed by several operators).
@@ -33,29 +42,39 @@ class FanOut final : public Output<T> {
  public:
   explicit FanOut(std::vector<Output<T>*> targets) : targets_(std::move(targets)) {}
 
-  void emitBatch(std::span<T> records) override {
+  void emitBatch(std::span<T> records, Timestamps timestamps) override {
     for (size_t i = 0; i + 1 < targets_.size(); ++i) {
       copy_.assign(records.begin(), records.end());
-      targets_[i]->emitBatch(copy_);
+      copyTimestamps_.assign(timestamps.begin(), timestamps.end());
+      targets_[i]->emitBatch(copy_, copyTimestamps_);
     }
-    targets_.back()->emitBatch(records);
+    targets_.back()->emitBatch(records, timestamps);
   }
 
   void endInput() override {
     for (auto* t : targets_) t->endInput();
   }
+  void emitWatermark(int64_t watermark) override {
+    for (auto* t : targets_) t->emitWatermark(watermark);
+  }
+  void emitIdleness(bool idle) override {
+    for (auto* t : targets_) t->emitIdleness(idle);
+  }
 
  private:
   std::vector<Output<T>*> targets_;
   std::vector<T> copy_;
+  std::vector<int64_t> copyTimestamps_;
 };
 
 // Swallows a stream nobody consumes (e.g. a side output without getSideOutput).
 template <class T>
 class NullOutput final : public Output<T> {
  public:
-  void emitBatch(std::span<T>) override {}
+  void emitBatch(std::span<T>, Timestamps) override {}
   void endInput() override {}
+  void emitWatermark(int64_t) override {}
+  void emitIdleness(bool) override {}
 };
 
 // Unwinds a task whose job was cancelled; never a failure.

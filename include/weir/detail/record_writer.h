@@ -33,52 +33,55 @@ class RecordWriter final : public Output<T> {
   RecordWriter(std::vector<Channel<T>*> channels, Selector selector, TaskMetrics* metrics)
       : channels_(std::move(channels)), buffers_(channels_.size()), selector_(std::move(selector)),
         metrics_(metrics) {
-    for (auto& b : buffers_) b.reserve(kBatchSize);
+    for (auto& b : buffers_) b.records.reserve(kBatchSize);
   }
 
-  void emitBatch(std::span<T> records) override {
+  void emitBatch(std::span<T> records, Timestamps timestamps) override {
     const size_t n = channels_.size();
+    const bool stamped = !timestamps.empty();
+    auto put = [&](size_t c, size_t i, auto&& record) {
+      auto& b = buffers_[c];
+      b.records.push_back(std::forward<decltype(record)>(record));
+      if (stamped) b.timestamps.push_back(timestamps[i]);
+      if (b.records.size() >= kBatchSize) send(c);
+    };
     if constexpr (Selector::kBroadcast) {
-      for (size_t c = 0; c < n; ++c) {
-        for (auto& r : records) {
-          buffers_[c].push_back(r);
-          if (buffers_[c].size() >= kBatchSize) send(c);
-        }
-      }
+      for (size_t c = 0; c < n; ++c)
+        for (size_t i = 0; i < records.size(); ++i) put(c, i, records[i]);
     } else if (n == 1) {
-      for (auto& r : records) {
-        buffers_[0].push_back(std::move(r));
-        if (buffers_[0].size() >= kBatchSize) send(0);
-      }
+      for (size_t i = 0; i < records.size(); ++i) put(0, i, std::move(records[i]));
     } else {
-      for (auto& r : records) {
-        size_t c = selector_(r, n);
-        buffers_[c].push_back(std::move(r));
-        if (buffers_[c].size() >= kBatchSize) send(c);
-      }
+      for (size_t i = 0; i < records.size(); ++i) put(selector_(records[i], n), i, std::move(records[i]));
     }
     // Records leave at the end of every batch, so latency stays one batch.
     for (size_t c = 0; c < n; ++c) {
-      if (!buffers_[c].empty()) send(c);
+      if (!buffers_[c].records.empty()) send(c);
     }
   }
 
   void endInput() override {
     for (auto* ch : channels_) ch->sendEvent(EventKind::kEndOfPartition);
   }
+  void emitWatermark(int64_t watermark) override {
+    for (auto* ch : channels_) ch->sendEvent(EventKind::kWatermark, watermark);
+  }
+  void emitIdleness(bool idle) override {
+    for (auto* ch : channels_) ch->sendEvent(idle ? EventKind::kIdle : EventKind::kActive);
+  }
 
  private:
   void send(size_t c) {
-    size_t count = buffers_[c].size();
-    auto next = channels_[c]->send(std::move(buffers_[c]), *metrics_);
+    auto& b = buffers_[c];
+    size_t count = b.records.size();
+    auto next = channels_[c]->send(std::move(b.records), std::move(b.timestamps), *metrics_);
     if (!next) throw TaskCancelled{};
-    buffers_[c] = std::move(*next);
-    if (buffers_[c].capacity() == 0) buffers_[c].reserve(kBatchSize);
+    b = std::move(*next);
+    if (b.records.capacity() == 0) b.records.reserve(kBatchSize);
     metrics_->numRecordsOut.fetch_add(count, std::memory_order_relaxed);
   }
 
   std::vector<Channel<T>*> channels_;
-  std::vector<std::vector<T>> buffers_;
+  std::vector<typename Channel<T>::Buffers> buffers_;
   Selector selector_;
   TaskMetrics* metrics_;
 };

@@ -99,6 +99,9 @@ class OneInputOperator : public StreamOperator, public Output<IN> {
   OutputBase* input() override { return this; }
   void setOutput(OutputBase* out) override { out_ = &dynamic_cast<Output<OUT>&>(*out); }
   void endInput() override { out_->endInput(); }
+  // Built-in operators hold no records between batches: watermarks pass straight on.
+  void emitWatermark(int64_t watermark) override { out_->emitWatermark(watermark); }
+  void emitIdleness(bool idle) override { out_->emitIdleness(idle); }
 
  protected:
   Output<OUT>* out_ = nullptr;
