@@ -68,7 +68,7 @@ inline KeyedRecord keyedRecord(int64_t i, int64_t keys) {
 
 void keyedSum() {
   const int64_t n = 20'000'000, keys = 100'000;
-  double baseline = medianSeconds(gRuns, [&] {
+  auto baseline = [&] {
     std::unordered_map<int64_t, KeyedRecord> sums;
     int64_t checksum = 0;
     for (int64_t i = 0; i < n; ++i) {
@@ -78,10 +78,9 @@ void keyedSum() {
       checksum += it->second.second;
     }
     doNotOptimize(checksum);
-  });
-  double b = static_cast<double>(n) / baseline;
+  };
   for (int p : {1, 2}) {
-    double engine = medianSeconds(gRuns, [&] {
+    auto [engine, base] = medianSecondsInterleaved(gRuns, [&] {
       StreamExecutionEnvironment env;
       env.setParallelism(p);
       env.fromSource(DataGeneratorSource([keys](int64_t i) { return keyedRecord(i, keys); }, n),
@@ -90,8 +89,8 @@ void keyedSum() {
           .sum<1>()
           .sinkTo(DiscardingSink<KeyedRecord>());
       env.execute("keyed_sum");
-    });
-    double e = static_cast<double>(n) / engine;
+    }, baseline);
+    double e = static_cast<double>(n) / engine, b = static_cast<double>(n) / base;
     printFigure("keyed_sum", {{"parallelism", p}, {"records", static_cast<double>(n)}, {"keys", static_cast<double>(keys)},
                               {"records_per_s", e}, {"baseline_records_per_s", b}, {"ratio", b / e}});
   }
