@@ -313,11 +313,22 @@ class RestServer::Impl {
                             {"accumulated-busy-time", std::max<int64_t>(0, elapsedMs - idle / 1000000 - bp / 1000000)}}},
                           {"backpressure-level", backPressureLevel(rates.backPressureRatio)},
                           {"backpressure-ratio", rates.backPressureRatio},
-                          {"current-input-watermark", nullptr}});
+                          {"current-input-watermark", vertexWatermark(e, v)}});
     }
     j["vertices"] = vertices;
     j["plan"] = plan(e);
     return j;
+  }
+
+  // The lowest watermark over a vertex's subtasks; null while any has none.
+  static json vertexWatermark(const Entry& e, size_t v) {
+    const auto& latest = e.sampler.latest();
+    if (v >= latest.size() || latest[v].empty()) return nullptr;
+    bool source = e.job->vertices()[v].isSource;
+    int64_t lowest = INT64_MAX;
+    for (const auto& s : latest[v]) lowest = std::min(lowest, source ? s.currentOutputWatermark : s.currentInputWatermark);
+    if (lowest == INT64_MIN) return nullptr;
+    return lowest;
   }
 
   json exceptions(const Entry& e) const {
@@ -348,6 +359,8 @@ class RestServer::Impl {
         std::string p = std::to_string(s) + ".";
         m[p + "numRecordsIn"] = static_cast<double>(latest[v][s].numRecordsIn);
         m[p + "numRecordsOut"] = static_cast<double>(std::max(latest[v][s].numRecordsOut, latest[v][s].numSourceRecords));
+        m[p + "currentInputWatermark"] = static_cast<double>(latest[v][s].currentInputWatermark);
+        m[p + "currentOutputWatermark"] = static_cast<double>(latest[v][s].currentOutputWatermark);
       }
     }
     if (v < rates.size()) {
@@ -396,6 +409,8 @@ class RestServer::Impl {
     auto& busy = gauge("busyTimeMsPerSecond", "Milliseconds per second spent processing");
     auto& idle = gauge("idleTimeMsPerSecond", "Milliseconds per second spent waiting for input");
     auto& bp = gauge("backPressuredTimeMsPerSecond", "Milliseconds per second spent waiting for output credit");
+    auto& inWatermark = gauge("currentInputWatermark", "Event-time watermark a subtask received (ms)");
+    auto& outWatermark = gauge("currentOutputWatermark", "Event-time watermark a source subtask emitted (ms)");
     auto& restarts = prometheus::BuildGauge().Name("weir_job_numRestarts").Help("Restarts of the job").Register(registry);
     auto& uptime = prometheus::BuildGauge().Name("weir_job_uptime").Help("Milliseconds the job has run").Register(registry);
     for (const auto& e : jobs_) {
@@ -414,6 +429,10 @@ class RestServer::Impl {
           labels["task_name"] = label(vs[v].name);
           labels["subtask_index"] = std::to_string(s);
           in.Add(labels).Set(static_cast<double>(latest[v][s].numRecordsIn));
+          if (latest[v][s].currentInputWatermark != INT64_MIN)
+            inWatermark.Add(labels).Set(static_cast<double>(latest[v][s].currentInputWatermark));
+          if (latest[v][s].currentOutputWatermark != INT64_MIN)
+            outWatermark.Add(labels).Set(static_cast<double>(latest[v][s].currentOutputWatermark));
           out.Add(labels).Set(static_cast<double>(std::max(latest[v][s].numRecordsOut, latest[v][s].numSourceRecords)));
           if (v < rates.size() && s < rates[v].size()) {
             inRate.Add(labels).Set(rates[v][s].numRecordsInPerSecond);
@@ -618,9 +637,21 @@ class RestServer::Impl {
     http_.Get(R"(/jobs/([^/]+)/vertices/([^/]+)/watermarks)",
               locked([this](const httplib::Request& req, httplib::Response& res) {
                 auto* e = job(req, res);
-                if (!e || vertex(*e, req, res) < 0) return;
-                // No event time yet: no subtask has a watermark.
-                sendJson(res, json::array());
+                if (!e) return;
+                int v = vertex(*e, req, res);
+                if (v < 0) return;
+                // Flink's answer: per subtask, its input watermark (sources: the one they emit).
+                json out = json::array();
+                const auto& latest = e->sampler.latest();
+                if (static_cast<size_t>(v) < latest.size()) {
+                  for (size_t s = 0; s < latest[static_cast<size_t>(v)].size(); ++s) {
+                    const auto& sample = latest[static_cast<size_t>(v)][s];
+                    int64_t w = e->job->vertices()[static_cast<size_t>(v)].isSource ? sample.currentOutputWatermark
+                                                                                     : sample.currentInputWatermark;
+                    out.push_back({{"id", std::to_string(s) + ".currentInputWatermark"}, {"value", std::to_string(w)}});
+                  }
+                }
+                sendJson(res, out);
               }));
     http_.Get(R"(/jobs/([^/]+)/vertices/([^/]+)/metrics)",
               locked([this](const httplib::Request& req, httplib::Response& res) {

@@ -107,7 +107,10 @@ TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
   auto jobMetrics = server.get("/jobs/" + jid + "/metrics?get=uptime,numRestarts");
   ASSERT_EQ(jobMetrics.size(), 2u);
   EXPECT_EQ(jobMetrics[1]["id"], "numRestarts");
-  EXPECT_EQ(server.get("/jobs/" + jid + "/vertices/" + sinkVertex + "/watermarks"), json::array());
+  // No event time in this job: no subtask has a watermark yet.
+  auto noWatermarks = server.get("/jobs/" + jid + "/vertices/" + sinkVertex + "/watermarks");
+  ASSERT_EQ(noWatermarks.size(), 2u);
+  EXPECT_EQ(noWatermarks[0]["value"], std::to_string(INT64_MIN));
   EXPECT_EQ(server.get("/jobs/" + jid + "/checkpoints")["counts"]["total"], 0);
   server.get("/jobs/" + jid + "/checkpoints/config", 404);
 
@@ -122,6 +125,38 @@ TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
   EXPECT_EQ(r->status, 202);
   EXPECT_EQ(job.wait().status, JobStatus::CANCELED);
   EXPECT_EQ(server.get("/jobs/" + jid)["state"], "CANCELED");
+}
+
+TEST(RestServer, ShowsTheWatermarkOfEveryVertex) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.setAutoWatermarkInterval(10ms);
+  env.fromSource(DataGeneratorSource([](int64_t i) { return std::pair<int64_t, int64_t>{i % 10, 1'000'000 + i}; },
+                                     kUnboundedCount, RateLimiterStrategy::perSecond(20000)),
+                 WatermarkStrategy<std::pair<int64_t, int64_t>>::forBoundedOutOfOrderness(5ms).withTimestampAssigner(
+                     [](const std::pair<int64_t, int64_t>& p) { return p.second; }),
+                 "timed")
+      .keyBy([](const std::pair<int64_t, int64_t>& p) { return p.first; })
+      .sum<1>()
+      .name("sum")
+      .sinkTo(DiscardingSink<std::pair<int64_t, int64_t>>());
+  auto job = env.executeAsync("watermarked");
+  Server server(job);
+  const std::string jid = job.getJobID();
+  json detail;
+  ASSERT_TRUE(eventually([&] {
+    detail = server.get("/jobs/" + jid);
+    return !detail["vertices"][1]["current-input-watermark"].is_null();
+  }));
+  int64_t w = detail["vertices"][1]["current-input-watermark"];
+  EXPECT_GE(w, 1'000'000 - 6);  // a real event time, from the records
+  EXPECT_FALSE(detail["vertices"][0]["current-input-watermark"].is_null());  // the source's own
+  std::string sumVertex = detail["vertices"][1]["id"];
+  auto watermarks = server.get("/jobs/" + jid + "/vertices/" + sumVertex + "/watermarks");
+  ASSERT_EQ(watermarks.size(), 1u);
+  EXPECT_EQ(watermarks[0]["id"], "0.currentInputWatermark");
+  EXPECT_GE(std::stoll(watermarks[0]["value"].get<std::string>()), 1'000'000 - 6);
+  job.cancel();
+  job.wait();
 }
 
 TEST(RestServer, StopDrainsTheJobAndItFinishes) {

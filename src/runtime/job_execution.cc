@@ -307,7 +307,7 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
         int pp = parallelism[static_cast<size_t>(e.producer)];
         channelCount += e.partitioner == PartitionerKind::kForward ? 1 : pp;
       }
-      task.valve = std::make_unique<WatermarkValve>(channelCount, task.headInput);
+      task.valve = std::make_unique<WatermarkValve>(channelCount, task.headInput, &task.metrics.currentInputWatermark);
       for (size_t ei : inEdges[static_cast<size_t>(head)]) {
         auto& e = edges[ei];
         int cp = parallelism[static_cast<size_t>(head)];
@@ -503,6 +503,8 @@ std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
     s.numSourceRecords = t->metrics.numSourceRecords.load(std::memory_order_relaxed);
     s.idleTimeNanos = t->metrics.idleTimeNow();
     s.backPressuredTimeNanos = t->metrics.backPressuredTimeNow();
+    s.currentInputWatermark = t->metrics.currentInputWatermark.load(std::memory_order_relaxed);
+    s.currentOutputWatermark = t->metrics.currentOutputWatermark.load(std::memory_order_relaxed);
     out[static_cast<size_t>(t->vertex)].push_back(s);
   }
   return out;

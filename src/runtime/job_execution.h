@@ -59,6 +59,8 @@ struct SubtaskSample {
   uint64_t numSourceRecords = 0;
   int64_t idleTimeNanos = 0;
   int64_t backPressuredTimeNanos = 0;
+  int64_t currentInputWatermark = INT64_MIN;   // sources: none (INT64_MIN)
+  int64_t currentOutputWatermark = INT64_MIN;  // sources only, for now
 };
 
 // Why a job failed, as the exceptions page shows it.

@@ -4,7 +4,8 @@
 
 namespace weir::detail {
 
-WatermarkValve::WatermarkValve(int inputs, OutputBase* out) : channels_(static_cast<size_t>(inputs)), out_(out) {}
+WatermarkValve::WatermarkValve(int inputs, OutputBase* out, std::atomic<int64_t>* published)
+    : channels_(static_cast<size_t>(inputs)), out_(out), published_(published) {}
 
 void WatermarkValve::inputWatermark(int input, int64_t watermark) {
   auto& c = channels_[static_cast<size_t>(input)];
@@ -27,6 +28,7 @@ void WatermarkValve::inputIdleness(int input, bool idle) {
       for (auto& ch : channels_) highest = std::max(highest, ch.watermark);
       if (highest > lastOutput_) {
         lastOutput_ = highest;
+        if (published_) published_->store(lastOutput_, std::memory_order_relaxed);
         out_->emitWatermark(lastOutput_);
       }
       idle_ = true;
@@ -55,6 +57,7 @@ void WatermarkValve::advance() {
   }
   if (any && lowest > lastOutput_) {
     lastOutput_ = lowest;
+    if (published_) published_->store(lastOutput_, std::memory_order_relaxed);
     out_->emitWatermark(lastOutput_);
   }
 }

@@ -150,6 +150,7 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     if (watermark <= watermark_) return;
     if (idle_) markActive();
     watermark_ = watermark;
+    metrics_->currentOutputWatermark.store(watermark, std::memory_order_relaxed);
     out_->emitWatermark(watermark);
   }
   void markIdle() override {

@@ -20,6 +20,10 @@ struct TaskMetrics {
   std::atomic<int64_t> idleSinceNanos{0};      // start of the current wait for input; 0: none
   std::atomic<int64_t> backPressuredTimeNanos{0};  // waiting for output credit, finished waits
   std::atomic<int64_t> backPressuredSinceNanos{0}; // start of the current wait for credit; 0: none
+  // Event time: the watermark a subtask's head received (combined over its inputs) and
+  // the one it emitted; INT64_MIN before the first.
+  std::atomic<int64_t> currentInputWatermark{INT64_MIN};
+  std::atomic<int64_t> currentOutputWatermark{INT64_MIN};
 
   // Back-pressured time including a wait still in progress.
   int64_t backPressuredTimeNow() const { return timeNow(backPressuredTimeNanos, backPressuredSinceNanos); }

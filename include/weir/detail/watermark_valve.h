@@ -3,6 +3,7 @@
 // StatusWatermarkValve).
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <vector>
 
@@ -12,7 +13,8 @@ namespace weir::detail {
 
 class WatermarkValve {
  public:
-  WatermarkValve(int inputs, OutputBase* out);
+  // `published`, when given, always holds the current input watermark (for metrics).
+  WatermarkValve(int inputs, OutputBase* out, std::atomic<int64_t>* published = nullptr);
 
   void inputWatermark(int input, int64_t watermark);
   void inputIdleness(int input, bool idle);
@@ -30,6 +32,7 @@ class WatermarkValve {
 
   std::vector<Channel> channels_;
   OutputBase* out_;
+  std::atomic<int64_t>* published_;
   int64_t lastOutput_ = INT64_MIN;
   bool idle_ = false;
 };
