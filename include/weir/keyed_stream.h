@@ -48,6 +48,20 @@ class KeyedStream : public DataStream<T> {
     }
   }
 
+  // Runs a KeyedProcessFunction<K, T, OUT> on every record, with the record's key and
+  // event-time timers. A plain ProcessFunction works too, as on any stream.
+  template <class OUT = void, class F>
+  auto process(F fn) {
+    using KeyedOut = typename detail::HasOutputTypeOr<F, void>::type;
+    if constexpr (std::is_base_of_v<KeyedProcessFunction<K, T, KeyedOut>, F>) {
+      return this->template addOperator<KeyedOut>("Keyed Process", [sel = keySelector_, fn] {
+        return std::make_unique<detail::KeyedProcessOperator<T, K, KeySelector, F>>(sel, fn);
+      });
+    } else {
+      return DataStream<T>::template process<OUT>(std::move(fn));
+    }
+  }
+
   // Rolling sum per key. sum() for an arithmetic T; sum(&Type::field) for a struct field;
   // sum<I>() for element I of a pair or tuple. Other fields come from the key's first record.
   SingleOutputStreamOperator<T> sum() { return aggregate(detail::identityField(), Sum{}, "Sum"); }

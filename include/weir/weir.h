@@ -10,6 +10,7 @@
 #include "weir/functions.h"
 #include "weir/job_client.h"
 #include "weir/key_group.h"
+#include "weir/keyed_process_function.h"
 #include "weir/keyed_stream.h"
 #include "weir/output_tag.h"
 #include "weir/print_sink.h"

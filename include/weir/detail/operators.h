@@ -3,10 +3,14 @@
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
+
+#include <queue>
 
 #include "weir/detail/function_traits.h"
 #include "weir/detail/stream_operator.h"
 #include "weir/key_group.h"
+#include "weir/keyed_process_function.h"
 
 namespace weir::detail {
 
@@ -188,6 +192,110 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   absl::flat_hash_map<K, T, KeyHasher<K>> values_;
   std::vector<K> keys_;
   std::vector<T> buffer_;
+};
+
+}  // namespace weir::detail
+
+namespace weir::detail {
+
+// Runs a KeyedProcessFunction: sets the current key per record and fires event-time
+// timers, in time order, when the watermark passes them (before passing it on). Timers
+// live on the heap until the state backends land.
+template <class T, class K, class KeySelector, class F>
+class KeyedProcessOperator final : public UdfOperator<T, typename F::OutputType, F>, private KeyedTimers<K> {
+  using OUT = typename F::OutputType;
+
+ public:
+  KeyedProcessOperator(KeySelector keySelector, F fn)
+      : UdfOperator<T, OUT, F>(std::move(fn)), keySelector_(std::move(keySelector)) {}
+
+  void addSideOutput(int tagIndex, std::unique_ptr<SideOutputBase> out) override {
+    sideOutputs_.add(tagIndex, std::move(out));
+  }
+
+  void emitBatch(std::span<T> records, Timestamps timestamps) override {
+    Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
+    typename F::Context ctx(this, &sideOutputs_);
+    try {
+      for (size_t i = 0; i < records.size(); ++i) {
+        key_ = std::invoke(keySelector_, records[i]);
+        if (!timestamps.empty()) {
+          collector.setTimestamp(true, timestamps[i]);
+          sideOutputs_.setTimestamp(true, timestamps[i]);
+          ctx.setTimestamp(timestamps[i]);
+        }
+        this->fn_.processElement(records[i], ctx, collector);
+      }
+    } catch (...) {
+      buffer_.clear();
+      timestamps_.clear();
+      this->rethrowAsOperatorFailure();
+    }
+    collector.flush();
+    sideOutputs_.flush();
+  }
+
+  void emitWatermark(int64_t watermark) override {
+    watermark_ = watermark;
+    Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
+    typename F::OnTimerContext ctx(this, &sideOutputs_);
+    try {
+      while (!queue_.empty() && queue_.top().first <= watermark) {
+        auto [time, key] = queue_.top();
+        queue_.pop();
+        if (timers_.erase(std::pair<K, int64_t>{key, time}) == 0) continue;  // deleted
+        key_ = std::move(key);
+        collector.setTimestamp(true, time);
+        sideOutputs_.setTimestamp(true, time);
+        ctx.setTimestamp(time);
+        this->fn_.onTimer(time, ctx, collector);
+      }
+    } catch (...) {
+      buffer_.clear();
+      timestamps_.clear();
+      this->rethrowAsOperatorFailure();
+    }
+    collector.flush();
+    sideOutputs_.emitWatermark(watermark);
+    this->out_->emitWatermark(watermark);
+  }
+
+  void emitIdleness(bool idle) override {
+    sideOutputs_.emitIdleness(idle);
+    this->out_->emitIdleness(idle);
+  }
+
+  void endInput() override {
+    sideOutputs_.endInput();
+    this->out_->endInput();
+  }
+
+ private:
+  // KeyedTimers
+  int64_t currentWatermark() const override { return watermark_; }
+  const K& currentKey() const override { return key_; }
+  void registerEventTimeTimer(int64_t time) override {
+    if (timers_.insert(std::pair<K, int64_t>{key_, time}).second) queue_.push({time, key_});
+  }
+  void deleteEventTimeTimer(int64_t time) override { timers_.erase(std::pair<K, int64_t>{key_, time}); }
+
+  struct Later {
+    bool operator()(const std::pair<int64_t, K>& a, const std::pair<int64_t, K>& b) const { return a.first > b.first; }
+  };
+  struct TimerHash {
+    size_t operator()(const std::pair<K, int64_t>& t) const {
+      return KeyHasher<K>{}(t.first) * 31 + static_cast<size_t>(t.second);
+    }
+  };
+
+  KeySelector keySelector_;
+  K key_{};
+  int64_t watermark_ = INT64_MIN;
+  absl::flat_hash_set<std::pair<K, int64_t>, TimerHash> timers_;  // the live timers
+  std::priority_queue<std::pair<int64_t, K>, std::vector<std::pair<int64_t, K>>, Later> queue_;  // by time
+  std::vector<OUT> buffer_;
+  std::vector<int64_t> timestamps_;
+  SideOutputs sideOutputs_;
 };
 
 }  // namespace weir::detail

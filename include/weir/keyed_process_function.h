@@ -1,0 +1,84 @@
+// Processes the records of a keyed stream with access to the key and to event-time
+// timers (Flink's KeyedProcessFunction). Processing-time timers are not built yet.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "weir/functions.h"
+
+namespace weir {
+
+enum class TimeDomain { EVENT_TIME, PROCESSING_TIME };
+
+namespace detail {
+// What the keyed process operator offers its function's contexts.
+template <class K>
+class KeyedTimers {
+ public:
+  virtual ~KeyedTimers() = default;
+  virtual int64_t currentWatermark() const = 0;
+  virtual void registerEventTimeTimer(int64_t time) = 0;
+  virtual void deleteEventTimeTimer(int64_t time) = 0;
+  virtual const K& currentKey() const = 0;
+};
+}  // namespace detail
+
+template <class K, class IN, class OUT>
+class KeyedProcessFunction : public RichFunction {
+ public:
+  using KeyType = K;
+  using InputType = IN;
+  using OutputType = OUT;
+
+  // Timers of the current key. One timer per key and time: registering it again does
+  // nothing; event-time timers fire, in time order, when the watermark reaches them.
+  class TimerService {
+   public:
+    explicit TimerService(detail::KeyedTimers<K>* timers) : timers_(timers) {}
+    int64_t currentWatermark() const { return timers_->currentWatermark(); }
+    int64_t currentProcessingTime() const {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    }
+    void registerEventTimeTimer(int64_t time) { timers_->registerEventTimeTimer(time); }
+    void deleteEventTimeTimer(int64_t time) { timers_->deleteEventTimeTimer(time); }
+
+   private:
+    detail::KeyedTimers<K>* timers_;
+  };
+
+  class Context {
+   public:
+    Context(detail::KeyedTimers<K>* timers, detail::SideOutputs* sideOutputs)
+        : timerService_(timers), timers_(timers), sideOutputs_(sideOutputs) {}
+    // The record's event timestamp, or the timer's time in onTimer.
+    std::optional<int64_t> timestamp() const { return timestamp_; }
+    const K& getCurrentKey() const { return timers_->currentKey(); }
+    TimerService& timerService() { return timerService_; }
+    template <class X>
+    void output(const OutputTag<X>& tag, X value) {
+      sideOutputs_->collect(tag, std::move(value));
+    }
+    void setTimestamp(std::optional<int64_t> timestamp) { timestamp_ = timestamp; }
+
+   private:
+    TimerService timerService_;
+    detail::KeyedTimers<K>* timers_;
+    detail::SideOutputs* sideOutputs_;
+    std::optional<int64_t> timestamp_;
+  };
+
+  class OnTimerContext : public Context {
+   public:
+    using Context::Context;
+    TimeDomain timeDomain() const { return TimeDomain::EVENT_TIME; }
+  };
+
+  virtual void processElement(const IN& value, Context& ctx, Collector<OUT>& out) = 0;
+  // A timer of the current key fired; what it emits carries `timestamp`.
+  virtual void onTimer(int64_t timestamp, OnTimerContext& ctx, Collector<OUT>& out) {}
+};
+
+}  // namespace weir

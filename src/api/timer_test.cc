@@ -1,0 +1,90 @@
+// Event-time timers of a KeyedProcessFunction, against a brute force.
+#include <gtest/gtest.h>
+
+#include <map>
+#include <set>
+
+#include "weir/weir.h"
+
+namespace weir {
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Event {
+  int64_t key = 0;
+  int64_t time = 0;
+};
+
+struct Fired {
+  int subtask;
+  int64_t key;
+  int64_t timer;
+  std::optional<int64_t> timestamp;  // of the emitted record
+  int64_t watermark;                 // when it fired
+};
+
+// For every record: a timer at time + 100; records whose time is a multiple of 3 delete
+// theirs again. Every second record registers the same timer twice.
+struct Delay : KeyedProcessFunction<int64_t, Event, Fired> {
+  void processElement(const Event& e, Context& ctx, Collector<Fired>&) override {
+    ctx.timerService().registerEventTimeTimer(e.time + 100);
+    if (e.time % 2 == 0) ctx.timerService().registerEventTimeTimer(e.time + 100);
+    if (e.time % 3 == 0) ctx.timerService().deleteEventTimeTimer(e.time + 100);
+    if (ctx.getCurrentKey() != e.key) throw std::logic_error("wrong current key");
+  }
+  void onTimer(int64_t timestamp, OnTimerContext& ctx, Collector<Fired>& out) override {
+    out.collect({getRuntimeContext().getIndexOfThisSubtask(), ctx.getCurrentKey(), timestamp, std::nullopt,
+                 ctx.timerService().currentWatermark()});
+  }
+};
+
+struct StampOf : ProcessFunction<Fired, Fired> {
+  void processElement(const Fired& f, Context& ctx, Collector<Fired>& out) override {
+    Fired copy = f;
+    copy.timestamp = ctx.timestamp();
+    out.collect(copy);
+  }
+};
+
+TEST(EventTimeTimers, FireOncePerKeyAndTimeInOrderAndNeverWhenDeleted) {
+  StreamExecutionEnvironment env;
+  env.setParallelism(2);
+  env.setAutoWatermarkInterval(1ms);
+  const int64_t n = 60000;
+  auto event = [](int64_t i) { return Event{(i * 31) % 13, 10'000 + i}; };
+  CollectSink<Fired> sink;
+  env.fromSource(DataGeneratorSource(event, n),
+                 WatermarkStrategy<Event>::forBoundedOutOfOrderness(20ms).withTimestampAssigner(
+                     [](const Event& e) { return e.time; }),
+                 "events")
+      .keyBy([](const Event& e) { return e.key; })
+      .process(Delay{})
+      .process(StampOf{})
+      .sinkTo(sink);
+  env.execute();
+
+  // Brute force: every (key, time + 100) of a record whose time is not a multiple of 3.
+  std::set<std::pair<int64_t, int64_t>> expected;
+  for (int64_t i = 0; i < n; ++i) {
+    Event e = event(i);
+    if (e.time % 3 != 0) expected.insert({e.key, e.time + 100});
+  }
+  std::set<std::pair<int64_t, int64_t>> fired;
+  std::map<int, int64_t> lastTimer;
+  for (auto& f : sink.getResults()) {
+    EXPECT_TRUE(fired.insert({f.key, f.timer}).second) << "fired twice: " << f.key << "@" << f.timer;
+    ASSERT_TRUE(f.timestamp.has_value());
+    EXPECT_EQ(*f.timestamp, f.timer);   // what onTimer emits carries the timer's time
+    EXPECT_GE(f.watermark, f.timer);    // only once the watermark reached it
+    auto [it, first] = lastTimer.try_emplace(f.subtask, f.timer);
+    if (!first) {
+      EXPECT_GE(f.timer, it->second);  // in time order
+      it->second = f.timer;
+    }
+  }
+  EXPECT_EQ(fired, expected);
+}
+
+}  // namespace
+}  // namespace weir
