@@ -43,6 +43,7 @@ struct JobMetrics {
     uint64_t numRecordsIn = 0;   // records received from channels
     uint64_t numRecordsOut = 0;  // records sent to channels or written by a sink
     uint64_t numSourceRecords = 0;  // records produced by the source at the chain's head
+    uint64_t numLateRecordsDropped = 0;  // too late for every window they belonged to
     int64_t idleTimeNanos = 0;
     int64_t backPressuredTimeNanos = 0;
     int inputCreditsPerChannel = 0;   // buffers each input channel may hold

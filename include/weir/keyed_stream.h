@@ -5,9 +5,70 @@
 #include <tuple>
 
 #include "weir/data_stream.h"
+#include "weir/detail/window_operator.h"
 #include "weir/key_group.h"
+#include "weir/windows.h"
 
 namespace weir {
+
+// A keyed stream cut into windows: aggregate each (key, window) with reduce or
+// aggregate; results carry the window's maxTimestamp() (end − 1).
+template <class T, class K, class KeySelector, class Assigner>
+class WindowedStream {
+ public:
+  WindowedStream(std::shared_ptr<detail::GraphBuilder> graph, int id, KeySelector keySelector, Assigner assigner)
+      : graph_(std::move(graph)), id_(id), keySelector_(std::move(keySelector)), assigner_(std::move(assigner)) {}
+
+  // Records up to `lateness` behind the watermark still update (and fire again) their
+  // windows; later ones are dropped, counted as numLateRecordsDropped, or sent to the
+  // late-data side output. Default 0; negative is an error.
+  WindowedStream& allowedLateness(std::chrono::milliseconds lateness) {
+    if (lateness.count() < 0)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "allowedLateness must not be negative, got " + std::to_string(lateness.count()) + " ms");
+    allowedLateness_ = lateness.count();
+    return *this;
+  }
+  // Records too late for every window go to `tag` instead of being dropped.
+  WindowedStream& sideOutputLateData(const OutputTag<T>& tag) {
+    lateTag_ = tag.index();
+    return *this;
+  }
+
+  template <class F>
+  SingleOutputStreamOperator<T> reduce(F fn) {
+    static_assert(detail::ReduceFunctionFor<F, T>,
+                  "reduce(f): f must be callable as T f(const T& accumulated, const T& value), or be a RichReduceFunction<T>");
+    return add<T>("Window Reduce", detail::ReduceWindowPolicy<T, F>{std::move(fn)});
+  }
+
+  // `agg` derives from AggregateFunction<T, ACC, OUT>.
+  template <class A>
+  SingleOutputStreamOperator<typename A::OutputType> aggregate(A agg) {
+    static_assert(std::is_base_of_v<AggregateFunction<T, typename A::AccumulatorType, typename A::OutputType>, A>,
+                  "aggregate(a): a must derive from AggregateFunction<T, ACC, OUT> for this stream's record type T");
+    return add<typename A::OutputType>("Window Aggregate", detail::AggregateWindowPolicy<T, A>{std::move(agg)});
+  }
+
+ private:
+  template <class OUT, class Policy>
+  SingleOutputStreamOperator<OUT> add(const char* name, Policy policy) {
+    auto& node = graph_->add(detail::Transformation::Kind::kOperator, name, {id_}, detail::TypedStream<OUT>::get());
+    node.createOperator = [sel = keySelector_, assigner = assigner_, lateness = allowedLateness_, tag = lateTag_,
+                           policy] {
+      return std::make_unique<detail::WindowOperator<T, K, KeySelector, Assigner, Policy>>(sel, assigner, lateness,
+                                                                                           tag, policy);
+    };
+    return SingleOutputStreamOperator<OUT>(graph_, node.id);
+  }
+
+  std::shared_ptr<detail::GraphBuilder> graph_;
+  int id_;
+  KeySelector keySelector_;
+  Assigner assigner_;
+  int64_t allowedLateness_ = 0;
+  int lateTag_ = -1;
+};
 
 namespace detail {
 inline auto identityField() {
@@ -60,6 +121,13 @@ class KeyedStream : public DataStream<T> {
     } else {
       return DataStream<T>::template process<OUT>(std::move(fn));
     }
+  }
+
+  // Event-time windows of this stream, by `assigner` (TumblingEventTimeWindows,
+  // SlidingEventTimeWindows).
+  template <class Assigner>
+  WindowedStream<T, K, KeySelector, Assigner> window(Assigner assigner) {
+    return WindowedStream<T, K, KeySelector, Assigner>(this->graph_, this->id_, keySelector_, std::move(assigner));
   }
 
   // Rolling sum per key. sum() for an arithmetic T; sum(&Type::field) for a struct field;

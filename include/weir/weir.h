@@ -20,3 +20,4 @@
 #include "weir/stream_execution_environment.h"
 #include "weir/text_file_sink.h"
 #include "weir/watermark_strategy.h"
+#include "weir/windows.h"

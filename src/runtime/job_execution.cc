@@ -586,6 +586,7 @@ JobMetrics JobExecution::metrics() const {
     out.numRecordsIn += t->metrics.numRecordsIn.load(std::memory_order_relaxed);
     out.numRecordsOut += t->metrics.numRecordsOut.load(std::memory_order_relaxed);
     out.numSourceRecords += t->metrics.numSourceRecords.load(std::memory_order_relaxed);
+    out.numLateRecordsDropped += t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
     out.idleTimeNanos += t->metrics.idleTimeNow();
     out.backPressuredTimeNanos += t->metrics.backPressuredTimeNow();
     for (auto* c : t->inputChannels) {

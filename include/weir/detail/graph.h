@@ -2,6 +2,7 @@
 // factories the runtime uses to instantiate it without knowing record types.
 #pragma once
 
+#include <algorithm>
 #include <chrono>
 #include <functional>
 #include <memory>
@@ -109,11 +110,18 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
       if (strategy_.assigner()) {
         timestamps_.resize(batch_.size());
         callUser([&] { strategy_.assigner()(std::span<const T>(batch_), timestamps_); });
-        if (generator_) callUser([&] { generator_->onBatch(batch_, timestamps_, *this); });
       }
       if (idle_) markActive();
       if (strategy_.idleTimeout().count() > 0) lastRecord_ = Clock::now();
+      if (generator_ && !timestamps_.empty()) {
+        // The generator sees the batch before it leaves (operators may move from it), and
+        // a watermark it decides goes out after the batch, never ahead of its records.
+        deferWatermarks_ = true;
+        callUser([&] { generator_->onBatch(batch_, timestamps_, *this); });
+        deferWatermarks_ = false;
+      }
       out_->emitBatch(batch_, timestamps_);
+      if (pendingWatermark_ > watermark_) emitWatermark(pendingWatermark_);
     }
     return status;
   }
@@ -147,6 +155,10 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
  private:
   // WatermarkOutput, for the generator.
   void emitWatermark(int64_t watermark) override {
+    if (deferWatermarks_) {
+      pendingWatermark_ = std::max(pendingWatermark_, watermark);
+      return;
+    }
     if (watermark <= watermark_) return;
     if (idle_) markActive();
     watermark_ = watermark;
@@ -172,6 +184,8 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
   std::vector<int64_t> timestamps_;
   Output<T>* out_ = nullptr;
   int64_t watermark_ = kMinWatermark;
+  int64_t pendingWatermark_ = kMinWatermark;  // decided during a batch, sent after it
+  bool deferWatermarks_ = false;
   bool idle_ = false;
   Clock::time_point lastRecord_{};
   Clock::time_point nextWatermark_{};

@@ -24,6 +24,7 @@ struct TaskMetrics {
   // the one it emitted; INT64_MIN before the first.
   std::atomic<int64_t> currentInputWatermark{INT64_MIN};
   std::atomic<int64_t> currentOutputWatermark{INT64_MIN};
+  std::atomic<uint64_t> numLateRecordsDropped{0};  // behind a window's allowed lateness
 
   // Back-pressured time including a wait still in progress.
   int64_t backPressuredTimeNow() const { return timeNow(backPressuredTimeNanos, backPressuredSinceNanos); }

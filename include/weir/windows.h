@@ -1,0 +1,123 @@
+// Event-time windows: what a window is, and the assigners that put records into them.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "weir/error.h"
+#include "weir/key_group.h"
+
+namespace weir {
+
+// A window of event time [start, end), end exclusive (Flink's TimeWindow).
+struct TimeWindow {
+  int64_t start = 0;
+  int64_t end = 0;
+  // The largest timestamp that still belongs to the window; results carry it.
+  int64_t maxTimestamp() const { return end == std::numeric_limits<int64_t>::min() ? end : end - 1; }
+  bool operator==(const TimeWindow&) const = default;
+};
+
+namespace detail {
+// floor((t - offset) / step) * step + offset, without overflow: the start of the
+// step-aligned window that contains t, clamped to the int64 range.
+inline int64_t alignedStart(int64_t t, int64_t offset, int64_t step) {
+  __int128 x = static_cast<__int128>(t) - offset;
+  __int128 r = x % step;
+  if (r < 0) r += step;
+  __int128 start = static_cast<__int128>(t) - r;
+  if (start < std::numeric_limits<int64_t>::min()) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(start);
+}
+inline int64_t saturatingAdd(int64_t a, int64_t b) {
+  __int128 s = static_cast<__int128>(a) + b;
+  if (s > std::numeric_limits<int64_t>::max()) return std::numeric_limits<int64_t>::max();
+  if (s < std::numeric_limits<int64_t>::min()) return std::numeric_limits<int64_t>::min();
+  return static_cast<int64_t>(s);
+}
+}  // namespace detail
+
+// Windows of a fixed size that do not overlap: [offset + k·size, offset + (k+1)·size).
+class TumblingEventTimeWindows {
+ public:
+  // Throws weir::Error when size ≤ 0 or |offset| ≥ size.
+  static TumblingEventTimeWindows of(std::chrono::milliseconds size,
+                                     std::chrono::milliseconds offset = std::chrono::milliseconds(0)) {
+    if (size.count() <= 0)
+      throw Error(ErrorCode::kInvalidArgument, "TumblingEventTimeWindows: the size must be positive, got " +
+                                                   std::to_string(size.count()) + " ms");
+    if (offset.count() <= -size.count() || offset.count() >= size.count())
+      throw Error(ErrorCode::kInvalidArgument, "TumblingEventTimeWindows: the offset must be smaller than the size");
+    return TumblingEventTimeWindows(size.count(), offset.count());
+  }
+  template <class Out>
+  void assignWindows(int64_t timestamp, Out&& out) const {
+    int64_t start = detail::alignedStart(timestamp, offset_, size_);
+    out(TimeWindow{start, detail::saturatingAdd(start, size_)});
+  }
+  int64_t size() const { return size_; }
+
+ private:
+  TumblingEventTimeWindows(int64_t size, int64_t offset) : size_(size), offset_(offset) {}
+  int64_t size_;
+  int64_t offset_;
+};
+
+// Windows of a fixed size that start every `slide`: a record belongs to size / slide of
+// them.
+class SlidingEventTimeWindows {
+ public:
+  // Throws weir::Error when size ≤ 0, slide ≤ 0, slide > size, or |offset| ≥ slide.
+  static SlidingEventTimeWindows of(std::chrono::milliseconds size, std::chrono::milliseconds slide,
+                                    std::chrono::milliseconds offset = std::chrono::milliseconds(0)) {
+    if (size.count() <= 0 || slide.count() <= 0 || slide.count() > size.count())
+      throw Error(ErrorCode::kInvalidArgument, "SlidingEventTimeWindows: need 0 < slide <= size, got size " +
+                                                   std::to_string(size.count()) + " ms and slide " +
+                                                   std::to_string(slide.count()) + " ms");
+    if (offset.count() <= -slide.count() || offset.count() >= slide.count())
+      throw Error(ErrorCode::kInvalidArgument, "SlidingEventTimeWindows: the offset must be smaller than the slide");
+    return SlidingEventTimeWindows(size.count(), slide.count(), offset.count());
+  }
+  template <class Out>
+  void assignWindows(int64_t timestamp, Out&& out) const {
+    int64_t lastStart = detail::alignedStart(timestamp, offset_, slide_);
+    for (__int128 start = lastStart; start > static_cast<__int128>(timestamp) - size_; start -= slide_) {
+      if (start < std::numeric_limits<int64_t>::min()) break;
+      auto s = static_cast<int64_t>(start);
+      out(TimeWindow{s, detail::saturatingAdd(s, size_)});
+    }
+  }
+
+ private:
+  SlidingEventTimeWindows(int64_t size, int64_t slide, int64_t offset) : size_(size), slide_(slide), offset_(offset) {}
+  int64_t size_;
+  int64_t slide_;
+  int64_t offset_;
+};
+
+template <>
+struct KeyHash<TimeWindow> {
+  int32_t operator()(const TimeWindow& w) const {
+    return detail::combineHash(KeyHash<int64_t>{}(w.start), KeyHash<int64_t>{}(w.end));
+  }
+};
+
+// Incremental aggregation with an accumulator (Flink's AggregateFunction): IN and OUT
+// may differ.
+template <class IN, class ACC, class OUT>
+class AggregateFunction {
+ public:
+  using InputType = IN;
+  using AccumulatorType = ACC;
+  using OutputType = OUT;
+  virtual ~AggregateFunction() = default;
+  virtual ACC createAccumulator() = 0;
+  virtual ACC add(const IN& value, ACC accumulator) = 0;
+  virtual OUT getResult(const ACC& accumulator) = 0;
+  virtual ACC merge(ACC a, const ACC& b) = 0;
+};
+
+}  // namespace weir
