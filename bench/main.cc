@@ -146,6 +146,63 @@ void channel() {
                           {"bytes_per_s", 100.0 * static_cast<double>(m) / t}});
 }
 
+// Count per key in 1-second tumbling event-time windows. Event i has key mix(i) % keys and
+// time i / rate (rate events per ms, so time only grows); watermarks are bounded
+// out-of-orderness 0. The baseline keeps a count per (key, window) and, when time passes
+// a window's end, folds the finished windows into a checksum, as the engine emits them.
+struct TimedEvent {
+  int64_t key;
+  int64_t time;
+};
+
+void tumblingCount() {
+  const int64_t n = 20'000'000;
+  const int64_t perMs = 2000;  // 2 M events per second of event time: 10 s of windows
+  for (int64_t keys : {int64_t{1000}, int64_t{1'000'000}}) {
+    auto event = [keys](int64_t i) {
+      return TimedEvent{static_cast<int64_t>(mix(static_cast<uint64_t>(i)) % static_cast<uint64_t>(keys)), i / perMs};
+    };
+    auto baseline = [&] {
+      std::unordered_map<int64_t, int64_t> counts;  // of the current window; time only grows
+      int64_t window = 0, checksum = 0;
+      for (int64_t i = 0; i < n; ++i) {
+        TimedEvent e = event(i);
+        int64_t w = e.time - e.time % 1000;
+        if (w != window) {
+          for (auto& [k, c] : counts) checksum += k ^ c;
+          counts.clear();
+          window = w;
+        }
+        ++counts[e.key];
+      }
+      for (auto& [k, c] : counts) checksum += k ^ c;
+      doNotOptimize(checksum);
+    };
+    for (int p : {1, 2}) {
+      auto [engine, base] = medianSecondsInterleaved(gRuns, [&] {
+        StreamExecutionEnvironment env;
+        env.setParallelism(p);
+        env.fromSource(DataGeneratorSource(event, n),
+                       WatermarkStrategy<TimedEvent>::forMonotonousTimestamps().withTimestampAssigner(
+                           [](const TimedEvent& e) { return e.time; }),
+                       "events")
+            .map([](const TimedEvent& e) { return std::pair<int64_t, int64_t>{e.key, 1}; })
+            .keyBy([](const std::pair<int64_t, int64_t>& c) { return c.first; })
+            .window(TumblingEventTimeWindows::of(std::chrono::seconds(1)))
+            .reduce([](const std::pair<int64_t, int64_t>& a, const std::pair<int64_t, int64_t>& b) {
+              return std::pair<int64_t, int64_t>{a.first, a.second + b.second};
+            })
+            .sinkTo(DiscardingSink<std::pair<int64_t, int64_t>>());
+        env.execute("tumbling_count");
+      }, baseline);
+      double e = static_cast<double>(n) / engine, b = static_cast<double>(n) / base;
+      printFigure("tumbling_count", {{"parallelism", p}, {"keys", static_cast<double>(keys)},
+                                     {"records", static_cast<double>(n)}, {"records_per_s", e},
+                                     {"baseline_records_per_s", b}, {"ratio", b / e}});
+    }
+  }
+}
+
 // Runs `job` on an environment with the REST server off, then on with a client polling
 // the job's page every 200 ms as an open Web UI does; returns (off, on) median seconds.
 // The server is started once (its threads are a one-time cost) and serves every run.
@@ -218,7 +275,8 @@ void rest() {
 int main(int argc, char** argv) {
   using namespace weir::bench;
   std::map<std::string, void (*)()> benches{
-      {"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}, {"rest_overhead", rest}};
+      {"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}, {"rest_overhead", rest},
+      {"tumbling_count", tumblingCount}};
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -226,7 +284,7 @@ int main(int argc, char** argv) {
       std::stringstream list(argv[++i]);
       for (std::string name; std::getline(list, name, ',');) {
         if (!benches.count(name)) {
-          std::fprintf(stderr, "weir_bench: unknown benchmark '%s'; the benchmarks are: chain, channel, keyed_sum, rest_overhead\n", name.c_str());
+          std::fprintf(stderr, "weir_bench: unknown benchmark '%s'; the benchmarks are: chain, channel, keyed_sum, rest_overhead, tumbling_count\n", name.c_str());
           return 2;
         }
         only.insert(name);

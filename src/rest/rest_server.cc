@@ -361,6 +361,7 @@ class RestServer::Impl {
         m[p + "numRecordsOut"] = static_cast<double>(std::max(latest[v][s].numRecordsOut, latest[v][s].numSourceRecords));
         m[p + "currentInputWatermark"] = static_cast<double>(latest[v][s].currentInputWatermark);
         m[p + "currentOutputWatermark"] = static_cast<double>(latest[v][s].currentOutputWatermark);
+        m[p + "numLateRecordsDropped"] = static_cast<double>(latest[v][s].numLateRecordsDropped);
       }
     }
     if (v < rates.size()) {
@@ -411,6 +412,7 @@ class RestServer::Impl {
     auto& bp = gauge("backPressuredTimeMsPerSecond", "Milliseconds per second spent waiting for output credit");
     auto& inWatermark = gauge("currentInputWatermark", "Event-time watermark a subtask received (ms)");
     auto& outWatermark = gauge("currentOutputWatermark", "Event-time watermark a source subtask emitted (ms)");
+    auto& lateDropped = gauge("numLateRecordsDropped", "Records too late for every window they belonged to");
     auto& restarts = prometheus::BuildGauge().Name("weir_job_numRestarts").Help("Restarts of the job").Register(registry);
     auto& uptime = prometheus::BuildGauge().Name("weir_job_uptime").Help("Milliseconds the job has run").Register(registry);
     for (const auto& e : jobs_) {
@@ -429,6 +431,7 @@ class RestServer::Impl {
           labels["task_name"] = label(vs[v].name);
           labels["subtask_index"] = std::to_string(s);
           in.Add(labels).Set(static_cast<double>(latest[v][s].numRecordsIn));
+          lateDropped.Add(labels).Set(static_cast<double>(latest[v][s].numLateRecordsDropped));
           if (latest[v][s].currentInputWatermark != INT64_MIN)
             inWatermark.Add(labels).Set(static_cast<double>(latest[v][s].currentInputWatermark));
           if (latest[v][s].currentOutputWatermark != INT64_MIN)

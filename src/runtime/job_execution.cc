@@ -505,6 +505,7 @@ std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
     s.backPressuredTimeNanos = t->metrics.backPressuredTimeNow();
     s.currentInputWatermark = t->metrics.currentInputWatermark.load(std::memory_order_relaxed);
     s.currentOutputWatermark = t->metrics.currentOutputWatermark.load(std::memory_order_relaxed);
+    s.numLateRecordsDropped = t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
     out[static_cast<size_t>(t->vertex)].push_back(s);
   }
   return out;

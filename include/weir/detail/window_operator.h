@@ -5,7 +5,6 @@
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
-#include <absl/container/flat_hash_set.h>
 
 #include <optional>
 #include <queue>
@@ -73,17 +72,20 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
         assigner_.assignWindows(timestamps[i], [&](const TimeWindow& w) {
           if (saturatingAdd(w.maxTimestamp(), allowedLateness_) <= watermark_) return;  // too late for w
           placed = true;
+          // A window's timers are registered when its state is created; the state lives
+          // until its cleanup timer, so one lookup per record and window suffices.
           auto it = state_.find(std::pair<K, TimeWindow>{key, w});
-          if (it == state_.end()) it = state_.emplace(std::pair<K, TimeWindow>{key, w}, policy_.create()).first;
+          bool created = it == state_.end();
+          if (created) it = state_.emplace(std::pair<K, TimeWindow>{key, w}, policy_.create()).first;
           policy_.add(it->second, records[i]);
           if (w.maxTimestamp() <= watermark_) {
             // Late but within the allowed lateness: fire again with the updated result.
             collector.setTimestamp(true, w.maxTimestamp());
             collector.collect(policy_.result(it->second));
-          } else {
-            registerTimer(w.maxTimestamp(), false, key, w);
+          } else if (created) {
+            timers_.push(Timer{w.maxTimestamp(), false, key, w});
           }
-          registerTimer(saturatingAdd(w.maxTimestamp(), allowedLateness_), true, key, w);
+          if (created) timers_.push(Timer{saturatingAdd(w.maxTimestamp(), allowedLateness_), true, key, w});
         });
         if (!placed) dropLate(records[i], timestamps[i]);
       }
@@ -103,7 +105,6 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
       while (!timers_.empty() && timers_.top().time <= watermark) {
         Timer t = timers_.top();
         timers_.pop();
-        if (registered_.erase(TimerId{t.key, t.window, t.cleanup}) == 0) continue;
         auto it = state_.find(std::pair<K, TimeWindow>{t.key, t.window});
         if (it == state_.end()) continue;
         if (t.cleanup) {
@@ -144,21 +145,11 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
       return a.time != b.time ? a.time > b.time : a.cleanup > b.cleanup;
     }
   };
-  using TimerId = std::tuple<K, TimeWindow, bool>;
-  struct TimerIdHash {
-    size_t operator()(const TimerId& t) const {
-      return KeyHasher<K>{}(std::get<0>(t)) * 31 + KeyHasher<TimeWindow>{}(std::get<1>(t)) * 2 + std::get<2>(t);
-    }
-  };
   struct StateHash {
     size_t operator()(const std::pair<K, TimeWindow>& s) const {
       return KeyHasher<K>{}(s.first) * 31 + KeyHasher<TimeWindow>{}(s.second);
     }
   };
-
-  void registerTimer(int64_t time, bool cleanup, const K& key, const TimeWindow& w) {
-    if (registered_.insert(TimerId{key, w, cleanup}).second) timers_.push(Timer{time, cleanup, key, w});
-  }
 
   void dropLate(T& record, int64_t timestamp) {
     if (late_) {
@@ -176,7 +167,6 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
   Policy policy_;
   int64_t watermark_ = INT64_MIN;
   absl::flat_hash_map<std::pair<K, TimeWindow>, typename Policy::Acc, StateHash> state_;
-  absl::flat_hash_set<TimerId, TimerIdHash> registered_;
   std::priority_queue<Timer, std::vector<Timer>, Later> timers_;
   std::vector<OUT> buffer_;
   std::vector<int64_t> timestamps_;
