@@ -102,7 +102,9 @@ TEST(WatermarkValve, RandomSequencesNeverRegressAndFollowTheMinimum) {
         bool allCaughtUp = true;
         for (size_t k = 0; k < wm.size(); ++k)
           if (!idle[k] && wm[k] < valve.currentWatermark()) allCaughtUp = false;
-        if (allCaughtUp && lowestActive != INT64_MIN) ASSERT_EQ(valve.currentWatermark(), lowestActive) << step;
+        if (allCaughtUp && lowestActive != INT64_MIN) {
+          ASSERT_EQ(valve.currentWatermark(), lowestActive) << step;
+        }
       }
     }
   }
