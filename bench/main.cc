@@ -203,6 +203,47 @@ void tumblingCount() {
   }
 }
 
+// Sum per key in sliding windows of 10 s every 1 s with an AggregateFunction, beside
+// tumbling_count's job at the same key count, measured alternately; the target is a
+// sliding throughput within 2x of the tumbling one (ratio = tumbling / sliding).
+struct SumValues : AggregateFunction<std::pair<int64_t, int64_t>, int64_t, int64_t> {
+  int64_t createAccumulator() override { return 0; }
+  int64_t add(const std::pair<int64_t, int64_t>& v, int64_t acc) override { return acc + v.second; }
+  int64_t getResult(const int64_t& acc) override { return acc; }
+  int64_t merge(int64_t a, const int64_t& b) override { return a + b; }
+};
+
+void slidingSum() {
+  const int64_t n = 20'000'000, perMs = 2000, keys = 1000;
+  auto event = [](int64_t i) {
+    return TimedEvent{static_cast<int64_t>(mix(static_cast<uint64_t>(i)) % keys), i / perMs};
+  };
+  auto job = [&](bool sliding) {
+    StreamExecutionEnvironment env;
+    auto keyed = env.fromSource(DataGeneratorSource(event, n),
+                                WatermarkStrategy<TimedEvent>::forMonotonousTimestamps().withTimestampAssigner(
+                                    [](const TimedEvent& e) { return e.time; }),
+                                "events")
+                     .map([](const TimedEvent& e) { return std::pair<int64_t, int64_t>{e.key, 1}; })
+                     .keyBy([](const std::pair<int64_t, int64_t>& c) { return c.first; });
+    if (sliding) {
+      keyed.window(SlidingEventTimeWindows::of(std::chrono::seconds(10), std::chrono::seconds(1)))
+          .aggregate(SumValues{})
+          .sinkTo(DiscardingSink<int64_t>());
+    } else {
+      keyed.window(TumblingEventTimeWindows::of(std::chrono::seconds(1)))
+          .aggregate(SumValues{})
+          .sinkTo(DiscardingSink<int64_t>());
+    }
+    env.execute("sliding_sum");
+  };
+  auto [sliding, tumbling] = medianSecondsInterleaved(gRuns, [&] { job(true); }, [&] { job(false); });
+  printFigure("sliding_sum", {{"parallelism", 1}, {"keys", static_cast<double>(keys)}, {"records", static_cast<double>(n)},
+                              {"records_per_s", static_cast<double>(n) / sliding},
+                              {"tumbling_records_per_s", static_cast<double>(n) / tumbling},
+                              {"ratio", sliding / tumbling}});
+}
+
 // Runs `job` on an environment with the REST server off, then on with a client polling
 // the job's page every 200 ms as an open Web UI does; returns (off, on) median seconds.
 // The server is started once (its threads are a one-time cost) and serves every run.
@@ -276,7 +317,7 @@ int main(int argc, char** argv) {
   using namespace weir::bench;
   std::map<std::string, void (*)()> benches{
       {"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}, {"rest_overhead", rest},
-      {"tumbling_count", tumblingCount}};
+      {"tumbling_count", tumblingCount}, {"sliding_sum", slidingSum}};
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -284,7 +325,7 @@ int main(int argc, char** argv) {
       std::stringstream list(argv[++i]);
       for (std::string name; std::getline(list, name, ',');) {
         if (!benches.count(name)) {
-          std::fprintf(stderr, "weir_bench: unknown benchmark '%s'; the benchmarks are: chain, channel, keyed_sum, rest_overhead, tumbling_count\n", name.c_str());
+          std::fprintf(stderr, "weir_bench: unknown benchmark '%s'; the benchmarks are: chain, channel, keyed_sum, rest_overhead, sliding_sum, tumbling_count\n", name.c_str());
           return 2;
         }
         only.insert(name);
