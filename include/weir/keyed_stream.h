@@ -50,6 +50,14 @@ class WindowedStream {
     return add<typename A::OutputType>("Window Aggregate", detail::AggregateWindowPolicy<T, A>{std::move(agg)});
   }
 
+  // `fn` derives from ProcessWindowFunction<T, OUT, K>: all records of a window at once.
+  template <class F>
+  SingleOutputStreamOperator<typename F::OutputType> process(F fn) {
+    static_assert(std::is_base_of_v<ProcessWindowFunction<T, typename F::OutputType, K, TimeWindow>, F>,
+                  "process(f): f must derive from ProcessWindowFunction<T, OUT, K> with this stream's record and key types");
+    return add<typename F::OutputType>("Window Process", detail::ProcessWindowPolicy<T, F>{std::move(fn)});
+  }
+
  private:
   template <class OUT, class Policy>
   SingleOutputStreamOperator<OUT> add(const char* name, Policy policy) {

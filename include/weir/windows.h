@@ -4,10 +4,12 @@
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <span>
 #include <string>
 #include <vector>
 
 #include "weir/error.h"
+#include "weir/functions.h"
 #include "weir/key_group.h"
 
 namespace weir {
@@ -103,6 +105,35 @@ struct KeyHash<TimeWindow> {
   int32_t operator()(const TimeWindow& w) const {
     return detail::combineHash(KeyHash<int64_t>{}(w.start), KeyHash<int64_t>{}(w.end));
   }
+};
+
+// Sees all records of a window at once when it fires (Flink's ProcessWindowFunction);
+// costs the window's records in memory, where reduce and aggregate keep one value.
+template <class IN, class OUT, class KEY, class W = TimeWindow>
+class ProcessWindowFunction : public RichFunction {
+ public:
+  using InputType = IN;
+  using OutputType = OUT;
+  using KeyType = KEY;
+
+  class Context {
+   public:
+    Context(const W& window, int64_t watermark) : window_(window), watermark_(watermark) {}
+    const W& window() const { return window_; }
+    int64_t currentWatermark() const { return watermark_; }
+    int64_t currentProcessingTime() const {
+      return std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+          .count();
+    }
+
+   private:
+    W window_;
+    int64_t watermark_;
+  };
+
+  // Called when the window fires; everything emitted carries window.maxTimestamp().
+  virtual void process(const KEY& key, Context& ctx, std::span<const IN> elements, Collector<OUT>& out) = 0;
 };
 
 // Incremental aggregation with an accumulator (Flink's AggregateFunction): IN and OUT

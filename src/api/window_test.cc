@@ -215,6 +215,40 @@ TEST(Windows, AllowedLatenessFiresAgainWithTheUpdatedResult) {
   for (auto& v : client.getMetrics().vertices) EXPECT_EQ(v.numLateRecordsDropped, 0u);
 }
 
+// Emits two records per window: its record count and its largest value.
+struct Describe : ProcessWindowFunction<Event, std::tuple<int64_t, int64_t, std::string, int64_t>, int64_t> {
+  void process(const int64_t& key, Context& ctx, std::span<const Event> elements,
+               Collector<std::tuple<int64_t, int64_t, std::string, int64_t>>& out) override {
+    int64_t largest = 0;
+    for (auto& e : elements) largest = std::max(largest, e.value);
+    out.collect({key, ctx.window().start, "count", static_cast<int64_t>(elements.size())});
+    out.collect({key, ctx.window().start, "max", largest});
+    if (ctx.currentWatermark() < ctx.window().maxTimestamp()) throw std::logic_error("fired before its end");
+  }
+};
+
+TEST(Windows, ProcessWindowFunctionSeesEveryRecordOfItsWindow) {
+  auto events = disordered(8000);
+  StreamExecutionEnvironment env;
+  env.setParallelism(2);
+  CollectSink<std::tuple<int64_t, int64_t, std::string, int64_t>> sink;
+  env.fromSource(detail::CollectionSource<Event>(events), punctuated(30), "events")
+      .keyBy([](const Event& e) { return e.key; })
+      .window(TumblingEventTimeWindows::of(250ms))
+      .process(Describe{})
+      .sinkTo(sink);
+  env.execute();
+  std::map<std::tuple<int64_t, int64_t, std::string>, int64_t> expected, got;
+  for (auto& e : events) {
+    int64_t start = e.time - e.time % 250;
+    expected[{e.key, start, "count"}] += 1;
+    auto& m = expected[{e.key, start, "max"}];
+    m = std::max(m, e.value);
+  }
+  for (auto& [k, start, what, v] : sink.getResults()) EXPECT_TRUE(got.emplace(std::tuple{k, start, what}, v).second);
+  EXPECT_EQ(got, expected);
+}
+
 TEST(Windows, BadWindowsAreClearErrorsWhenTheJobIsBuilt) {
   EXPECT_THROW(TumblingEventTimeWindows::of(0ms), Error);
   EXPECT_THROW(TumblingEventTimeWindows::of(-5ms), Error);

@@ -23,7 +23,10 @@ struct ReduceWindowPolicy {
   F fn;
   Acc create() { return std::nullopt; }
   void add(Acc& acc, const T& value) { acc = acc ? callReduce(fn, *acc, value) : value; }
-  T result(const Acc& acc) { return *acc; }
+  template <class K>
+  void fire(const K&, const TimeWindow&, Acc& acc, int64_t, Collector<T>& out) {
+    out.collect(*acc);
+  }
 };
 
 // aggregate(): an AggregateFunction's accumulator.
@@ -34,7 +37,25 @@ struct AggregateWindowPolicy {
   A fn;
   Acc create() { return fn.createAccumulator(); }
   void add(Acc& acc, const T& value) { acc = fn.add(value, std::move(acc)); }
-  Out result(const Acc& acc) { return fn.getResult(acc); }
+  template <class K>
+  void fire(const K&, const TimeWindow&, Acc& acc, int64_t, Collector<Out>& out) {
+    out.collect(fn.getResult(acc));
+  }
+};
+
+// process(): keeps the window's records and hands them to a ProcessWindowFunction.
+template <class T, class F>
+struct ProcessWindowPolicy {
+  using Acc = std::vector<T>;
+  using Out = typename F::OutputType;
+  F fn;
+  Acc create() { return {}; }
+  void add(Acc& acc, const T& value) { acc.push_back(value); }
+  template <class K>
+  void fire(const K& key, const TimeWindow& window, Acc& acc, int64_t watermark, Collector<Out>& out) {
+    typename F::Context ctx(window, watermark);
+    fn.process(key, ctx, std::span<const T>(acc), out);
+  }
 };
 
 template <class T, class K, class KeySelector, class Assigner, class Policy>
@@ -81,7 +102,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
           if (w.maxTimestamp() <= watermark_) {
             // Late but within the allowed lateness: fire again with the updated result.
             collector.setTimestamp(true, w.maxTimestamp());
-            collector.collect(policy_.result(it->second));
+            policy_.fire(key, w, it->second, watermark_, collector);
           } else if (created) {
             timers_.push(Timer{w.maxTimestamp(), false, key, w});
           }
@@ -111,7 +132,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
           state_.erase(it);
         } else {
           collector.setTimestamp(true, t.window.maxTimestamp());
-          collector.collect(policy_.result(it->second));
+          policy_.fire(t.key, t.window, it->second, watermark_, collector);
         }
       }
     } catch (...) {
