@@ -18,6 +18,14 @@
 
 namespace weir {
 
+namespace detail {
+// Processing time: wall-clock milliseconds since the epoch.
+inline int64_t wallClockMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+}  // namespace detail
+
 // A function with a lifecycle: open() before the first record, close() after the last
 // (also when the job fails or is cancelled). Each parallel instance gets its own copy.
 class RichFunction {
@@ -186,11 +194,7 @@ class ProcessFunction : public RichFunction {
     // The operator's input watermark (INT64_MIN before the first).
     int64_t currentWatermark() const { return *watermark_; }
     // Wall-clock milliseconds since the epoch.
-    int64_t currentProcessingTime() const {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    }
+    int64_t currentProcessingTime() const { return detail::wallClockMillis(); }
 
    private:
     const int64_t* watermark_;

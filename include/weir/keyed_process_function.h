@@ -37,11 +37,7 @@ class KeyedProcessFunction : public RichFunction {
    public:
     explicit TimerService(detail::KeyedTimers<K>* timers) : timers_(timers) {}
     int64_t currentWatermark() const { return timers_->currentWatermark(); }
-    int64_t currentProcessingTime() const {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    }
+    int64_t currentProcessingTime() const { return detail::wallClockMillis(); }
     void registerEventTimeTimer(int64_t time) { timers_->registerEventTimeTimer(time); }
     void deleteEventTimeTimer(int64_t time) { timers_->deleteEventTimeTimer(time); }
 

@@ -121,11 +121,7 @@ class ProcessWindowFunction : public RichFunction {
     Context(const W& window, int64_t watermark) : window_(window), watermark_(watermark) {}
     const W& window() const { return window_; }
     int64_t currentWatermark() const { return watermark_; }
-    int64_t currentProcessingTime() const {
-      return std::chrono::duration_cast<std::chrono::milliseconds>(
-                 std::chrono::system_clock::now().time_since_epoch())
-          .count();
-    }
+    int64_t currentProcessingTime() const { return detail::wallClockMillis(); }
 
    private:
     W window_;

@@ -99,34 +99,33 @@ class StreamFlatMap final : public UdfOperator<IN, OUT, F> {
   std::vector<int64_t> timestamps_;
 };
 
-// Runs a ProcessFunction (or a lambda with its signature), with side outputs.
+// An operator whose function emits through a Collector and to side outputs: owns the
+// buffers, discards what a failing call had collected, stamps outputs with the time of
+// the record or timer that made them, and passes events on to the side outputs too.
 template <class IN, class OUT, class F>
-class ProcessOperator final : public UdfOperator<IN, OUT, F> {
+class CollectingOperator : public UdfOperator<IN, OUT, F> {
  public:
   using UdfOperator<IN, OUT, F>::UdfOperator;
-  using Context = typename ProcessFunction<IN, OUT>::Context;
 
   void addSideOutput(int tagIndex, std::unique_ptr<SideOutputBase> out) override {
     sideOutputs_.add(tagIndex, std::move(out));
   }
+  void endInput() override {
+    sideOutputs_.endInput();
+    this->out_->endInput();
+  }
+  void emitIdleness(bool idle) override {
+    sideOutputs_.emitIdleness(idle);
+    this->out_->emitIdleness(idle);
+  }
 
-  void emitBatch(std::span<IN> records, Timestamps timestamps) override {
+ protected:
+  // Runs `body(collector)`; whatever it throws fails the operator.
+  template <class Body>
+  void collecting(Body&& body) {
     Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
-    Context ctx(&sideOutputs_, &watermark_);
     try {
-      for (size_t i = 0; i < records.size(); ++i) {
-        auto& r = records[i];
-        if (!timestamps.empty()) {
-          collector.setTimestamp(true, timestamps[i]);
-          sideOutputs_.setTimestamp(true, timestamps[i]);
-          ctx.setTimestamp(timestamps[i]);
-        }
-        if constexpr (requires { this->fn_.processElement(r, ctx, collector); }) {
-          this->fn_.processElement(r, ctx, collector);
-        } else {
-          std::invoke(this->fn_, r, ctx, collector);
-        }
-      }
+      body(collector);
     } catch (...) {
       buffer_.clear();
       timestamps_.clear();
@@ -135,25 +134,54 @@ class ProcessOperator final : public UdfOperator<IN, OUT, F> {
     collector.flush();
     sideOutputs_.flush();
   }
-
-  void endInput() override {
-    sideOutputs_.endInput();
-    this->out_->endInput();
+  // What is collected next carries `timestamp`.
+  void stamp(Collector<OUT>& collector, int64_t timestamp) {
+    collector.setTimestamp(true, timestamp);
+    sideOutputs_.setTimestamp(true, timestamp);
   }
-  void emitWatermark(int64_t watermark) override {
-    watermark_ = watermark;
+  void forwardWatermark(int64_t watermark) {
     sideOutputs_.emitWatermark(watermark);
     this->out_->emitWatermark(watermark);
   }
-  void emitIdleness(bool idle) override {
-    sideOutputs_.emitIdleness(idle);
-    this->out_->emitIdleness(idle);
-  }
+
+  SideOutputs sideOutputs_;
 
  private:
   std::vector<OUT> buffer_;
   std::vector<int64_t> timestamps_;
-  SideOutputs sideOutputs_;
+};
+
+// Runs a ProcessFunction (or a lambda with its signature), with side outputs.
+template <class IN, class OUT, class F>
+class ProcessOperator final : public CollectingOperator<IN, OUT, F> {
+ public:
+  using CollectingOperator<IN, OUT, F>::CollectingOperator;
+  using Context = typename ProcessFunction<IN, OUT>::Context;
+
+  void emitBatch(std::span<IN> records, Timestamps timestamps) override {
+    this->collecting([&](Collector<OUT>& collector) {
+      Context ctx(&this->sideOutputs_, &watermark_);
+      for (size_t i = 0; i < records.size(); ++i) {
+        auto& r = records[i];
+        if (!timestamps.empty()) {
+          this->stamp(collector, timestamps[i]);
+          ctx.setTimestamp(timestamps[i]);
+        }
+        if constexpr (requires { this->fn_.processElement(r, ctx, collector); }) {
+          this->fn_.processElement(r, ctx, collector);
+        } else {
+          std::invoke(this->fn_, r, ctx, collector);
+        }
+      }
+    });
+  }
+
+  void emitWatermark(int64_t watermark) override {
+    watermark_ = watermark;
+    this->forwardWatermark(watermark);
+  }
+
+ private:
   int64_t watermark_ = INT64_MIN;
 };
 
@@ -202,72 +230,42 @@ namespace weir::detail {
 // timers, in time order, when the watermark passes them (before passing it on). Timers
 // live on the heap until the state backends land.
 template <class T, class K, class KeySelector, class F>
-class KeyedProcessOperator final : public UdfOperator<T, typename F::OutputType, F>, private KeyedTimers<K> {
+class KeyedProcessOperator final : public CollectingOperator<T, typename F::OutputType, F>, private KeyedTimers<K> {
   using OUT = typename F::OutputType;
 
  public:
   KeyedProcessOperator(KeySelector keySelector, F fn)
-      : UdfOperator<T, OUT, F>(std::move(fn)), keySelector_(std::move(keySelector)) {}
-
-  void addSideOutput(int tagIndex, std::unique_ptr<SideOutputBase> out) override {
-    sideOutputs_.add(tagIndex, std::move(out));
-  }
+      : CollectingOperator<T, OUT, F>(std::move(fn)), keySelector_(std::move(keySelector)) {}
 
   void emitBatch(std::span<T> records, Timestamps timestamps) override {
-    Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
-    typename F::Context ctx(this, &sideOutputs_);
-    try {
+    this->collecting([&](Collector<OUT>& collector) {
+      typename F::Context ctx(this, &this->sideOutputs_);
       for (size_t i = 0; i < records.size(); ++i) {
         key_ = std::invoke(keySelector_, records[i]);
         if (!timestamps.empty()) {
-          collector.setTimestamp(true, timestamps[i]);
-          sideOutputs_.setTimestamp(true, timestamps[i]);
+          this->stamp(collector, timestamps[i]);
           ctx.setTimestamp(timestamps[i]);
         }
         this->fn_.processElement(records[i], ctx, collector);
       }
-    } catch (...) {
-      buffer_.clear();
-      timestamps_.clear();
-      this->rethrowAsOperatorFailure();
-    }
-    collector.flush();
-    sideOutputs_.flush();
+    });
   }
 
   void emitWatermark(int64_t watermark) override {
     watermark_ = watermark;
-    Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
-    typename F::OnTimerContext ctx(this, &sideOutputs_);
-    try {
+    this->collecting([&](Collector<OUT>& collector) {
+      typename F::OnTimerContext ctx(this, &this->sideOutputs_);
       while (!queue_.empty() && queue_.top().first <= watermark) {
         auto [time, key] = queue_.top();
         queue_.pop();
         if (timers_.erase(std::pair<K, int64_t>{key, time}) == 0) continue;  // deleted
         key_ = std::move(key);
-        collector.setTimestamp(true, time);
-        sideOutputs_.setTimestamp(true, time);
+        this->stamp(collector, time);
         ctx.setTimestamp(time);
         this->fn_.onTimer(time, ctx, collector);
       }
-    } catch (...) {
-      buffer_.clear();
-      timestamps_.clear();
-      this->rethrowAsOperatorFailure();
-    }
-    collector.flush();
-    sideOutputs_.emitWatermark(watermark);
-    this->out_->emitWatermark(watermark);
-  }
-
-  void emitIdleness(bool idle) override {
-    sideOutputs_.emitIdleness(idle);
-    this->out_->emitIdleness(idle);
-  }
-
-  void endInput() override {
-    sideOutputs_.endInput();
-    this->out_->endInput();
+    });
+    this->forwardWatermark(watermark);
   }
 
  private:
@@ -293,9 +291,6 @@ class KeyedProcessOperator final : public UdfOperator<T, typename F::OutputType,
   int64_t watermark_ = INT64_MIN;
   absl::flat_hash_set<std::pair<K, int64_t>, TimerHash> timers_;  // the live timers
   std::priority_queue<std::pair<int64_t, K>, std::vector<std::pair<int64_t, K>>, Later> queue_;  // by time
-  std::vector<OUT> buffer_;
-  std::vector<int64_t> timestamps_;
-  SideOutputs sideOutputs_;
 };
 
 }  // namespace weir::detail
