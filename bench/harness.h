@@ -38,9 +38,11 @@ std::pair<double, double> medianSecondsInterleaved(int runs, E&& engine, B&& bas
   return {e[e.size() / 2], b[b.size() / 2]};
 }
 
-// One JSON line: {"bench":name, key: value, ...}; values are numbers.
-inline void printFigure(const std::string& name, const std::vector<std::pair<std::string, double>>& fields) {
+// One JSON line: {"bench":name, label: "text", ..., key: number, ...}.
+inline void printFigure(const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels,
+                        const std::vector<std::pair<std::string, double>>& fields) {
   std::string line = "{\"bench\":\"" + name + "\"";
+  for (auto& [key, text] : labels) line += ",\"" + key + "\":\"" + text + "\"";
   for (auto& [key, value] : fields) {
     char buf[64];
     if (value == static_cast<double>(static_cast<long long>(value))) std::snprintf(buf, sizeof buf, "%lld", static_cast<long long>(value));
@@ -50,6 +52,9 @@ inline void printFigure(const std::string& name, const std::vector<std::pair<std
   line += "}";
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
+}
+inline void printFigure(const std::string& name, const std::vector<std::pair<std::string, double>>& fields) {
+  printFigure(name, {}, fields);
 }
 
 // Keeps a value alive so the optimizer cannot drop the loop that computed it.

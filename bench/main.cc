@@ -16,6 +16,7 @@
 #include <atomic>
 
 #include "harness.h"
+#include "state_bench.h"
 #include "weir/detail/channel.h"
 #include "weir/weir.h"
 
@@ -317,7 +318,8 @@ int main(int argc, char** argv) {
   using namespace weir::bench;
   std::map<std::string, void (*)()> benches{
       {"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}, {"rest_overhead", rest},
-      {"tumbling_count", tumblingCount}, {"sliding_sum", slidingSum}};
+      {"tumbling_count", tumblingCount}, {"sliding_sum", slidingSum},
+      {"value_state", [] { valueState(gRuns); }}};
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
@@ -325,7 +327,9 @@ int main(int argc, char** argv) {
       std::stringstream list(argv[++i]);
       for (std::string name; std::getline(list, name, ',');) {
         if (!benches.count(name)) {
-          std::fprintf(stderr, "weir_bench: unknown benchmark '%s'; the benchmarks are: chain, channel, keyed_sum, rest_overhead, sliding_sum, tumbling_count\n", name.c_str());
+          std::string known;
+          for (auto& [n, f] : benches) known += (known.empty() ? "" : ", ") + n;
+          std::fprintf(stderr, "weir_bench: unknown benchmark '%s'; the benchmarks are: %s\n", name.c_str(), known.c_str());
           return 2;
         }
         only.insert(name);

@@ -1,9 +1,10 @@
 // The demo job `make run` runs: a generated click stream, keyed by user, with a rolling
-// count per user; at the end it prints the users with the most clicks.
+// count per user kept in keyed state; at the end it prints the users with the most clicks.
 //
 //   weir run clicks                          # 20 million clicks, parallelism 2
 //   weir run clicks --events 1000000 --users 5000 --top 5 -p 1
 //   weir run clicks --rate 100000            # at most 100,000 clicks per second
+//   weir run clicks --events 1000000 --state-backend rocksdb
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -47,6 +48,20 @@ struct ClickGenerator {
 };
 
 using UserCount = std::pair<int64_t, int64_t>;
+
+// Counts each user's clicks in a ValueState and emits the new count with every click.
+class ClicksPerUser : public KeyedProcessFunction<int64_t, Click, UserCount> {
+ public:
+  void open() override { count_ = &getRuntimeContext().getState(ValueStateDescriptor<int64_t>("clicks", 0)); }
+  void processElement(const Click& click, Context&, Collector<UserCount>& out) override {
+    int64_t count = *count_->value() + 1;
+    count_->update(count);
+    out.collect({click.user, count});
+  }
+
+ private:
+  ValueState<int64_t>* count_ = nullptr;
+};
 
 // Keeps the latest count of every user; the writers of all subtasks merge at the end.
 class LatestCountSink : public Sink<UserCount> {
@@ -96,15 +111,14 @@ int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
   env.setMaxParallelism(options.maxParallelism);
   env.setParallelism(options.parallelism > 0 ? options.parallelism : 2);
   env.setRestOptions(options.rest);
+  env.setStateBackend(options.stateBackend);
 
   auto limiter = clicks.rate > 0 ? RateLimiterStrategy::perSecond(clicks.rate) : RateLimiterStrategy::noOp();
   LatestCountSink sink;
   env.fromSource(DataGeneratorSource(ClickGenerator{clicks.users}, clicks.events, limiter),
                  WatermarkStrategy<Click>::noWatermarks(), "clicks")
-      .map([](const Click& c) { return UserCount{c.user, 1}; })
-      .name("to (user, 1)")
-      .keyBy([](const UserCount& c) { return c.first; })
-      .sum<1>()
+      .keyBy([](const Click& c) { return c.user; })
+      .process(ClicksPerUser{})
       .name("count per user")
       .sinkTo(sink)
       .name("latest counts");

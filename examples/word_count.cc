@@ -38,6 +38,7 @@ int runWordCount(const JobOptions& options, const std::string& input, const std:
   env.setMaxParallelism(options.maxParallelism);
   env.setParallelism(options.parallelism > 0 ? options.parallelism : 1);
   env.setRestOptions(options.rest);
+  env.setStateBackend(options.stateBackend);
 
   auto counts = env.fromSource(FileSource::forRecordStreamFormat(TextLineInputFormat(), input).build(),
                                WatermarkStrategy<std::string>::noWatermarks(), "lines")

@@ -78,6 +78,8 @@ TEST(Cli, BadCommandLinesGiveOneLineAndExitCode2) {
   expectUsageError("run clicks --rest-port 70000", "--rest-port");
   expectUsageError("status not-a-job-id", "not a job id");
   expectUsageError("cancel 0123", "not a job id");
+  expectUsageError("run clicks --state-backend leveldb", "unknown state backend 'leveldb'");
+  expectUsageError("run clicks --rocksdb-local-dir /tmp", "--rocksdb-local-dir needs --state-backend rocksdb");
 }
 
 TEST(Cli, JobControlWithoutAServerSaysSoInOneLine) {
@@ -135,6 +137,21 @@ TEST(Cli, TheDemoCountsEveryEventAndPrintsTheTopUsers) {
   EXPECT_NE(r.out.find("counted 200,000 events"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("top 3 users:"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("   3. user "), std::string::npos) << r.out;
+}
+
+TEST(Cli, TheDemoGivesTheSameTopUsersOnRocksDB) {
+  auto top = [](const std::string& out) { return out.substr(out.find("top 5 users:")); };
+  Result heap = weir("run clicks --events 30000 --users 500 --top 5 -p 2 --no-rest");
+  auto dir = fs::temp_directory_path() / ("weir-cli-rocks-" + std::to_string(::getpid()));
+  fs::create_directories(dir);
+  Result rocks = weir("run clicks --events 30000 --users 500 --top 5 -p 2 --no-rest --state-backend rocksdb "
+                      "--rocksdb-local-dir " + dir.string());
+  ASSERT_EQ(heap.exitCode, 0) << heap.err;
+  ASSERT_EQ(rocks.exitCode, 0) << rocks.err;
+  EXPECT_NE(rocks.out.find("counted 30,000 events"), std::string::npos) << rocks.out;
+  EXPECT_EQ(top(rocks.out), top(heap.out));
+  EXPECT_TRUE(fs::is_empty(dir)) << "RocksDB's folders are removed when the job ends";
+  fs::remove_all(dir);
 }
 
 }  // namespace

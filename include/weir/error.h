@@ -13,6 +13,7 @@ enum class ErrorCode {
   kIo,                // a file or socket that cannot be read or written
   kSerialization,     // bytes that do not decode as the expected type
   kUserFunction,      // a user function threw while processing
+  kState,             // state misused (wrong context, conflicting types) or unreadable
   kCancelled,         // the job was cancelled
   kInternal,          // a broken invariant inside weir
 };

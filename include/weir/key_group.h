@@ -35,7 +35,25 @@ struct KeyGroupRange {
 };
 
 // Flink's MathUtils.murmurHash: one murmur3_32 round over a 32-bit code, made non-negative.
-int32_t murmurHash(int32_t code);
+// Inline: every keyed record pays it once or twice.
+inline int32_t murmurHash(int32_t code) {
+  uint32_t h = static_cast<uint32_t>(code);
+  h *= 0xcc9e2d51u;
+  h = std::rotl(h, 15);
+  h *= 0x1b873593u;
+  h = std::rotl(h, 13);
+  h = h * 5 + 0xe6546b64u;
+  h ^= 4u;  // length of the input in bytes
+  h ^= h >> 16;
+  h *= 0x85ebca6bu;
+  h ^= h >> 13;
+  h *= 0xc2b2ae35u;
+  h ^= h >> 16;
+  auto s = static_cast<int32_t>(h);
+  if (s >= 0) return s;
+  if (s != INT32_MIN) return -s;
+  return 0;
+}
 
 // Key group of a key's 32-bit hash.
 inline int assignToKeyGroup(int32_t keyHash, int maxParallelism) {

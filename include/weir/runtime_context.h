@@ -1,11 +1,18 @@
 // What a user function can ask about the subtask it runs in.
 #pragma once
 
+#include <memory>
 #include <string>
+
+#include "weir/detail/state_factory.h"
+#include "weir/state.h"
+#include "weir/state_backend.h"
+#include "weir/state_descriptor.h"
 
 namespace weir {
 
-// Identity of one parallel instance of an operator; given to rich functions before open().
+// Identity of one parallel instance of an operator, and its keyed state; given to rich
+// functions before open().
 class RuntimeContext {
  public:
   RuntimeContext(std::string taskName, int subtaskIndex, int parallelism, int maxParallelism)
@@ -18,16 +25,69 @@ class RuntimeContext {
   int getMaxNumberOfParallelSubtasks() const { return maxParallelism_; }
   // The operator's name, as given by name() or its default.
   const std::string& getTaskName() const { return taskName_; }
+
+  // Keyed state, scoped to the key of the record or timer being processed. Only
+  // functions on a keyed stream (after keyBy) have it; call these in open().
+  template <class T>
+  ValueState<T>& getState(const ValueStateDescriptor<T>& d) {
+    using namespace detail;
+    return keyedState<ValueState<T>, HeapValueState<VoidNamespace, T>, RocksDBValueState<VoidNamespace, T>,
+                      Serializable<T>, T>(keyedStore(d), "ValueState", d);
+  }
+  template <class T>
+  ListState<T>& getListState(const ListStateDescriptor<T>& d) {
+    using namespace detail;
+    return keyedState<ListState<T>, HeapListState<VoidNamespace, T>, RocksDBListState<VoidNamespace, T>,
+                      Serializable<T>, T>(keyedStore(d), "ListState", d);
+  }
+  template <class UK, class UV>
+  MapState<UK, UV>& getMapState(const MapStateDescriptor<UK, UV>& d) {
+    static_assert(HashableKey<UK>, "MapState<UK, UV> needs a weir::KeyHash for UK: declare it with WEIR_STRUCT");
+    using namespace detail;
+    using Missing = std::conditional_t<Serializable<UK>, UV, UK>;
+    return keyedState<MapState<UK, UV>, HeapMapState<VoidNamespace, UK, UV>,
+                      RocksDBMapState<VoidNamespace, UK, UV>, Serializable<UK> && Serializable<UV>, Missing>(
+        keyedStore(d), "MapState", d);
+  }
+  template <class T>
+  ReducingState<T>& getReducingState(const ReducingStateDescriptor<T>& d) {
+    using namespace detail;
+    return keyedState<ReducingState<T>, HeapReducingState<VoidNamespace, T>, RocksDBReducingState<VoidNamespace, T>,
+                      Serializable<T>, T>(keyedStore(d), "ReducingState", d);
+  }
+  template <class IN, class ACC, class OUT>
+  AggregatingState<IN, OUT>& getAggregatingState(const AggregatingStateDescriptor<IN, ACC, OUT>& d) {
+    using namespace detail;
+    return keyedState<AggregatingState<IN, OUT>, HeapAggregatingState<VoidNamespace, IN, ACC, OUT>,
+                      RocksDBAggregatingState<VoidNamespace, IN, ACC, OUT>, Serializable<ACC>, ACC>(
+        keyedStore(d), "AggregatingState", d);
+  }
+
+  // Where keyed state lives; the job's choice (env.setStateBackend), heap by default.
+  const StateBackend& stateBackend() const { return *stateBackend_; }
+  void setStateBackend(std::shared_ptr<const StateBackend> backend) { stateBackend_ = std::move(backend); }
+  // Set by keyed operators before they open their function.
+  void setKeyedStateStore(detail::KeyedStateStore* store) { keyedStore_ = store; }
   // "name (i/n)" with a 1-based index, as Flink prints it.
   std::string getTaskNameWithSubtasks() const {
     return taskName_ + " (" + std::to_string(subtaskIndex_ + 1) + "/" + std::to_string(parallelism_) + ")";
   }
 
  private:
+  detail::KeyedStateStore& keyedStore(const StateDescriptor& d) {
+    if (keyedStore_ == nullptr) {
+      throw Error(ErrorCode::kState, "state '" + d.getName() + "' is keyed state, but operator '" + taskName_ +
+                                         "' is not on a keyed stream; call keyBy before it");
+    }
+    return *keyedStore_;
+  }
+
   std::string taskName_;
   int subtaskIndex_;
   int parallelism_;
   int maxParallelism_;
+  std::shared_ptr<const StateBackend> stateBackend_ = std::make_shared<HashMapStateBackend>();
+  detail::KeyedStateStore* keyedStore_ = nullptr;
 };
 
 }  // namespace weir

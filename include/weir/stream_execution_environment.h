@@ -42,6 +42,9 @@ class StreamExecutionEnvironment {
   // How often sources emit periodic watermarks (Flink's autoWatermarkInterval; default
   // 200 ms, must be positive).
   StreamExecutionEnvironment& setAutoWatermarkInterval(std::chrono::milliseconds interval);
+  // Where keyed state lives (default: HashMapStateBackend, on the heap).
+  StreamExecutionEnvironment& setStateBackend(std::shared_ptr<const StateBackend> backend);
+  const StateBackend& getStateBackend() const;
 
   // A stream read from `source`, a Source<T> subclass taken by value.
   // Event timestamps and watermarks come from `watermarks`: weir's sources give records

@@ -1,6 +1,7 @@
 // The whole public API of weir: include this in a job.
 #pragma once
 
+#include "weir/aggregate_function.h"
 #include "weir/collect_sink.h"
 #include "weir/data_generator_source.h"
 #include "weir/data_stream.h"
@@ -17,6 +18,9 @@
 #include "weir/serializer.h"
 #include "weir/sink.h"
 #include "weir/source.h"
+#include "weir/state.h"
+#include "weir/state_backend.h"
+#include "weir/state_descriptor.h"
 #include "weir/stream_execution_environment.h"
 #include "weir/text_file_sink.h"
 #include "weir/watermark_strategy.h"

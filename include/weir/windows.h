@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "weir/aggregate_function.h"
 #include "weir/error.h"
 #include "weir/functions.h"
 #include "weir/key_group.h"
@@ -132,19 +133,5 @@ class ProcessWindowFunction : public RichFunction {
   virtual void process(const KEY& key, Context& ctx, std::span<const IN> elements, Collector<OUT>& out) = 0;
 };
 
-// Incremental aggregation with an accumulator (Flink's AggregateFunction): IN and OUT
-// may differ.
-template <class IN, class ACC, class OUT>
-class AggregateFunction {
- public:
-  using InputType = IN;
-  using AccumulatorType = ACC;
-  using OutputType = OUT;
-  virtual ~AggregateFunction() = default;
-  virtual ACC createAccumulator() = 0;
-  virtual ACC add(const IN& value, ACC accumulator) = 0;
-  virtual OUT getResult(const ACC& accumulator) = 0;
-  virtual ACC merge(ACC a, const ACC& b) = 0;
-};
 
 }  // namespace weir

@@ -44,6 +44,14 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setAutoWatermarkInterval
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::setStateBackend(std::shared_ptr<const StateBackend> backend) {
+  if (!backend) throw Error(ErrorCode::kInvalidArgument, "setStateBackend needs a backend, got null");
+  graph_->graph.stateBackend = std::move(backend);
+  return *this;
+}
+
+const StateBackend& StreamExecutionEnvironment::getStateBackend() const { return *graph_->graph.stateBackend; }
+
 JobExecutionResult StreamExecutionEnvironment::execute(const std::string& jobName) {
   return executeAsync(jobName).wait();
 }

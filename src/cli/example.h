@@ -8,6 +8,7 @@
 #include <CLI/CLI.hpp>
 
 #include "weir/rest_options.h"
+#include "weir/state_backend.h"
 
 namespace weir::cli {
 
@@ -16,6 +17,7 @@ struct JobOptions {
   int parallelism = 0;                 // 0: the example's default
   int maxParallelism = 128;
   RestOptions rest;                    // served by default: see --rest-port
+  std::shared_ptr<StateBackend> stateBackend = std::make_shared<HashMapStateBackend>();
 };
 
 struct Example {

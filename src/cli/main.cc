@@ -51,6 +51,8 @@ int run(int argc, char** argv) {
   weir::cli::JobOptions options;
   options.rest.enabled = true;
   bool noRest = false;
+  std::string stateBackend = "heap";
+  std::string rocksdbDir;
   std::function<int(const weir::cli::JobOptions&)> chosen;
   for (auto& example : examples) {
     auto* sub = runCommand->add_subcommand(example.name, example.description);
@@ -59,6 +61,9 @@ int run(int argc, char** argv) {
     sub->add_option("--rest-port", options.rest.port, "Port of the REST API and Web UI (default 8081; 0: any free port)");
     sub->add_option("--rest-address", options.rest.address, "Address the REST API listens on (default 127.0.0.1)");
     sub->add_flag("--no-rest", noRest, "Do not serve the REST API and Web UI");
+    sub->add_option("--state-backend", stateBackend, "Where keyed state lives: heap (default) or rocksdb");
+    sub->add_option("--rocksdb-local-dir", rocksdbDir,
+                    "Folder for RocksDB's files (default $TMPDIR or /tmp); each job makes its own folder in it");
     auto runner = example.setup(*sub);
     sub->callback([&chosen, runner] { chosen = runner; });
   }
@@ -106,6 +111,13 @@ int run(int argc, char** argv) {
                       std::to_string(options.maxParallelism) + "), got " + std::to_string(options.parallelism));
 
   try {
+    options.stateBackend = weir::stateBackendFromName(stateBackend);
+    if (!rocksdbDir.empty()) {
+      if (stateBackend != "rocksdb") return usageError("--rocksdb-local-dir needs --state-backend rocksdb");
+      weir::EmbeddedRocksDBStateBackend::Options rocks;
+      rocks.localDirectory = rocksdbDir;
+      options.stateBackend = std::make_shared<weir::EmbeddedRocksDBStateBackend>(rocks);
+    }
     return chosen(options);
   } catch (const weir::JobExecutionError& e) {
     std::fprintf(stderr, "weir: %s\n", e.what());

@@ -1,6 +1,5 @@
 #include "runtime/job_execution.h"
 
-#include <cxxabi.h>
 #include <xxhash.h>
 
 #include <algorithm>
@@ -250,6 +249,7 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
       auto op = node.createOperator();
       task.contexts.push_back(std::make_unique<RuntimeContext>(node.name, task.index, vertex.parallelism,
                                                                graph.maxParallelism));
+      task.contexts.back()->setStateBackend(graph.stateBackend);
       op->setup(task.contexts.back().get(), &task.metrics);
       operatorOf[id] = op.get();
       if (node.kind == Kind::kSource) {
@@ -519,14 +519,6 @@ std::optional<FailureInfo> JobExecution::failure() const {
 int64_t JobExecution::endTimeMillis() const {
   std::lock_guard lock(mutex_);
   return endMillis_;
-}
-
-std::string demangledTypeName(const std::type_info& type) {
-  int status = 0;
-  char* name = abi::__cxa_demangle(type.name(), nullptr, nullptr, &status);
-  std::string out = status == 0 && name ? name : type.name();
-  std::free(name);
-  return out;
 }
 
 void JobExecution::cancel() {

@@ -8,6 +8,7 @@
 #include <queue>
 
 #include "weir/detail/function_traits.h"
+#include "weir/detail/keyed_state_store.h"
 #include "weir/detail/stream_operator.h"
 #include "weir/key_group.h"
 #include "weir/keyed_process_function.h"
@@ -226,9 +227,9 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
 
 namespace weir::detail {
 
-// Runs a KeyedProcessFunction: sets the current key per record and fires event-time
-// timers, in time order, when the watermark passes them (before passing it on). Timers
-// live on the heap until the state backends land.
+// Runs a KeyedProcessFunction: sets the current key (of the function's context and its
+// keyed state) per record and fires event-time timers, in time order, when the
+// watermark passes them (before passing it on). Timers live on the heap for now.
 template <class T, class K, class KeySelector, class F>
 class KeyedProcessOperator final : public CollectingOperator<T, typename F::OutputType, F>, private KeyedTimers<K> {
   using OUT = typename F::OutputType;
@@ -237,11 +238,28 @@ class KeyedProcessOperator final : public CollectingOperator<T, typename F::Outp
   KeyedProcessOperator(KeySelector keySelector, F fn)
       : CollectingOperator<T, OUT, F>(std::move(fn)), keySelector_(std::move(keySelector)) {}
 
+  void open() override {
+    RuntimeContext& context = this->context();
+    this->callUser([&] {
+      state_ = std::make_unique<KeyedStateBackend<K>>(
+          context.stateBackend(), context.getMaxNumberOfParallelSubtasks(),
+          context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()));
+    });
+    context.setKeyedStateStore(state_.get());
+    CollectingOperator<T, OUT, F>::open();
+  }
+  void close() override {
+    CollectingOperator<T, OUT, F>::close();
+    this->context().setKeyedStateStore(nullptr);
+    state_.reset();
+  }
+
   void emitBatch(std::span<T> records, Timestamps timestamps) override {
     this->collecting([&](Collector<OUT>& collector) {
       typename F::Context ctx(this, &this->sideOutputs_);
       for (size_t i = 0; i < records.size(); ++i) {
         key_ = std::invoke(keySelector_, records[i]);
+        state_->setCurrentKey(key_);
         if (!timestamps.empty()) {
           this->stamp(collector, timestamps[i]);
           ctx.setTimestamp(timestamps[i]);
@@ -249,6 +267,7 @@ class KeyedProcessOperator final : public CollectingOperator<T, typename F::Outp
         this->fn_.processElement(records[i], ctx, collector);
       }
     });
+    state_->clearCurrentKey();
   }
 
   void emitWatermark(int64_t watermark) override {
@@ -260,11 +279,13 @@ class KeyedProcessOperator final : public CollectingOperator<T, typename F::Outp
         queue_.pop();
         if (timers_.erase(std::pair<K, int64_t>{key, time}) == 0) continue;  // deleted
         key_ = std::move(key);
+        state_->setCurrentKey(key_);
         this->stamp(collector, time);
         ctx.setTimestamp(time);
         this->fn_.onTimer(time, ctx, collector);
       }
     });
+    state_->clearCurrentKey();
     this->forwardWatermark(watermark);
   }
 
@@ -288,6 +309,7 @@ class KeyedProcessOperator final : public CollectingOperator<T, typename F::Outp
 
   KeySelector keySelector_;
   K key_{};
+  std::unique_ptr<KeyedStateBackend<K>> state_;
   int64_t watermark_ = INT64_MIN;
   absl::flat_hash_set<std::pair<K, int64_t>, TimerHash> timers_;  // the live timers
   std::priority_queue<std::pair<int64_t, K>, std::vector<std::pair<int64_t, K>>, Later> queue_;  // by time

@@ -1,0 +1,260 @@
+// The keyed state of one operator subtask: the registry of its states by name, the
+// current key they are scoped to, and the backend they live in (heap or RocksDB).
+//
+// Every state entry is identified, whatever the backend, by its key group and canonical
+// bytes: serialized key + serialized namespace (+ serialized map key), with the value
+// serialized (a list: each element as varint length + bytes). Snapshots and rescaling
+// read and write that form, so it is the same for both backends.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <typeindex>
+#include <vector>
+
+#include <absl/container/flat_hash_map.h>
+
+#include "weir/detail/output.h"
+#include "weir/error.h"
+#include "weir/key_group.h"
+#include "weir/serializer.h"
+#include "weir/state_backend.h"
+
+namespace weir::detail {
+
+// The namespace of state that is not scoped to a window.
+struct VoidNamespace {
+  bool operator==(const VoidNamespace&) const = default;
+};
+
+}  // namespace weir::detail
+
+namespace weir {
+template <>
+struct Serializer<detail::VoidNamespace> {
+  static constexpr std::size_t kMinEncodedSize = 0;
+  static void serialize(const detail::VoidNamespace&, DataOutput&) {}
+  static detail::VoidNamespace deserialize(DataInput&) { return {}; }
+  static TypeSchema schema() { return {"void", 1, {}}; }
+};
+}  // namespace weir
+
+namespace weir::detail {
+
+// The key the operator is processing now; every keyed state call reads it.
+struct KeyContext {
+  int keyGroup = -1;     // -1 while there is no current key
+  uint32_t slot = 0;     // heap: the key's index in the key table
+  std::string keyBytes;  // RocksDB: key group (2 bytes, big-endian) + serialized key
+};
+
+// One entry of a state in canonical form (see the top of this file).
+struct StateEntry {
+  int keyGroup;
+  std::string_view key;
+  std::string_view value;
+};
+using StateEntryVisitor = std::function<void(const StateEntry&)>;
+
+// The error of a state used while no key is current.
+[[noreturn]] void throwOutsideKeyedContext(const std::string& state);
+
+// What every registered state can do whatever its type.
+class KeyedStateBase {
+ public:
+  virtual ~KeyedStateBase() = default;
+  // Calls `visit` for every entry whose key group is in `range`, grouped by key group.
+  virtual void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) = 0;
+};
+
+// The heap backend's keys: each distinct key with live state holds a slot, an index
+// that heap states use instead of hashing the key again. A slot is given back once no
+// state holds an entry for it.
+class HeapKeyTable {
+ public:
+  virtual ~HeapKeyTable() = default;
+  // A state created (acquire) or removed (release) an entry of `slot`.
+  void acquire(uint32_t slot) { ++liveEntries_[slot]; }
+  void release(uint32_t slot) { --liveEntries_[slot]; }
+  int keyGroupOf(uint32_t slot) const { return keyGroups_[slot]; }
+  virtual void serializeKey(uint32_t slot, DataOutput& out) const = 0;
+
+ protected:
+  std::vector<uint32_t> liveEntries_;  // per slot: entries held by all states
+  std::vector<uint16_t> keyGroups_;    // per slot
+};
+
+class RocksDBInstance;
+// Opens a RocksDB instance in a fresh folder under the backend's local directory; the
+// folder is removed when the instance is destroyed.
+std::unique_ptr<RocksDBInstance> openRocksDB(const EmbeddedRocksDBStateBackend& backend, const std::string& owner);
+
+// The states of one operator subtask, by name.
+class KeyedStateStore {
+ public:
+  virtual ~KeyedStateStore();
+
+  KeyContext& keyContext() { return keyContext_; }
+  HeapKeyTable* heapKeys() { return heapKeys_; }
+  RocksDBInstance* rocksdb() { return rocksdb_.get(); }
+  int maxParallelism() const { return maxParallelism_; }
+
+  // The state registered under `name`, made by `make()` the first time; `make` returns
+  // the new state as its owner and as a State. `kind` and `type` must match the first
+  // registration.
+  template <class State, class Make>
+  State& getOrCreate(const std::string& name, const char* kind, std::type_index type, Make&& make) {
+    auto it = states_.find(name);
+    if (it == states_.end()) {
+      auto [owner, state] = make();
+      states_.emplace(name, Registered{kind, type, std::move(owner), state});
+      resolveCurrentKey();
+      return *state;
+    }
+    if (it->second.type != type) {
+      throw Error(ErrorCode::kState, "state '" + name + "' is already registered as a " + it->second.kind +
+                                         " of another type; use another name for this " + kind);
+    }
+    return *static_cast<State*>(it->second.typed);
+  }
+
+  std::vector<std::string> stateNames() const;
+  // Entries of one state in a key-group range (what snapshots and rescaling read).
+  void readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit);
+
+ protected:
+  KeyedStateStore(const StateBackend& backend, int maxParallelism, const std::string& owner);
+  void setHeapKeys(HeapKeyTable* keys) { heapKeys_ = keys; }
+  // Scopes a state created while a key was current (e.g. inside processElement) to it.
+  virtual void resolveCurrentKey() = 0;
+  bool hasStates() const { return !states_.empty(); }
+
+  KeyContext keyContext_;
+
+ private:
+  struct Registered {
+    const char* kind;
+    std::type_index type;
+    std::unique_ptr<KeyedStateBase> state;
+    void* typed;  // the same object as `state`, as the State type it was created as
+  };
+
+  int maxParallelism_;
+  HeapKeyTable* heapKeys_ = nullptr;
+  std::unique_ptr<RocksDBInstance> rocksdb_;
+  std::map<std::string, Registered> states_;
+};
+
+// The keyed state store of an operator whose key type is K: the keyed operator calls
+// setCurrentKey before each record or timer.
+template <class K>
+class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
+ public:
+  KeyedStateBackend(const StateBackend& backend, int maxParallelism, const std::string& owner)
+      : KeyedStateStore(backend, maxParallelism, owner) {
+    if (rocksdb() == nullptr) setHeapKeys(this);
+    if constexpr (!Serializable<K>) {
+      if (rocksdb() != nullptr) {
+        throw Error(ErrorCode::kState, "the key type " + demangledTypeName(typeid(K)) +
+                                           " has no weir::Serializer, which the RocksDB state backend needs; "
+                                           "declare it with WEIR_STRUCT or use the heap backend");
+      }
+    }
+  }
+
+  // Scopes every state to `key`, which must stay alive until the next call.
+  void setCurrentKey(const K& key) {
+    current_ = &key;
+    if (!hasStates()) {
+      keyContext_.keyGroup = 0;  // nothing to scope yet: states created later set it up
+      pending_ = &key;
+      return;
+    }
+    pending_ = nullptr;
+    if (heapKeys() != nullptr) {
+      setHeapKey(key);
+    } else {
+      setRocksDBKey(key);
+    }
+  }
+
+  // Ends the scope of the current key: state used now is an error.
+  void clearCurrentKey() {
+    keyContext_.keyGroup = -1;
+    pending_ = nullptr;
+    current_ = nullptr;
+  }
+
+  // The key the states are scoped to. Valid while a record or timer is processed.
+  const K& currentKey() const { return *current_; }
+
+ private:
+  void resolveCurrentKey() override {
+    if (pending_ != nullptr) setCurrentKey(*pending_);
+  }
+
+  void setHeapKey(const K& key) {
+    if (hasSlot_ && liveEntries_[keyContext_.slot] == 0) freeSlot(keyContext_.slot);
+    auto [it, inserted] = slots_.try_emplace(key, 0);
+    if (inserted) it->second = newSlot(key);
+    keyContext_.slot = it->second;
+    keyContext_.keyGroup = keyGroups_[it->second];
+    hasSlot_ = true;
+  }
+
+  uint32_t newSlot(const K& key) {
+    uint32_t slot;
+    if (!free_.empty()) {
+      slot = free_.back();
+      free_.pop_back();
+      keys_[slot] = key;
+    } else {
+      slot = static_cast<uint32_t>(keys_.size());
+      keys_.push_back(key);
+      liveEntries_.push_back(0);
+      keyGroups_.push_back(0);
+    }
+    keyGroups_[slot] = static_cast<uint16_t>(assignToKeyGroup(KeyHash<K>{}(key), maxParallelism()));
+    return slot;
+  }
+
+  void freeSlot(uint32_t slot) {
+    slots_.erase(keys_[slot]);
+    keys_[slot] = K{};
+    free_.push_back(slot);
+  }
+
+  void setRocksDBKey(const K& key) {
+    if constexpr (Serializable<K>) {
+      int keyGroup = assignToKeyGroup(KeyHash<K>{}(key), maxParallelism());
+      keyContext_.keyGroup = keyGroup;
+      keyOut_.clear();
+      keyOut_.write(static_cast<uint8_t>(keyGroup >> 8));
+      keyOut_.write(static_cast<uint8_t>(keyGroup & 0xff));
+      Serializer<K>::serialize(key, keyOut_);
+      keyContext_.keyBytes.assign(keyOut_.data());
+    }
+  }
+
+  void serializeKey(uint32_t slot, DataOutput& out) const override {
+    if constexpr (Serializable<K>) {
+      Serializer<K>::serialize(keys_[slot], out);
+    } else {
+      throw Error(ErrorCode::kState, "the key type " + demangledTypeName(typeid(K)) + " has no weir::Serializer");
+    }
+  }
+
+  absl::flat_hash_map<K, uint32_t, KeyHasher<K>> slots_;
+  std::vector<K> keys_;  // per slot
+  std::vector<uint32_t> free_;
+  bool hasSlot_ = false;
+  const K* pending_ = nullptr;  // set while no state exists: resolved when one is created
+  const K* current_ = nullptr;
+  DataOutput keyOut_;
+};
+
+}  // namespace weir::detail

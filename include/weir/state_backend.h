@@ -1,0 +1,66 @@
+// State backends: where keyed state lives. Chosen per job with
+// env.setStateBackend(...) or `weir run --state-backend heap|rocksdb`; the heap is the
+// default. Both behave the same to a function; they differ in speed and memory.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+namespace weir {
+
+class StateBackend {
+ public:
+  virtual ~StateBackend() = default;
+  // "hashmap" or "rocksdb", as Flink names them.
+  virtual std::string getName() const = 0;
+};
+
+// Keeps state as live objects in hash tables on the heap: the fastest backend, bounded
+// by memory.
+class HashMapStateBackend final : public StateBackend {
+ public:
+  std::string getName() const override { return "hashmap"; }
+};
+
+// Keeps state in an embedded RocksDB instance per keyed operator subtask (Debian's
+// librocksdb): state larger than memory spills to local disk. Every instance in the
+// process shares one block cache, which also accounts for the write buffers, so
+// `blockCacheSize` bounds RocksDB's memory in the whole process.
+class EmbeddedRocksDBStateBackend final : public StateBackend {
+ public:
+  enum class CompactionStyle { LEVEL, UNIVERSAL };
+
+  struct Options {
+    // Folder under which each instance makes its own folder, removed on shutdown.
+    // Empty (the default): $TMPDIR, or /tmp. The folder must exist.
+    std::string localDirectory;
+    // The process-wide block cache, in bytes: the memory budget of all instances.
+    // The first instance to open sizes it; it lives while any instance does.
+    // Default 256 MiB.
+    int64_t blockCacheSize = 256ll << 20;
+    // Share of the budget that write buffers (memtables) may take. Default 0.5.
+    double writeBufferRatio = 0.5;
+    // Size of one write buffer (memtable) per state, in bytes. Default 64 MiB.
+    int64_t writeBufferSize = 64ll << 20;
+    // Write buffers per state before writes stall on flushes. Default 2.
+    int maxWriteBufferNumber = 2;
+    // Default LEVEL.
+    CompactionStyle compactionStyle = CompactionStyle::LEVEL;
+  };
+
+  EmbeddedRocksDBStateBackend() = default;
+  explicit EmbeddedRocksDBStateBackend(Options options) : options_(std::move(options)) {}
+  std::string getName() const override { return "rocksdb"; }
+  const Options& options() const { return options_; }
+
+ private:
+  Options options_;
+};
+
+// The backend named `name`: "heap" or "hashmap", or "rocksdb" (with default options).
+// Throws weir::Error for any other name.
+std::shared_ptr<StateBackend> stateBackendFromName(std::string_view name);
+
+}  // namespace weir

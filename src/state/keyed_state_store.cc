@@ -1,0 +1,68 @@
+#include "weir/detail/keyed_state_store.h"
+
+#include "weir/detail/state_factory.h"
+
+namespace weir {
+
+std::shared_ptr<StateBackend> stateBackendFromName(std::string_view name) {
+  if (name == "heap" || name == "hashmap") return std::make_shared<HashMapStateBackend>();
+  if (name == "rocksdb") return std::make_shared<EmbeddedRocksDBStateBackend>();
+  throw Error(ErrorCode::kInvalidArgument,
+              "unknown state backend '" + std::string(name) + "': use heap (or hashmap) or rocksdb");
+}
+
+}  // namespace weir
+
+namespace weir::detail {
+
+KeyedStateStore::KeyedStateStore(const StateBackend& backend, int maxParallelism, const std::string& owner)
+    : maxParallelism_(maxParallelism) {
+  if (auto* rocks = dynamic_cast<const EmbeddedRocksDBStateBackend*>(&backend)) rocksdb_ = openRocksDB(*rocks, owner);
+}
+
+KeyedStateStore::~KeyedStateStore() {
+  states_.clear();  // states refer to the RocksDB instance: they go first
+}
+
+std::vector<std::string> KeyedStateStore::stateNames() const {
+  std::vector<std::string> names;
+  for (const auto& [name, registered] : states_) names.push_back(name);
+  return names;
+}
+
+void KeyedStateStore::readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit) {
+  auto it = states_.find(name);
+  if (it == states_.end()) throw Error(ErrorCode::kState, "no state named '" + name + "' is registered");
+  it->second.state->readEntries(range, visit);
+}
+
+void throwOutsideKeyedContext(const std::string& state) {
+  throw Error(ErrorCode::kState, "state '" + state +
+                                     "' was used outside a keyed context: keyed state exists only while a keyed "
+                                     "stream's record or timer is processed");
+}
+
+void throwNotSerializableForRocksDB(const std::string& state, const std::type_info& type) {
+  throw Error(ErrorCode::kState, "state '" + state + "' holds " + demangledTypeName(type) +
+                                     ", which has no weir::Serializer; the RocksDB backend stores bytes, so "
+                                     "declare the type with WEIR_STRUCT (or use the heap backend)");
+}
+
+std::string prefixSuccessor(std::string_view prefix) {
+  std::string next(prefix);
+  while (!next.empty()) {
+    auto& last = reinterpret_cast<unsigned char&>(next.back());
+    if (last != 0xff) {
+      ++last;
+      return next;
+    }
+    next.pop_back();
+  }
+  return next;
+}
+
+std::string keyGroupPrefix(int keyGroup) {
+  return std::string{static_cast<char>(keyGroup >> 8), static_cast<char>(keyGroup & 0xff)};
+}
+
+}  // namespace weir::detail

@@ -1,0 +1,259 @@
+// The RocksDB side of EmbeddedRocksDBStateBackend: one database per keyed operator
+// subtask, one column family per state, one block cache per process.
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <mutex>
+
+#include <rocksdb/cache.h>
+#include <rocksdb/db.h>
+#include <rocksdb/merge_operator.h>
+#include <rocksdb/table.h>
+#include <rocksdb/write_batch.h>
+#include <rocksdb/write_buffer_manager.h>
+
+#include "state/rocksdb_options.h"
+#include "weir/detail/rocksdb_state.h"
+
+namespace weir::detail {
+namespace {
+
+namespace fs = std::filesystem;
+
+// The memory every instance in the process draws from: one block cache, which the
+// write buffers are charged to as well, so its capacity bounds both.
+struct SharedMemory {
+  std::shared_ptr<rocksdb::Cache> cache;
+  std::shared_ptr<rocksdb::WriteBufferManager> writeBuffers;
+};
+
+// Shared by all task threads: guarded by its mutex. Checks the options first.
+std::shared_ptr<SharedMemory> sharedMemory(const EmbeddedRocksDBStateBackend::Options& options) {
+  if (options.blockCacheSize <= 0 || options.writeBufferSize <= 0 || options.maxWriteBufferNumber < 1 ||
+      !(options.writeBufferRatio > 0 && options.writeBufferRatio <= 1)) {
+    throw Error(ErrorCode::kInvalidArgument,
+                "RocksDB options: blockCacheSize and writeBufferSize must be positive, maxWriteBufferNumber at "
+                "least 1, writeBufferRatio in (0, 1]");
+  }
+  static std::mutex mutex;
+  static std::weak_ptr<SharedMemory> current;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (auto memory = current.lock()) return memory;
+  auto memory = std::make_shared<SharedMemory>();
+  auto capacity = static_cast<size_t>(options.blockCacheSize);
+  memory->cache = rocksdb::NewLRUCache(capacity);
+  memory->writeBuffers = std::make_shared<rocksdb::WriteBufferManager>(
+      static_cast<size_t>(static_cast<double>(capacity) * options.writeBufferRatio), memory->cache);
+  current = memory;
+  return memory;
+}
+
+// Appends an operand to the value: how ListState::add avoids a read.
+class AppendOperator final : public rocksdb::AssociativeMergeOperator {
+ public:
+  bool Merge(const rocksdb::Slice&, const rocksdb::Slice* existing, const rocksdb::Slice& value,
+             std::string* merged, rocksdb::Logger*) const override {
+    merged->clear();
+    if (existing != nullptr) merged->assign(existing->data(), existing->size());
+    merged->append(value.data(), value.size());
+    return true;
+  }
+  const char* Name() const override { return "weir.append"; }
+};
+
+rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
+std::string_view view(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
+
+int keyGroupOf(std::string_view key) {
+  if (key.size() < 2) return -1;
+  return (static_cast<uint8_t>(key[0]) << 8) | static_cast<uint8_t>(key[1]);
+}
+
+class Scan final : public RocksDBScan {
+ public:
+  Scan(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::string_view lower, std::string_view upper)
+      : upper_(upper), upperSlice_(upper_) {
+    rocksdb::ReadOptions options;
+    if (!upper_.empty()) options.iterate_upper_bound = &upperSlice_;
+    it_.reset(db->NewIterator(options, cf));
+    it_->Seek(slice(lower));
+  }
+  bool valid() override { return it_->Valid(); }
+  void next() override { it_->Next(); }
+  std::string_view key() override { return view(it_->key()); }
+  std::string_view value() override { return view(it_->value()); }
+
+ private:
+  std::string upper_;
+  rocksdb::Slice upperSlice_;  // refers to upper_, which the iterator reads
+  std::unique_ptr<rocksdb::Iterator> it_;
+};
+
+class Column final : public RocksDBColumn {
+ public:
+  Column(std::string name, rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf)
+      : RocksDBColumn(std::move(name)), db_(db), cf_(cf) {
+    writeOptions_.disableWAL = true;  // checkpoints, not the WAL, make state durable
+  }
+  ~Column() override { db_->DestroyColumnFamilyHandle(cf_); }
+
+  bool get(std::string_view key, std::string& value) override {
+    rocksdb::Status s = db_->Get(readOptions_, cf_, slice(key), &value);
+    if (s.IsNotFound()) return false;
+    check(s, "read", key);
+    return true;
+  }
+  void put(std::string_view key, std::string_view value) override {
+    check(db_->Put(writeOptions_, cf_, slice(key), slice(value)), "write", key);
+  }
+  void append(std::string_view key, std::string_view bytes) override {
+    check(db_->Merge(writeOptions_, cf_, slice(key), slice(bytes)), "append to", key);
+  }
+  void remove(std::string_view key) override { check(db_->Delete(writeOptions_, cf_, slice(key)), "delete", key); }
+  void removeRange(std::string_view lower, std::string_view upper) override {
+    rocksdb::WriteBatch batch;
+    for (Scan scan(db_, cf_, lower, upper); scan.valid(); scan.next()) batch.Delete(cf_, slice(scan.key()));
+    check(db_->Write(writeOptions_, &batch), "delete", lower);
+  }
+  std::unique_ptr<RocksDBScan> scan(std::string_view lower, std::string_view upper) override {
+    return std::make_unique<Scan>(db_, cf_, lower, upper);
+  }
+  rocksdb::ColumnFamilyHandle* handle() { return cf_; }
+
+ private:
+  void check(const rocksdb::Status& s, const char* what, std::string_view key) const {
+    if (s.ok()) return;
+    throw Error(ErrorCode::kIo, "RocksDB could not " + std::string(what) + " state '" + stateName() +
+                                    "' (key group " + std::to_string(keyGroupOf(key)) + "): " + s.ToString());
+  }
+
+  rocksdb::DB* db_;
+  rocksdb::ColumnFamilyHandle* cf_;
+  rocksdb::ReadOptions readOptions_;
+  rocksdb::WriteOptions writeOptions_;
+};
+
+std::string sanitize(const std::string& owner) {
+  std::string out;
+  for (char c : owner) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
+  return out.substr(0, 64);
+}
+
+RocksDBOptions rocksDBOptions(const EmbeddedRocksDBStateBackend::Options& options, const SharedMemory& memory) {
+  RocksDBOptions out;
+  rocksdb::BlockBasedTableOptions table;
+  table.block_cache = memory.cache;
+  table.cache_index_and_filter_blocks = true;  // index and filters count in the budget
+  out.column.table_factory.reset(rocksdb::NewBlockBasedTableFactory(table));
+  out.column.write_buffer_size = static_cast<size_t>(options.writeBufferSize);
+  out.column.max_write_buffer_number = options.maxWriteBufferNumber;
+  out.column.compaction_style = options.compactionStyle == EmbeddedRocksDBStateBackend::CompactionStyle::LEVEL
+                                    ? rocksdb::kCompactionStyleLevel
+                                    : rocksdb::kCompactionStyleUniversal;
+  out.column.merge_operator = std::make_shared<AppendOperator>();
+  out.db.create_if_missing = true;
+  out.db.write_buffer_manager = memory.writeBuffers;
+  out.db.info_log_level = rocksdb::WARN_LEVEL;
+  out.db.keep_log_file_num = 1;
+  out.db.avoid_flush_during_shutdown = true;  // the folder is deleted on close anyway
+  return out;
+}
+
+}  // namespace
+
+RocksDBOptions rocksDBOptions(const EmbeddedRocksDBStateBackend::Options& options) {
+  return rocksDBOptions(options, *sharedMemory(options));
+}
+
+namespace {
+
+class Instance final : public RocksDBInstance {
+ public:
+  Instance(const EmbeddedRocksDBStateBackend::Options& options, const std::string& owner)
+      : memory_(sharedMemory(options)) {
+    std::string base = options.localDirectory;
+    if (base.empty()) {
+      const char* tmp = std::getenv("TMPDIR");
+      base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+    }
+    std::error_code ec;
+    if (!fs::is_directory(base, ec)) {
+      throw Error(ErrorCode::kIo, "RocksDB local directory '" + base +
+                                      "' does not exist or is not a folder; create it or choose another one");
+    }
+    static std::atomic<int> counter{0};
+    directory_ = (fs::path(base) / ("weir-rocksdb-" + std::to_string(::getpid()) + "-" +
+                                    std::to_string(counter++) + "-" + sanitize(owner)))
+                     .string();
+    if (!fs::create_directory(directory_, ec) || ec) {
+      throw Error(ErrorCode::kIo, "cannot create the RocksDB folder '" + directory_ + "': " +
+                                      (ec ? ec.message() : std::string("it already exists")));
+    }
+
+    RocksDBOptions opened = rocksDBOptions(options, *memory_);
+    columnOptions_ = opened.column;
+    rocksdb::DBOptions& db = opened.db;
+    std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, columnOptions_}};
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(db, directory_, families, &handles, &raw);
+    if (!s.ok()) {
+      fs::remove_all(directory_, ec);
+      throw Error(ErrorCode::kIo, "cannot open RocksDB in '" + directory_ + "': " + s.ToString());
+    }
+    db_.reset(raw);
+    defaultColumn_ = handles[0];
+  }
+
+  ~Instance() override {
+    columns_.clear();
+    if (db_) {
+      db_->DestroyColumnFamilyHandle(defaultColumn_);
+      db_->Close();
+      db_.reset();
+    }
+    std::error_code ec;
+    fs::remove_all(directory_, ec);
+  }
+
+  RocksDBColumn& column(const std::string& name) override {
+    auto it = columns_.find(name);
+    if (it != columns_.end()) return *it->second;
+    rocksdb::ColumnFamilyHandle* handle = nullptr;
+    rocksdb::Status s = db_->CreateColumnFamily(columnOptions_, name, &handle);
+    if (!s.ok()) {
+      throw Error(ErrorCode::kIo, "RocksDB could not create the column family of state '" + name + "' in '" +
+                                      directory_ + "': " + s.ToString());
+    }
+    return *columns_.emplace(name, std::make_unique<Column>(name, db_.get(), handle)).first->second;
+  }
+
+  const std::string& directory() const override { return directory_; }
+
+  void compactAll() override {
+    for (auto& [name, column] : columns_) {
+      rocksdb::Status s = db_->Flush(rocksdb::FlushOptions(), column->handle());
+      if (s.ok()) s = db_->CompactRange(rocksdb::CompactRangeOptions(), column->handle(), nullptr, nullptr);
+      if (!s.ok()) throw Error(ErrorCode::kIo, "RocksDB could not compact state '" + name + "': " + s.ToString());
+    }
+  }
+
+ private:
+  std::shared_ptr<SharedMemory> memory_;
+  std::string directory_;
+  rocksdb::ColumnFamilyOptions columnOptions_;
+  std::unique_ptr<rocksdb::DB> db_;
+  rocksdb::ColumnFamilyHandle* defaultColumn_ = nullptr;
+  std::map<std::string, std::unique_ptr<Column>> columns_;
+};
+
+}  // namespace
+
+std::unique_ptr<RocksDBInstance> openRocksDB(const EmbeddedRocksDBStateBackend& backend, const std::string& owner) {
+  return std::make_unique<Instance>(backend.options(), owner);
+}
+
+}  // namespace weir::detail
