@@ -319,7 +319,8 @@ int main(int argc, char** argv) {
   std::map<std::string, void (*)()> benches{
       {"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}, {"rest_overhead", rest},
       {"tumbling_count", tumblingCount}, {"sliding_sum", slidingSum},
-      {"value_state", [] { valueState(gRuns); }}};
+      {"value_state", [] { valueState(gRuns); }}, {"map_state", [] { mapState(gRuns); }},
+      {"list_state", [] { listState(gRuns); }}, {"state_memory", [] { stateMemory(gRuns); }}};
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];

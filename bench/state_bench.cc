@@ -2,6 +2,8 @@
 // work done on a std::unordered_map and on raw RocksDB with the same options.
 #include "state_bench.h"
 
+#include <sys/resource.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cstring>
@@ -14,7 +16,7 @@
 
 #include "harness.h"
 #include "state/rocksdb_options.h"
-#include "weir/runtime_context.h"
+#include "weir/weir.h"
 
 namespace weir::bench {
 namespace {
@@ -148,6 +150,138 @@ void valueState(int runs) {
                         Case{"rocksdb", 1000, 500'000}, Case{"rocksdb", 10'000'000, 500'000}}) {
     if (only == nullptr || std::string(only) == c.backend) valueStateCase(c, runs);
   }
+}
+
+}  // namespace weir::bench
+
+namespace weir::bench {
+namespace {
+
+// MapState put + get per record: 10,000 keys with up to 100 map keys each.
+void mapStateCase(const char* backend, int64_t records, int runs) {
+  Harness h(backend);
+  auto& map = h.context().getMapState(MapStateDescriptor<int64_t, int64_t>("m"));
+  int64_t next = 0, sum = 0;
+  double s = medianSeconds(runs, [&] {
+    for (int64_t i = 0; i < records; ++i, ++next) {
+      uint64_t r = mixKey(static_cast<uint64_t>(next));
+      h.setKey(static_cast<int64_t>(r % 10'000));
+      int64_t userKey = static_cast<int64_t>((r >> 32) % 100);
+      map.put(userKey, next);
+      sum += *map.get(userKey);
+    }
+  });
+  doNotOptimize(sum);
+  printFigure("map_state", {{"backend", backend}},
+              {{"keys", 10'000}, {"map_keys_per_key", 100}, {"records", static_cast<double>(records)},
+               {"put_get_per_s", static_cast<double>(records) / s}});
+}
+
+// ListState: 100 adds per key over 10,000 keys, then one get() of every list.
+void listStateCase(const char* backend, int runs) {
+  constexpr int64_t kKeys = 10'000, kPerKey = 100;
+  double add = 0, get = 0;
+  std::vector<double> adds, gets;
+  for (int run = 0; run < runs; ++run) {
+    Harness h(backend);
+    auto& list = h.context().getListState(ListStateDescriptor<int64_t>("l"));
+    auto t0 = std::chrono::steady_clock::now();
+    for (int64_t i = 0; i < kKeys * kPerKey; ++i) {
+      h.setKey(i % kKeys);
+      list.add(i);
+    }
+    auto t1 = std::chrono::steady_clock::now();
+    size_t elements = 0;
+    for (int64_t k = 0; k < kKeys; ++k) {
+      h.setKey(k);
+      elements += list.get().size();
+    }
+    auto t2 = std::chrono::steady_clock::now();
+    if (elements != static_cast<size_t>(kKeys * kPerKey)) std::fprintf(stderr, "list_state: lost elements\n");
+    adds.push_back(std::chrono::duration<double>(t1 - t0).count());
+    gets.push_back(std::chrono::duration<double>(t2 - t1).count());
+  }
+  std::sort(adds.begin(), adds.end());
+  std::sort(gets.begin(), gets.end());
+  add = adds[adds.size() / 2];
+  get = gets[gets.size() / 2];
+  const double n = static_cast<double>(kKeys * kPerKey);
+  printFigure("list_state", {{"backend", backend}},
+              {{"keys", kKeys}, {"elements_per_key", kPerKey}, {"adds_per_s", n / add},
+               {"elements_read_per_s", n / get}});
+}
+
+}  // namespace
+
+void mapState(int runs) {
+  mapStateCase("heap", 10'000'000, runs);
+  mapStateCase("rocksdb", 300'000, runs);
+}
+
+void listState(int runs) {
+  listStateCase("heap", runs);
+  listStateCase("rocksdb", runs);
+}
+
+}  // namespace weir::bench
+
+namespace weir::bench {
+namespace {
+
+// Writes a 100-byte value for each of `keys` distinct keys, in a job.
+struct Remember : KeyedProcessFunction<int64_t, int64_t, int64_t> {
+  void open() override { value_ = &getRuntimeContext().getState(ValueStateDescriptor<std::string>("v")); }
+  void processElement(const int64_t& key, Context&, Collector<int64_t>&) override {
+    std::string v(100, static_cast<char>('a' + key % 26));
+    std::memcpy(v.data(), &key, sizeof key);
+    value_->update(std::move(v));
+  }
+  ValueState<std::string>* value_ = nullptr;
+};
+
+// Runs the job in a child process and returns {seconds, peak RSS in bytes} of it.
+std::pair<double, double> stateMemoryRun(std::shared_ptr<StateBackend> backend, int64_t keys) {
+  int pipeFd[2];
+  if (::pipe(pipeFd) != 0) return {0, 0};
+  pid_t child = ::fork();
+  if (child == 0) {
+    ::close(pipeFd[0]);
+    auto t0 = std::chrono::steady_clock::now();
+    StreamExecutionEnvironment env;
+    env.setStateBackend(std::move(backend));
+    env.fromSource(DataGeneratorSource([](int64_t i) { return static_cast<int64_t>(mixKey(static_cast<uint64_t>(i))); }, keys),
+                   WatermarkStrategy<int64_t>::noWatermarks(), "keys")
+        .keyBy([](int64_t k) { return k; })
+        .process(Remember{})
+        .sinkTo(DiscardingSink<int64_t>());
+    env.execute("state memory");
+    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    [[maybe_unused]] auto n = ::write(pipeFd[1], &seconds, sizeof seconds);
+    ::_exit(0);
+  }
+  ::close(pipeFd[1]);
+  double seconds = 0;
+  [[maybe_unused]] auto n = ::read(pipeFd[0], &seconds, sizeof seconds);
+  ::close(pipeFd[0]);
+  int status = 0;
+  struct rusage usage {};
+  ::wait4(child, &status, 0, &usage);
+  return {seconds, static_cast<double>(usage.ru_maxrss) * 1024.0};
+}
+
+}  // namespace
+
+void stateMemory(int) {
+  constexpr int64_t kKeys = 10'000'000;
+  EmbeddedRocksDBStateBackend::Options options;  // block cache 256 MiB: the budget
+  auto [rs, rrss] = stateMemoryRun(std::make_shared<EmbeddedRocksDBStateBackend>(options), kKeys);
+  printFigure("state_memory", {{"backend", "rocksdb"}},
+              {{"keys", kKeys}, {"value_bytes", 100}, {"seconds", rs}, {"records_per_s", kKeys / rs},
+               {"block_cache_bytes", static_cast<double>(options.blockCacheSize)}, {"peak_rss_bytes", rrss}});
+  auto [hs, hrss] = stateMemoryRun(std::make_shared<HashMapStateBackend>(), kKeys);
+  printFigure("state_memory", {{"backend", "heap"}},
+              {{"keys", kKeys}, {"value_bytes", 100}, {"seconds", hs}, {"records_per_s", kKeys / hs},
+               {"peak_rss_bytes", hrss}});
 }
 
 }  // namespace weir::bench

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "weir/clock.h"
 #include "weir/detail/state_factory.h"
 #include "weir/state.h"
 #include "weir/state_backend.h"
@@ -30,42 +31,32 @@ class RuntimeContext {
   // functions on a keyed stream (after keyBy) have it; call these in open().
   template <class T>
   ValueState<T>& getState(const ValueStateDescriptor<T>& d) {
-    using namespace detail;
-    return keyedState<ValueState<T>, HeapValueState<VoidNamespace, T>, RocksDBValueState<VoidNamespace, T>,
-                      Serializable<T>, T>(keyedStore(d), "ValueState", d);
+    return detail::valueState<detail::VoidNamespace>(keyedStore(d), d);
   }
   template <class T>
   ListState<T>& getListState(const ListStateDescriptor<T>& d) {
-    using namespace detail;
-    return keyedState<ListState<T>, HeapListState<VoidNamespace, T>, RocksDBListState<VoidNamespace, T>,
-                      Serializable<T>, T>(keyedStore(d), "ListState", d);
+    return detail::listState<detail::VoidNamespace>(keyedStore(d), d);
   }
   template <class UK, class UV>
   MapState<UK, UV>& getMapState(const MapStateDescriptor<UK, UV>& d) {
     static_assert(HashableKey<UK>, "MapState<UK, UV> needs a weir::KeyHash for UK: declare it with WEIR_STRUCT");
-    using namespace detail;
-    using Missing = std::conditional_t<Serializable<UK>, UV, UK>;
-    return keyedState<MapState<UK, UV>, HeapMapState<VoidNamespace, UK, UV>,
-                      RocksDBMapState<VoidNamespace, UK, UV>, Serializable<UK> && Serializable<UV>, Missing>(
-        keyedStore(d), "MapState", d);
+    return detail::mapState<detail::VoidNamespace>(keyedStore(d), d);
   }
   template <class T>
   ReducingState<T>& getReducingState(const ReducingStateDescriptor<T>& d) {
-    using namespace detail;
-    return keyedState<ReducingState<T>, HeapReducingState<VoidNamespace, T>, RocksDBReducingState<VoidNamespace, T>,
-                      Serializable<T>, T>(keyedStore(d), "ReducingState", d);
+    return detail::reducingState<detail::VoidNamespace>(keyedStore(d), d);
   }
   template <class IN, class ACC, class OUT>
   AggregatingState<IN, OUT>& getAggregatingState(const AggregatingStateDescriptor<IN, ACC, OUT>& d) {
-    using namespace detail;
-    return keyedState<AggregatingState<IN, OUT>, HeapAggregatingState<VoidNamespace, IN, ACC, OUT>,
-                      RocksDBAggregatingState<VoidNamespace, IN, ACC, OUT>, Serializable<ACC>, ACC>(
-        keyedStore(d), "AggregatingState", d);
+    return detail::aggregatingState<detail::VoidNamespace>(keyedStore(d), d);
   }
 
   // Where keyed state lives; the job's choice (env.setStateBackend), heap by default.
   const StateBackend& stateBackend() const { return *stateBackend_; }
   void setStateBackend(std::shared_ptr<const StateBackend> backend) { stateBackend_ = std::move(backend); }
+  // Processing time: the job's clock (env.setClock), the system clock by default.
+  const std::shared_ptr<const Clock>& clock() const { return clock_; }
+  void setClock(std::shared_ptr<const Clock> clock) { clock_ = std::move(clock); }
   // Set by keyed operators before they open their function.
   void setKeyedStateStore(detail::KeyedStateStore* store) { keyedStore_ = store; }
   // "name (i/n)" with a 1-based index, as Flink prints it.
@@ -87,6 +78,7 @@ class RuntimeContext {
   int parallelism_;
   int maxParallelism_;
   std::shared_ptr<const StateBackend> stateBackend_ = std::make_shared<HashMapStateBackend>();
+  std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
   detail::KeyedStateStore* keyedStore_ = nullptr;
 };
 

@@ -12,6 +12,7 @@
 
 #include "weir/aggregate_function.h"
 #include "weir/error.h"
+#include "weir/state_ttl_config.h"
 
 namespace weir {
 
@@ -21,9 +22,14 @@ class StateDescriptor {
     if (name_.empty()) throw Error(ErrorCode::kInvalidArgument, "a state descriptor needs a non-empty name");
   }
   const std::string& getName() const { return name_; }
+  // Entries of this state expire `ttl` after they were last written (see
+  // state_ttl_config.h).
+  void enableTimeToLive(const StateTtlConfig& ttl) { ttl_ = ttl; }
+  const std::optional<StateTtlConfig>& getTtlConfig() const { return ttl_; }
 
  private:
   std::string name_;
+  std::optional<StateTtlConfig> ttl_;
 };
 
 template <class T>

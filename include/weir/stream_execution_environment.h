@@ -45,6 +45,9 @@ class StreamExecutionEnvironment {
   // Where keyed state lives (default: HashMapStateBackend, on the heap).
   StreamExecutionEnvironment& setStateBackend(std::shared_ptr<const StateBackend> backend);
   const StateBackend& getStateBackend() const;
+  // The job's processing-time clock, read by state TTL (default: the system clock).
+  // Tests inject a ManualClock and advance it instead of sleeping.
+  StreamExecutionEnvironment& setClock(std::shared_ptr<const Clock> clock);
 
   // A stream read from `source`, a Source<T> subclass taken by value.
   // Event timestamps and watermarks come from `watermarks`: weir's sources give records

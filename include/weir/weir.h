@@ -2,6 +2,7 @@
 #pragma once
 
 #include "weir/aggregate_function.h"
+#include "weir/clock.h"
 #include "weir/collect_sink.h"
 #include "weir/data_generator_source.h"
 #include "weir/data_stream.h"
@@ -21,6 +22,7 @@
 #include "weir/state.h"
 #include "weir/state_backend.h"
 #include "weir/state_descriptor.h"
+#include "weir/state_ttl_config.h"
 #include "weir/stream_execution_environment.h"
 #include "weir/text_file_sink.h"
 #include "weir/watermark_strategy.h"

@@ -50,6 +50,12 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setStateBackend(std::sha
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::setClock(std::shared_ptr<const Clock> clock) {
+  if (!clock) throw Error(ErrorCode::kInvalidArgument, "setClock needs a clock, got null");
+  graph_->graph.clock = std::move(clock);
+  return *this;
+}
+
 const StateBackend& StreamExecutionEnvironment::getStateBackend() const { return *graph_->graph.stateBackend; }
 
 JobExecutionResult StreamExecutionEnvironment::execute(const std::string& jobName) {

@@ -250,6 +250,7 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
       task.contexts.push_back(std::make_unique<RuntimeContext>(node.name, task.index, vertex.parallelism,
                                                                graph.maxParallelism));
       task.contexts.back()->setStateBackend(graph.stateBackend);
+      task.contexts.back()->setClock(graph.clock);
       op->setup(task.contexts.back().get(), &task.metrics);
       operatorOf[id] = op.get();
       if (node.kind == Kind::kSource) {

@@ -15,8 +15,9 @@ std::shared_ptr<StateBackend> stateBackendFromName(std::string_view name) {
 
 namespace weir::detail {
 
-KeyedStateStore::KeyedStateStore(const StateBackend& backend, int maxParallelism, const std::string& owner)
-    : maxParallelism_(maxParallelism) {
+KeyedStateStore::KeyedStateStore(const StateBackend& backend, int maxParallelism, const std::string& owner,
+                                 std::shared_ptr<const Clock> clock)
+    : maxParallelism_(maxParallelism), clock_(std::move(clock)) {
   if (auto* rocks = dynamic_cast<const EmbeddedRocksDBStateBackend*>(&backend)) rocksdb_ = openRocksDB(*rocks, owner);
 }
 

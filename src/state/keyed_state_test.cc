@@ -8,12 +8,13 @@
 
 #include <gtest/gtest.h>
 
-#include "weir/runtime_context.h"
+#include "state/state_test_harness.h"
 
 namespace weir {
 namespace {
 
 using detail::KeyedStateBackend;
+using test::StateHarness;
 
 struct Average : AggregateFunction<int, std::pair<int64_t, int64_t>, double> {
   std::pair<int64_t, int64_t> createAccumulator() override { return {0, 0}; }
@@ -26,29 +27,6 @@ struct Average : AggregateFunction<int, std::pair<int64_t, int64_t>, double> {
   std::pair<int64_t, int64_t> merge(std::pair<int64_t, int64_t> a, const std::pair<int64_t, int64_t>& b) override {
     return {a.first + b.first, a.second + b.second};
   }
-};
-
-template <class K>
-class StateHarness {
- public:
-  explicit StateHarness(const std::string& backendName)
-      : backend_(stateBackendFromName(backendName)),
-        store_(std::make_unique<KeyedStateBackend<K>>(*backend_, 128, "test")) {
-    context_.setKeyedStateStore(store_.get());
-  }
-  RuntimeContext& context() { return context_; }
-  KeyedStateBackend<K>& store() { return *store_; }
-  void setKey(const K& key) {
-    key_ = key;
-    store_->setCurrentKey(key_);
-  }
-  void destroy() { store_.reset(); }
-
- private:
-  std::shared_ptr<StateBackend> backend_;
-  RuntimeContext context_{"op", 0, 1, 128};
-  std::unique_ptr<KeyedStateBackend<K>> store_;
-  K key_{};
 };
 
 class KeyedStateTest : public ::testing::TestWithParam<std::string> {

@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include <rocksdb/cache.h>
+#include <rocksdb/compaction_filter.h>
 #include <rocksdb/db.h>
 #include <rocksdb/merge_operator.h>
 #include <rocksdb/table.h>
@@ -17,6 +18,7 @@
 
 #include "state/rocksdb_options.h"
 #include "weir/detail/rocksdb_state.h"
+#include "weir/detail/ttl_state.h"
 
 namespace weir::detail {
 namespace {
@@ -62,6 +64,48 @@ class AppendOperator final : public rocksdb::AssociativeMergeOperator {
     return true;
   }
   const char* Name() const override { return "weir.append"; }
+};
+
+// Drops expired TTL entries (and list elements) while RocksDB compacts.
+class TtlCompactionFilter final : public rocksdb::CompactionFilter {
+ public:
+  explicit TtlCompactionFilter(const RocksDBTtlFilter& config)
+      : config_(config), policy_(config.ttlMillis, *config.clock) {}
+
+  Decision FilterV2(int, const rocksdb::Slice&, ValueType type, const rocksdb::Slice& value, std::string* newValue,
+                    std::string*) const override {
+    if (type != ValueType::kValue && type != ValueType::kMergeOperand) return Decision::kKeep;
+    if (config_.queryTimeAfterNumEntries <= 1 || seen_ % config_.queryTimeAfterNumEntries == 0) now_ = policy_.now();
+    ++seen_;
+    try {
+      auto kept = unexpiredBytes({value.data(), value.size()}, config_.list, policy_, now_);
+      if (!kept) return Decision::kRemove;
+      if (kept->size() == value.size()) return Decision::kKeep;
+      *newValue = std::move(*kept);
+      return Decision::kChangeValue;
+    } catch (const SerializationError&) {
+      return Decision::kKeep;  // never drop what cannot be read; reading it reports it
+    }
+  }
+  const char* Name() const override { return "weir.ttl"; }
+
+ private:
+  RocksDBTtlFilter config_;
+  TtlPolicy policy_;
+  mutable int64_t seen_ = 0;  // one filter serves one compaction, on one thread
+  mutable int64_t now_ = 0;
+};
+
+class TtlCompactionFilterFactory final : public rocksdb::CompactionFilterFactory {
+ public:
+  explicit TtlCompactionFilterFactory(RocksDBTtlFilter config) : config_(std::move(config)) {}
+  std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(const rocksdb::CompactionFilter::Context&) override {
+    return std::make_unique<TtlCompactionFilter>(config_);
+  }
+  const char* Name() const override { return "weir.ttl"; }
+
+ private:
+  RocksDBTtlFilter config_;
 };
 
 rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
@@ -219,11 +263,13 @@ class Instance final : public RocksDBInstance {
     fs::remove_all(directory_, ec);
   }
 
-  RocksDBColumn& column(const std::string& name) override {
+  RocksDBColumn& column(const std::string& name, const RocksDBTtlFilter* ttl) override {
     auto it = columns_.find(name);
     if (it != columns_.end()) return *it->second;
+    rocksdb::ColumnFamilyOptions options = columnOptions_;
+    if (ttl != nullptr) options.compaction_filter_factory = std::make_shared<TtlCompactionFilterFactory>(*ttl);
     rocksdb::ColumnFamilyHandle* handle = nullptr;
-    rocksdb::Status s = db_->CreateColumnFamily(columnOptions_, name, &handle);
+    rocksdb::Status s = db_->CreateColumnFamily(options, name, &handle);
     if (!s.ok()) {
       throw Error(ErrorCode::kIo, "RocksDB could not create the column family of state '" + name + "' in '" +
                                       directory_ + "': " + s.ToString());
@@ -232,6 +278,15 @@ class Instance final : public RocksDBInstance {
   }
 
   const std::string& directory() const override { return directory_; }
+
+  uint64_t entriesInFiles(const std::string& name) override {
+    rocksdb::ColumnFamilyMetaData meta;
+    db_->GetColumnFamilyMetaData(dynamic_cast<Column&>(column(name, nullptr)).handle(), &meta);
+    uint64_t entries = 0;
+    for (const auto& level : meta.levels)
+      for (const auto& file : level.files) entries += file.num_entries;
+    return entries;
+  }
 
   void compactAll() override {
     for (auto& [name, column] : columns_) {

@@ -13,6 +13,7 @@
 #include "weir/detail/record_writer.h"
 #include "weir/detail/stream_operator.h"
 #include "weir/detail/watermark_valve.h"
+#include "weir/clock.h"
 #include "weir/state_backend.h"
 #include "weir/sink.h"
 #include "weir/source.h"
@@ -328,6 +329,7 @@ struct StreamGraph {
   int buffersPerChannel = 4;  // credits per channel (exclusive buffers)
   std::chrono::milliseconds autoWatermarkInterval{200};  // periodic watermarks of sources
   std::shared_ptr<const StateBackend> stateBackend = std::make_shared<HashMapStateBackend>();
+  std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>();  // processing time
 };
 
 }  // namespace weir::detail

@@ -73,6 +73,12 @@ class HeapTable<VoidNamespace, S> {
     uint32_t c = slot >> kShift;
     if (c < chunks_.size()) (*chunks_[c])[slot & (kChunk - 1)].reset();
   }
+  // Slots the table has room for; at(slot) is the entry of a slot below that, or null.
+  uint32_t capacity() const { return static_cast<uint32_t>(chunks_.size()) * kChunk; }
+  S* at(uint32_t slot) {
+    auto& entry = (*chunks_[slot >> kShift])[slot & (kChunk - 1)];
+    return entry ? &*entry : nullptr;
+  }
   template <class F>
   void forEach(F&& f) {
     static const VoidNamespace ns;
@@ -106,6 +112,28 @@ class HeapState : public KeyedStateBase {
       : ctx_(store.keyContext()), keys_(*store.heapKeys()), name_(std::move(name)) {}
 
   void setCurrentNamespace(N ns) { ns_ = std::move(ns); }
+
+  // Checks up to `n` entries, going on from where the last call stopped, and erases
+  // those for which `shouldErase(entry)` is true (TTL's incremental cleanup).
+  template <class F>
+  void sweep(size_t n, F&& shouldErase)
+    requires std::is_same_v<N, VoidNamespace>
+  {
+    uint32_t capacity = table_.capacity();
+    if (capacity == 0) return;
+    size_t checked = 0;
+    for (uint32_t scanned = 0; scanned < capacity && checked < n; ++scanned) {
+      uint32_t slot = sweepCursor_;
+      sweepCursor_ = sweepCursor_ + 1 == capacity ? 0 : sweepCursor_ + 1;
+      S* entry = table_.at(slot);
+      if (entry == nullptr) continue;
+      ++checked;
+      if (shouldErase(*entry)) {
+        table_.erase(slot, ns_);
+        keys_.release(slot);
+      }
+    }
+  }
 
   void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) override {
     struct Item {
@@ -162,6 +190,7 @@ class HeapState : public KeyedStateBase {
   std::string name_;
   N ns_{};
   HeapTable<N, S> table_;
+  uint32_t sweepCursor_ = 0;
 };
 
 template <class N, class T>
@@ -265,6 +294,15 @@ class HeapMapState final : public HeapState<N, HeapMap<UK, UV>>, public MapState
   }
   bool isEmpty() override { return this->current() == nullptr; }
   void clear() override { this->eraseCurrent(); }
+
+  // Incremental cleanup: removes the entries `expired(value)` says, in up to `n` maps.
+  template <class P>
+  void sweepEntries(size_t n, P expired) {
+    this->sweep(n, [&](HeapMap<UK, UV>& m) {
+      if (absl::erase_if(m.map, [&](const auto& kv) { return expired(kv.second); }) > 0) m.stamp = ++stamps_;
+      return m.map.empty();
+    });
+  }
 
   StateIterable<std::pair<UK, UV>> entries() override {
     return iterate<std::pair<UK, UV>>([](const auto& kv) { return std::pair<UK, UV>(kv.first, kv.second); });

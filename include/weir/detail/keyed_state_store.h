@@ -18,6 +18,7 @@
 
 #include <absl/container/flat_hash_map.h>
 
+#include "weir/clock.h"
 #include "weir/detail/output.h"
 #include "weir/error.h"
 #include "weir/key_group.h"
@@ -102,6 +103,11 @@ class KeyedStateStore {
   HeapKeyTable* heapKeys() { return heapKeys_; }
   RocksDBInstance* rocksdb() { return rocksdb_.get(); }
   int maxParallelism() const { return maxParallelism_; }
+  // Processing time, for TTL.
+  const Clock& clock() const { return *clock_; }
+  const std::shared_ptr<const Clock>& clockPtr() const { return clock_; }
+  // Runs `cleanup` before every record (TTL's runCleanupForEveryRecord).
+  void addRecordCleanup(std::function<void()> cleanup) { recordCleanups_.push_back(std::move(cleanup)); }
 
   // The state registered under `name`, made by `make()` the first time; `make` returns
   // the new state as its owner and as a State. `kind` and `type` must match the first
@@ -127,13 +133,15 @@ class KeyedStateStore {
   void readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit);
 
  protected:
-  KeyedStateStore(const StateBackend& backend, int maxParallelism, const std::string& owner);
+  KeyedStateStore(const StateBackend& backend, int maxParallelism, const std::string& owner,
+                  std::shared_ptr<const Clock> clock);
   void setHeapKeys(HeapKeyTable* keys) { heapKeys_ = keys; }
   // Scopes a state created while a key was current (e.g. inside processElement) to it.
   virtual void resolveCurrentKey() = 0;
   bool hasStates() const { return !states_.empty(); }
 
   KeyContext keyContext_;
+  std::vector<std::function<void()>> recordCleanups_;
 
  private:
   struct Registered {
@@ -144,6 +152,7 @@ class KeyedStateStore {
   };
 
   int maxParallelism_;
+  std::shared_ptr<const Clock> clock_;
   HeapKeyTable* heapKeys_ = nullptr;
   std::unique_ptr<RocksDBInstance> rocksdb_;
   std::map<std::string, Registered> states_;
@@ -154,8 +163,9 @@ class KeyedStateStore {
 template <class K>
 class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
  public:
-  KeyedStateBackend(const StateBackend& backend, int maxParallelism, const std::string& owner)
-      : KeyedStateStore(backend, maxParallelism, owner) {
+  KeyedStateBackend(const StateBackend& backend, int maxParallelism, const std::string& owner,
+                    std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>())
+      : KeyedStateStore(backend, maxParallelism, owner, std::move(clock)) {
     if (rocksdb() == nullptr) setHeapKeys(this);
     if constexpr (!Serializable<K>) {
       if (rocksdb() != nullptr) {
@@ -180,6 +190,7 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
     } else {
       setRocksDBKey(key);
     }
+    for (auto& cleanup : recordCleanups_) cleanup();
   }
 
   // Ends the scope of the current key: state used now is an error.

@@ -243,7 +243,7 @@ class KeyedProcessOperator final : public CollectingOperator<T, typename F::Outp
     this->callUser([&] {
       state_ = std::make_unique<KeyedStateBackend<K>>(
           context.stateBackend(), context.getMaxNumberOfParallelSubtasks(),
-          context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()));
+          context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock());
     });
     context.setKeyedStateStore(state_.get());
     CollectingOperator<T, OUT, F>::open();

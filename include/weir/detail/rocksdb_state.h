@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "weir/clock.h"
 #include "weir/detail/keyed_state_store.h"
 #include "weir/state.h"
 #include "weir/state_descriptor.h"
@@ -55,12 +56,24 @@ class RocksDBColumn {
   std::string stateName_;
 };
 
+// A compaction filter that drops expired TTL entries: values (and list elements) begin
+// with the 8-byte time they were last written.
+struct RocksDBTtlFilter {
+  int64_t ttlMillis;
+  bool list;                         // values are varint-framed elements
+  int64_t queryTimeAfterNumEntries;  // how often a compaction reads the clock
+  std::shared_ptr<const Clock> clock;
+};
+
 // One RocksDB database: the state of one keyed operator subtask.
 class RocksDBInstance {
  public:
   virtual ~RocksDBInstance() = default;
-  // The column family of state `name`, created on first use.
-  virtual RocksDBColumn& column(const std::string& name) = 0;
+  // The column family of state `name`, created on first use (with `ttl`'s compaction
+  // filter, if given).
+  virtual RocksDBColumn& column(const std::string& name, const RocksDBTtlFilter* ttl = nullptr) = 0;
+  // Entries in the state's SST files, as RocksDB's table properties count them.
+  virtual uint64_t entriesInFiles(const std::string& name) = 0;
   // The folder the database lives in (removed with the instance).
   virtual const std::string& directory() const = 0;
   // Flushes write buffers and compacts every column (tests and benchmarks use it).
@@ -99,8 +112,9 @@ std::string keyGroupPrefix(int keyGroup);
 template <class N>
 class RocksDBState : public KeyedStateBase {
  public:
-  RocksDBState(KeyedStateStore& store, const std::string& name)
-      : ctx_(store.keyContext()), column_(store.rocksdb()->column(name)) {
+  // `list`: the state stores varint-framed elements (for the TTL compaction filter).
+  RocksDBState(KeyedStateStore& store, const StateDescriptor& d, bool list = false)
+      : ctx_(store.keyContext()), column_(openColumn(store, d, list)) {
     setCurrentNamespace(N{});
   }
 
@@ -144,16 +158,26 @@ class RocksDBState : public KeyedStateBase {
   KeyContext& ctx_;
   RocksDBColumn& column_;
   std::string nsBytes_;
+
   std::string key_;
   std::string value_;
   DataOutput out_;
+
+ private:
+  static RocksDBColumn& openColumn(KeyedStateStore& store, const StateDescriptor& d, bool list) {
+    const auto& ttl = d.getTtlConfig();
+    if (!ttl || !ttl->isCleanupInRocksdbCompactFilter()) return store.rocksdb()->column(d.getName());
+    RocksDBTtlFilter filter{ttl->getTtl().count(), list, ttl->getCompactionFilterQueryTimeAfterNumEntries(),
+                            store.clockPtr()};
+    return store.rocksdb()->column(d.getName(), &filter);
+  }
 };
 
 template <class N, class T>
 class RocksDBValueState final : public RocksDBState<N>, public ValueState<T> {
  public:
   RocksDBValueState(KeyedStateStore& store, const ValueStateDescriptor<T>& d)
-      : RocksDBState<N>(store, d.getName()), default_(d.getDefaultValue()) {}
+      : RocksDBState<N>(store, d), default_(d.getDefaultValue()) {}
 
   std::optional<T> value() override {
     auto v = this->template read<T>(this->currentKey());
@@ -172,7 +196,7 @@ class RocksDBValueState final : public RocksDBState<N>, public ValueState<T> {
 template <class N, class T>
 class RocksDBListState final : public RocksDBState<N>, public ListState<T> {
  public:
-  RocksDBListState(KeyedStateStore& store, const ListStateDescriptor<T>& d) : RocksDBState<N>(store, d.getName()) {}
+  RocksDBListState(KeyedStateStore& store, const ListStateDescriptor<T>& d) : RocksDBState<N>(store, d, true) {}
 
   std::vector<T> get() override {
     std::vector<T> list;
@@ -222,7 +246,7 @@ class RocksDBListState final : public RocksDBState<N>, public ListState<T> {
 template <class N, class UK, class UV>
 class RocksDBMapState final : public RocksDBState<N>, public MapState<UK, UV> {
  public:
-  RocksDBMapState(KeyedStateStore& store, const MapStateDescriptor<UK, UV>& d) : RocksDBState<N>(store, d.getName()) {}
+  RocksDBMapState(KeyedStateStore& store, const MapStateDescriptor<UK, UV>& d) : RocksDBState<N>(store, d) {}
 
   std::optional<UV> get(const UK& key) override { return this->template read<UV>(userKey(key)); }
   void put(UK key, UV value) override {
@@ -298,7 +322,7 @@ template <class N, class T>
 class RocksDBReducingState final : public RocksDBState<N>, public ReducingState<T> {
  public:
   RocksDBReducingState(KeyedStateStore& store, const ReducingStateDescriptor<T>& d)
-      : RocksDBState<N>(store, d.getName()), reduce_(d.getReduceFunction()) {}
+      : RocksDBState<N>(store, d), reduce_(d.getReduceFunction()) {}
 
   std::optional<T> get() override { return this->template read<T>(this->currentKey()); }
   void add(T value) override {
@@ -316,7 +340,7 @@ template <class N, class IN, class ACC, class OUT>
 class RocksDBAggregatingState final : public RocksDBState<N>, public AggregatingState<IN, OUT> {
  public:
   RocksDBAggregatingState(KeyedStateStore& store, const AggregatingStateDescriptor<IN, ACC, OUT>& d)
-      : RocksDBState<N>(store, d.getName()), fn_(d.getAggregateFunction()) {}
+      : RocksDBState<N>(store, d), fn_(d.getAggregateFunction()) {}
 
   std::optional<OUT> get() override {
     auto acc = this->template read<ACC>(this->currentKey());
