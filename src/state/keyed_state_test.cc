@@ -349,6 +349,29 @@ TEST_P(KeyedStateTest, StateOutsideAKeyedContextIsAnErrorNamingIt) {
   }
 }
 
+TEST(HeapStateBackend, KeysWhoseStateIsGoneGiveTheirSlotBack) {
+  StateHarness<int64_t> h("heap");
+  auto& value = h.context().getState(ValueStateDescriptor<int64_t>("v"));
+  auto& map = h.context().getMapState(MapStateDescriptor<int, int>("m"));
+  for (int64_t k = 0; k < 100'000; ++k) {
+    h.setKey(k);
+    value.update(k);
+    map.put(1, 1);
+    if (k % 1000 != 0) {  // all but every thousandth key lose their state again
+      value.clear();
+      map.remove(1);
+    }
+    h.setKey(-1 - k);  // a key that is only read
+    EXPECT_EQ(value.value(), std::nullopt);
+  }
+  h.setKey(0);
+  EXPECT_LE(h.store().keySlots(), 101u);
+  for (int64_t k = 0; k < 100'000; k += 1000) {
+    h.setKey(k);
+    EXPECT_EQ(value.value(), k) << "a kept key lost its state";
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Backends, KeyedStateTest, ::testing::Values("heap", "rocksdb"),
                          [](const auto& info) { return info.param; });
 

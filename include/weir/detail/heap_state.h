@@ -203,7 +203,13 @@ class HeapValueState final : public HeapState<N, T>, public ValueState<T> {
     if (T* v = this->current()) return *v;
     return default_;
   }
-  void update(T value) override { this->currentOrCreate() = std::move(value); }
+  void update(T value) override {
+    if (T* v = this->current()) [[likely]] {
+      *v = std::move(value);
+    } else {
+      this->currentOrCreate() = std::move(value);
+    }
+  }
   void clear() override { this->eraseCurrent(); }
 
  private:

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/hash/hash.h>
 
 #include "weir/clock.h"
 #include "weir/detail/output.h"
@@ -80,13 +81,17 @@ class HeapKeyTable {
   virtual ~HeapKeyTable() = default;
   // A state created (acquire) or removed (release) an entry of `slot`.
   void acquire(uint32_t slot) { ++liveEntries_[slot]; }
-  void release(uint32_t slot) { --liveEntries_[slot]; }
+  void release(uint32_t slot) {
+    if (--liveEntries_[slot] == 0) mayFree_.push_back(slot);
+  }
   int keyGroupOf(uint32_t slot) const { return keyGroups_[slot]; }
   virtual void serializeKey(uint32_t slot, DataOutput& out) const = 0;
 
  protected:
   std::vector<uint32_t> liveEntries_;  // per slot: entries held by all states
   std::vector<uint16_t> keyGroups_;    // per slot
+  std::vector<uint32_t> mayFree_;      // slots that were made or emptied since the last key
+  std::vector<uint8_t> inUse_;         // per slot
 };
 
 class RocksDBInstance;
@@ -200,6 +205,9 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
     current_ = nullptr;
   }
 
+  // Heap: keys holding a slot (those with state, and at most the current one besides).
+  size_t keySlots() const { return slots_.size(); }
+
   // The key the states are scoped to. Valid while a record or timer is processed.
   const K& currentKey() const { return *current_; }
 
@@ -209,15 +217,24 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
   }
 
   void setHeapKey(const K& key) {
-    if (hasSlot_ && liveEntries_[keyContext_.slot] == 0) freeSlot(keyContext_.slot);
-    auto [it, inserted] = slots_.try_emplace(key, 0);
-    if (inserted) it->second = newSlot(key);
-    keyContext_.slot = it->second;
-    keyContext_.keyGroup = keyGroups_[it->second];
-    hasSlot_ = true;
+    // Only a slot that was just made, or lost its last entry, can need freeing: the
+    // common record (a known key, no clear) reads nothing but the key's table entry.
+    if (!mayFree_.empty()) [[unlikely]] freeEmptySlots();
+    auto it = slots_.find(key);
+    if (it == slots_.end()) [[unlikely]] {
+      it = slots_.emplace(key, newSlot(key)).first;
+      mayFree_.push_back(it->second.slot);
+    }
+    keyContext_.slot = it->second.slot;
+    keyContext_.keyGroup = it->second.keyGroup;
   }
 
-  uint32_t newSlot(const K& key) {
+  struct SlotOf {
+    uint32_t slot;
+    int32_t keyGroup;
+  };
+
+  SlotOf newSlot(const K& key) {
     uint32_t slot;
     if (!free_.empty()) {
       slot = free_.back();
@@ -228,15 +245,23 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
       keys_.push_back(key);
       liveEntries_.push_back(0);
       keyGroups_.push_back(0);
+      inUse_.push_back(0);
     }
-    keyGroups_[slot] = static_cast<uint16_t>(assignToKeyGroup(KeyHash<K>{}(key), maxParallelism()));
-    return slot;
+    int keyGroup = assignToKeyGroup(KeyHash<K>{}(key), maxParallelism());
+    keyGroups_[slot] = static_cast<uint16_t>(keyGroup);
+    inUse_[slot] = 1;
+    return {slot, keyGroup};
   }
 
-  void freeSlot(uint32_t slot) {
-    slots_.erase(keys_[slot]);
-    keys_[slot] = K{};
-    free_.push_back(slot);
+  void freeEmptySlots() {
+    for (uint32_t slot : mayFree_) {
+      if (inUse_[slot] == 0 || liveEntries_[slot] != 0) continue;
+      slots_.erase(keys_[slot]);
+      keys_[slot] = K{};
+      inUse_[slot] = 0;
+      free_.push_back(slot);
+    }
+    mayFree_.clear();
   }
 
   void setRocksDBKey(const K& key) {
@@ -259,10 +284,13 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
     }
   }
 
-  absl::flat_hash_map<K, uint32_t, KeyHasher<K>> slots_;
+  // Any good hash works inside the table (the key group is computed once, when a key
+  // gets its slot): abseil's is a multiply for integers and strings, cheaper than murmur.
+  using SlotHash = std::conditional_t<std::is_arithmetic_v<K> || std::is_same_v<K, std::string>, absl::Hash<K>,
+                                      KeyHasher<K>>;
+  absl::flat_hash_map<K, SlotOf, SlotHash> slots_;
   std::vector<K> keys_;  // per slot
   std::vector<uint32_t> free_;
-  bool hasSlot_ = false;
   const K* pending_ = nullptr;  // set while no state exists: resolved when one is created
   const K* current_ = nullptr;
   DataOutput keyOut_;
