@@ -20,6 +20,10 @@ template <class T>
 class SingleOutputStreamOperator;
 template <class T>
 class DataStreamSink;
+template <class T>
+class BroadcastStream;
+template <class IN1, class IN2>
+class BroadcastConnectedStream;
 
 // A handle on a stream in a job being built. Copies are cheap and refer to the same stream.
 template <class T>
@@ -120,6 +124,15 @@ class DataStream {
   DataStream<T> shuffle() const { return partition(detail::PartitionerKind::kShuffle); }
   // Every record to every downstream subtask.
   DataStream<T> broadcast() const { return partition(detail::PartitionerKind::kBroadcast); }
+  // A broadcast stream whose records update the broadcast states these descriptors
+  // declare, for connect(...) (see broadcast_process_function.h).
+  template <class... Descriptors>
+    requires(sizeof...(Descriptors) > 0)
+  BroadcastStream<T> broadcast(const Descriptors&... descriptors) const;
+  // Connects this stream with a broadcast stream; process() then takes a
+  // BroadcastProcessFunction<T, T2, OUT>.
+  template <class T2>
+  BroadcastConnectedStream<T, T2> connect(const BroadcastStream<T2>& broadcast) const;
 
   // Writes the stream to `sink` (a Sink<T> subclass, taken by value).
   template <class S>

@@ -92,6 +92,9 @@ auto tupleField() {
 }
 }  // namespace detail
 
+template <class IN1, class K, class KeySelector, class IN2>
+class KeyedBroadcastConnectedStream;
+
 // Records with equal keys reach the same subtask, in order. K is the key type.
 template <class T, class K, class KeySelector>
 class KeyedStream : public DataStream<T> {
@@ -100,6 +103,15 @@ class KeyedStream : public DataStream<T> {
 
   KeyedStream(std::shared_ptr<detail::GraphBuilder> graph, int id, KeySelector keySelector)
       : DataStream<T>(std::move(graph), id), keySelector_(std::move(keySelector)) {}
+
+  const KeySelector& keySelector() const { return keySelector_; }
+
+  // Connects this keyed stream with a broadcast stream; process() then takes a
+  // KeyedBroadcastProcessFunction<K, T, T2, OUT> (see broadcast_stream.h).
+  template <class T2>
+  KeyedBroadcastConnectedStream<T, K, KeySelector, T2> connect(const BroadcastStream<T2>& broadcast) const {
+    return KeyedBroadcastConnectedStream<T, K, KeySelector, T2>(*this, broadcast);
+  }
 
   // Rolling reduce: for every record, emits fn(previous result for its key, record);
   // the first record of a key is emitted as it is. T fn(const T&, const T&), or a

@@ -2,6 +2,9 @@
 #pragma once
 
 #include "weir/aggregate_function.h"
+#include "weir/broadcast_process_function.h"
+#include "weir/broadcast_state.h"
+#include "weir/broadcast_stream.h"
 #include "weir/clock.h"
 #include "weir/collect_sink.h"
 #include "weir/data_generator_source.h"

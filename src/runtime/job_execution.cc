@@ -23,6 +23,7 @@ struct PhysicalEdge {
   int producer = 0;
   int consumer = 0;
   int sideOutputTag = -1;  // -1: the main output
+  int inputIndex = 0;      // which input of a two-input consumer
   std::shared_ptr<const StreamType> type;
   bool explicitPartitioner = false;
   PartitionerKind partitioner = PartitionerKind::kForward;
@@ -157,7 +158,11 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
   for (size_t i = 0; i < n; ++i) {
     if (!live[i] || nodes[i]->kind != Kind::kOperator) continue;
     std::vector<PhysicalEdge> found;
-    for (int in : nodes[i]->inputs) resolveInput(graph, in, static_cast<int>(i), PhysicalEdge{}, found);
+    for (size_t k = 0; k < nodes[i]->inputs.size(); ++k) {
+      PhysicalEdge edge;
+      edge.inputIndex = nodes[i]->twoInput ? static_cast<int>(k) : 0;
+      resolveInput(graph, nodes[i]->inputs[k], static_cast<int>(i), std::move(edge), found);
+    }
     for (auto& e : found) {
       int pp = parallelism[static_cast<size_t>(e.producer)];
       int cp = parallelism[i];
@@ -175,7 +180,7 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
   for (size_t i = 0; i < n; ++i) {
     if (!live[i] || (nodes[i]->kind != Kind::kSource && nodes[i]->kind != Kind::kOperator)) continue;
     const auto& node = *nodes[i];
-    if (inEdges[i].size() == 1) {
+    if (inEdges[i].size() == 1 && !node.twoInput) {
       auto& e = edges[inEdges[i][0]];
       const auto& producer = *nodes[static_cast<size_t>(e.producer)];
       e.chained = e.partitioner == PartitionerKind::kForward && !node.startsNewChain && !node.chainingDisabled &&
@@ -322,7 +327,8 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
           }
           if (channel) {
             int index = static_cast<int>(task.inputs.size());
-            task.inputs.push_back(e.type->createInput(channel, task.headInput, &task.metrics, task.valve.get(), index));
+            OutputBase* target = e.inputIndex == 0 ? task.headInput : operatorOf.at(head)->secondInput();
+            task.inputs.push_back(e.type->createInput(channel, target, &task.metrics, task.valve.get(), index));
           }
         }
       }

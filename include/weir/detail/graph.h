@@ -306,6 +306,7 @@ struct Transformation {
   bool isSink = false;
   bool chainingDisabled = false;  // disableChaining(): never chained either side
   bool startsNewChain = false;    // startNewChain(): not chained to its input
+  bool twoInput = false;          // inputs[0] and inputs[1] feed the operator's two inputs
 
   // kSource and kOperator: a fresh instance for one subtask.
   std::function<std::unique_ptr<StreamOperator>()> createOperator;

@@ -134,6 +134,7 @@ class KeyedStateStore {
   }
 
   std::vector<std::string> stateNames() const;
+  bool hasState(const std::string& name) const { return states_.contains(name); }
   // Entries of one state in a key-group range (what snapshots and rescaling read).
   void readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit);
 

@@ -3,12 +3,11 @@
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
-#include <absl/container/flat_hash_set.h>
 
-#include <queue>
 
 #include "weir/detail/function_traits.h"
 #include "weir/detail/keyed_state_store.h"
+#include "weir/detail/timer_queue.h"
 #include "weir/detail/stream_operator.h"
 #include "weir/key_group.h"
 #include "weir/keyed_process_function.h"
@@ -227,15 +226,13 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
 
 namespace weir::detail {
 
-// Runs a KeyedProcessFunction: sets the current key (of the function's context and its
-// keyed state) per record and fires event-time timers, in time order, when the
-// watermark passes them (before passing it on). Timers live on the heap for now.
-template <class T, class K, class KeySelector, class F>
-class KeyedProcessOperator final : public CollectingOperator<T, typename F::OutputType, F>, private KeyedTimers<K> {
-  using OUT = typename F::OutputType;
-
+// What keyed operators with a function share: the keyed state of their subtask, the
+// current key (of the function's context and its state) and event-time timers, fired in
+// time order when the watermark passes them (before it is passed on).
+template <class T, class OUT, class K, class KeySelector, class F>
+class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>, protected KeyedTimers<K> {
  public:
-  KeyedProcessOperator(KeySelector keySelector, F fn)
+  KeyedFunctionOperator(KeySelector keySelector, F fn)
       : CollectingOperator<T, OUT, F>(std::move(fn)), keySelector_(std::move(keySelector)) {}
 
   void open() override {
@@ -254,9 +251,11 @@ class KeyedProcessOperator final : public CollectingOperator<T, typename F::Outp
     state_.reset();
   }
 
-  void emitBatch(std::span<T> records, Timestamps timestamps) override {
+ protected:
+  // Calls process(record, collector) for each record with its key current.
+  template <class Context, class Process>
+  void forEachKeyed(std::span<T> records, Timestamps timestamps, Context& ctx, Process process) {
     this->collecting([&](Collector<OUT>& collector) {
-      typename F::Context ctx(this, &this->sideOutputs_);
       for (size_t i = 0; i < records.size(); ++i) {
         key_ = std::invoke(keySelector_, records[i]);
         state_->setCurrentKey(key_);
@@ -264,21 +263,19 @@ class KeyedProcessOperator final : public CollectingOperator<T, typename F::Outp
           this->stamp(collector, timestamps[i]);
           ctx.setTimestamp(timestamps[i]);
         }
-        this->fn_.processElement(records[i], ctx, collector);
+        process(records[i], collector);
       }
     });
     state_->clearCurrentKey();
   }
 
-  void emitWatermark(int64_t watermark) override {
+  // Fires the timers the watermark reached, then passes it on.
+  template <class OnTimerContext>
+  void advanceWatermark(int64_t watermark, OnTimerContext& ctx) {
     watermark_ = watermark;
     this->collecting([&](Collector<OUT>& collector) {
-      typename F::OnTimerContext ctx(this, &this->sideOutputs_);
-      while (!queue_.empty() && queue_.top().first <= watermark) {
-        auto [time, key] = queue_.top();
-        queue_.pop();
-        if (timers_.erase(std::pair<K, int64_t>{key, time}) == 0) continue;  // deleted
-        key_ = std::move(key);
+      int64_t time;
+      while (timers_.pop(watermark, key_, time)) {
         state_->setCurrentKey(key_);
         this->stamp(collector, time);
         ctx.setTimestamp(time);
@@ -289,30 +286,37 @@ class KeyedProcessOperator final : public CollectingOperator<T, typename F::Outp
     this->forwardWatermark(watermark);
   }
 
- private:
   // KeyedTimers
   int64_t currentWatermark() const override { return watermark_; }
   const K& currentKey() const override { return key_; }
-  void registerEventTimeTimer(int64_t time) override {
-    if (timers_.insert(std::pair<K, int64_t>{key_, time}).second) queue_.push({time, key_});
-  }
-  void deleteEventTimeTimer(int64_t time) override { timers_.erase(std::pair<K, int64_t>{key_, time}); }
-
-  struct Later {
-    bool operator()(const std::pair<int64_t, K>& a, const std::pair<int64_t, K>& b) const { return a.first > b.first; }
-  };
-  struct TimerHash {
-    size_t operator()(const std::pair<K, int64_t>& t) const {
-      return KeyHasher<K>{}(t.first) * 31 + static_cast<size_t>(t.second);
-    }
-  };
+  void registerEventTimeTimer(int64_t time) override { timers_.add(key_, time); }
+  void deleteEventTimeTimer(int64_t time) override { timers_.remove(key_, time); }
 
   KeySelector keySelector_;
   K key_{};
   std::unique_ptr<KeyedStateBackend<K>> state_;
   int64_t watermark_ = INT64_MIN;
-  absl::flat_hash_set<std::pair<K, int64_t>, TimerHash> timers_;  // the live timers
-  std::priority_queue<std::pair<int64_t, K>, std::vector<std::pair<int64_t, K>>, Later> queue_;  // by time
+  EventTimeTimers<K> timers_;
+};
+
+// Runs a KeyedProcessFunction.
+template <class T, class K, class KeySelector, class F>
+class KeyedProcessOperator final : public KeyedFunctionOperator<T, typename F::OutputType, K, KeySelector, F> {
+  using Base = KeyedFunctionOperator<T, typename F::OutputType, K, KeySelector, F>;
+
+ public:
+  using Base::Base;
+
+  void emitBatch(std::span<T> records, Timestamps timestamps) override {
+    typename F::Context ctx(this, &this->sideOutputs_);
+    this->forEachKeyed(records, timestamps, ctx, [&](const T& r, auto& collector) {
+      this->fn_.processElement(r, ctx, collector);
+    });
+  }
+  void emitWatermark(int64_t watermark) override {
+    typename F::OnTimerContext ctx(this, &this->sideOutputs_);
+    this->advanceWatermark(watermark, ctx);
+  }
 };
 
 }  // namespace weir::detail

@@ -34,6 +34,9 @@ class StreamOperator {
 
   // Where upstream hands this operator its records; null for sources.
   virtual OutputBase* input() = 0;
+  // A two-input operator's second input (records only: watermarks, idleness and the end
+  // of input, combined over both inputs, arrive at input()).
+  virtual OutputBase* secondInput() { return nullptr; }
   // The main output; the runtime passes an Output<OUT> of the operator's type.
   virtual void setOutput(OutputBase* out) = 0;
   // A side output for tag `tagIndex`; only process operators have them.

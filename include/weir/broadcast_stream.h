@@ -1,0 +1,113 @@
+// Streams connected with a broadcast stream: stream.broadcast(descriptors...) makes a
+// BroadcastStream; other.connect(broadcastStream) (or keyedStream.connect(...)) pairs
+// them, and process(...) runs a (Keyed)BroadcastProcessFunction on the pair.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "weir/broadcast_process_function.h"
+#include "weir/data_stream.h"
+#include "weir/detail/broadcast_operator.h"
+#include "weir/keyed_stream.h"
+
+namespace weir {
+
+// Every record goes to every parallel instance of the operator it is connected to.
+template <class T>
+class BroadcastStream {
+ public:
+  using Type = T;
+  BroadcastStream(std::shared_ptr<detail::GraphBuilder> graph, int id, std::vector<std::string> declared)
+      : graph_(std::move(graph)), id_(id), declared_(std::move(declared)) {}
+  int id() const { return id_; }
+  const std::shared_ptr<detail::GraphBuilder>& graph() const { return graph_; }
+  // The names of the broadcast states given to broadcast(...).
+  const std::vector<std::string>& declaredStates() const { return declared_; }
+
+ private:
+  std::shared_ptr<detail::GraphBuilder> graph_;
+  int id_;
+  std::vector<std::string> declared_;
+};
+
+namespace detail {
+// Adds the two-input operator of a connected pair.
+template <class OUT, class Factory>
+SingleOutputStreamOperator<OUT> addTwoInputOperator(const std::shared_ptr<GraphBuilder>& graph, int first,
+                                                    int second, std::string name, Factory factory) {
+  auto& node = graph->add(Transformation::Kind::kOperator, std::move(name), {first, second}, TypedStream<OUT>::get());
+  node.twoInput = true;
+  node.createOperator = std::move(factory);
+  return SingleOutputStreamOperator<OUT>(graph, node.id);
+}
+}  // namespace detail
+
+// A non-keyed stream (IN1) connected with a broadcast stream (IN2).
+template <class IN1, class IN2>
+class BroadcastConnectedStream {
+ public:
+  BroadcastConnectedStream(DataStream<IN1> first, BroadcastStream<IN2> second)
+      : first_(std::move(first)), second_(std::move(second)) {}
+
+  // Runs `fn`, a BroadcastProcessFunction<IN1, IN2, OUT>, on both inputs.
+  template <class F>
+  auto process(F fn) {
+    using OUT = typename detail::HasOutputTypeOr<F, void>::type;
+    static_assert(std::is_base_of_v<BroadcastProcessFunction<IN1, IN2, OUT>, F>,
+                  "connect(broadcast).process(f): f must derive from BroadcastProcessFunction<IN1, IN2, OUT>");
+    return detail::addTwoInputOperator<OUT>(
+        first_.graph(), first_.id(), second_.id(), "Co-Process-Broadcast", [fn, declared = second_.declaredStates()] {
+          return std::make_unique<detail::BroadcastProcessOperator<IN1, IN2, F>>(fn, declared);
+        });
+  }
+
+ private:
+  DataStream<IN1> first_;
+  BroadcastStream<IN2> second_;
+};
+
+// A keyed stream (IN1, key K) connected with a broadcast stream (IN2).
+template <class IN1, class K, class KeySelector, class IN2>
+class KeyedBroadcastConnectedStream {
+ public:
+  KeyedBroadcastConnectedStream(KeyedStream<IN1, K, KeySelector> first, BroadcastStream<IN2> second)
+      : first_(std::move(first)), second_(std::move(second)) {}
+
+  // Runs `fn`, a KeyedBroadcastProcessFunction<K, IN1, IN2, OUT>, on both inputs.
+  template <class F>
+  auto process(F fn) {
+    using OUT = typename detail::HasOutputTypeOr<F, void>::type;
+    static_assert(std::is_base_of_v<KeyedBroadcastProcessFunction<K, IN1, IN2, OUT>, F>,
+                  "keyedStream.connect(broadcast).process(f): f must derive from "
+                  "KeyedBroadcastProcessFunction<K, IN1, IN2, OUT>");
+    return detail::addTwoInputOperator<OUT>(
+        first_.graph(), first_.id(), second_.id(), "Co-Process-Broadcast-Keyed",
+        [fn, sel = first_.keySelector(), declared = second_.declaredStates()] {
+          return std::make_unique<detail::KeyedBroadcastProcessOperator<IN1, IN2, K, KeySelector, F>>(sel, fn,
+                                                                                                      declared);
+        });
+  }
+
+ private:
+  KeyedStream<IN1, K, KeySelector> first_;
+  BroadcastStream<IN2> second_;
+};
+
+template <class T>
+template <class... Descriptors>
+  requires(sizeof...(Descriptors) > 0)
+BroadcastStream<T> DataStream<T>::broadcast(const Descriptors&... descriptors) const {
+  static_assert((std::is_base_of_v<StateDescriptor, Descriptors> && ...),
+                "broadcast(d...): every argument must be a MapStateDescriptor<K, V>");
+  return BroadcastStream<T>(graph_, partition(detail::PartitionerKind::kBroadcast).id(),
+                            std::vector<std::string>{descriptors.getName()...});
+}
+
+template <class T>
+template <class T2>
+BroadcastConnectedStream<T, T2> DataStream<T>::connect(const BroadcastStream<T2>& broadcast) const {
+  return BroadcastConnectedStream<T, T2>(*this, broadcast);
+}
+
+}  // namespace weir

@@ -1,0 +1,147 @@
+// The operators behind connect(broadcastStream).process(...): two inputs, the first the
+// (keyed or not) main stream, the second the broadcast stream; each subtask keeps its own
+// copy of the broadcast state.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include <absl/container/flat_hash_set.h>
+
+#include "weir/broadcast_process_function.h"
+#include "weir/detail/operators.h"
+
+namespace weir::detail {
+
+// The second input of a two-input operator: hands its batches to `process`. Watermarks,
+// idleness and the end of input arrive combined at the first input.
+template <class IN2, class Owner>
+class BroadcastInput final : public Output<IN2> {
+ public:
+  explicit BroadcastInput(Owner* owner) : owner_(owner) {}
+  void emitBatch(std::span<IN2> records, Timestamps timestamps) override {
+    owner_->processBroadcast(records, timestamps);
+  }
+  void endInput() override {}
+  void emitWatermark(int64_t) override {}
+  void emitIdleness(bool) override {}
+
+ private:
+  Owner* owner_;
+};
+
+// Runs a BroadcastProcessFunction<IN1, IN2, OUT>.
+template <class IN1, class IN2, class F>
+class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F::OutputType, F> {
+  using OUT = typename F::OutputType;
+
+ public:
+  BroadcastProcessOperator(F fn, std::vector<std::string> declared)
+      : CollectingOperator<IN1, OUT, F>(std::move(fn)), states_(std::move(declared)) {}
+
+  OutputBase* secondInput() override { return &second_; }
+
+  void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
+    typename F::ReadOnlyContext ctx(&states_, &this->sideOutputs_, &watermark_, this->context().clock().get());
+    process(records, timestamps, ctx, [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement(r, ctx, c); });
+  }
+  void processBroadcast(std::span<IN2> records, Timestamps timestamps) {
+    typename F::Context ctx(&states_, &this->sideOutputs_, &watermark_, this->context().clock().get());
+    process(records, timestamps, ctx,
+            [&](const IN2& r, Collector<OUT>& c) { this->fn_.processBroadcastElement(r, ctx, c); });
+  }
+  void emitWatermark(int64_t watermark) override {
+    watermark_ = watermark;
+    this->forwardWatermark(watermark);
+  }
+
+ private:
+  template <class R, class Context, class Call>
+  void process(std::span<R> records, Timestamps timestamps, Context& ctx, Call call) {
+    this->collecting([&](Collector<OUT>& collector) {
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (!timestamps.empty()) {
+          this->stamp(collector, timestamps[i]);
+          ctx.setTimestamp(timestamps[i]);
+        }
+        call(records[i], collector);
+      }
+    });
+  }
+
+  BroadcastStates states_;
+  BroadcastInput<IN2, BroadcastProcessOperator> second_{this};
+  int64_t watermark_ = INT64_MIN;
+};
+
+// Runs a KeyedBroadcastProcessFunction<K, IN1, IN2, OUT>: keyed state, timers and the
+// current key on the first input; applyToKeyedState on the broadcast input.
+template <class IN1, class IN2, class K, class KeySelector, class F>
+class KeyedBroadcastProcessOperator final
+    : public KeyedFunctionOperator<IN1, typename F::OutputType, K, KeySelector, F>,
+      private KeyedStateVisitor<K> {
+  using OUT = typename F::OutputType;
+  using Base = KeyedFunctionOperator<IN1, OUT, K, KeySelector, F>;
+
+ public:
+  KeyedBroadcastProcessOperator(KeySelector keySelector, F fn, std::vector<std::string> declared)
+      : Base(std::move(keySelector), std::move(fn)), states_(std::move(declared)) {}
+
+  OutputBase* secondInput() override { return &second_; }
+
+  void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
+    typename F::ReadOnlyContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
+    this->forEachKeyed(records, timestamps, ctx,
+                       [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement(r, ctx, c); });
+  }
+  void processBroadcast(std::span<IN2> records, Timestamps timestamps) {
+    typename F::Context ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
+    this->collecting([&](Collector<OUT>& collector) {
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (!timestamps.empty()) {
+          this->stamp(collector, timestamps[i]);
+          ctx.setTimestamp(timestamps[i]);
+        }
+        this->fn_.processBroadcastElement(records[i], ctx, collector);
+      }
+    });
+    this->state_->clearCurrentKey();
+  }
+  void emitWatermark(int64_t watermark) override {
+    typename F::OnTimerContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
+    this->advanceWatermark(watermark, ctx);
+  }
+
+ private:
+  const Clock* clock() { return this->context().clock().get(); }
+
+  // KeyedStateVisitor
+  std::vector<K> keysWithState(const std::string& stateName) override {
+    std::vector<K> keys;
+    if (!this->state_->hasState(stateName)) return keys;  // never created: no key has it
+    if constexpr (Serializable<K>) {
+      absl::flat_hash_set<K, KeyHasher<K>> seen;
+      this->state_->readEntries(stateName, KeyGroupRange{0, this->state_->maxParallelism() - 1},
+                                [&](const StateEntry& e) {
+                                  DataInput in(e.key);
+                                  K key = Serializer<K>::deserialize(in);
+                                  if (seen.insert(key).second) keys.push_back(std::move(key));
+                                });
+    } else {
+      throw Error(ErrorCode::kState, "applyToKeyedState needs a weir::Serializer for the key type " +
+                                         demangledTypeName(typeid(K)) + "; declare it with WEIR_STRUCT");
+    }
+    return keys;
+  }
+  void setVisitedKey(const K& key) override {
+    this->key_ = key;
+    this->state_->setCurrentKey(this->key_);
+  }
+  RuntimeContext& runtimeContext() override { return this->context(); }
+
+  BroadcastStates states_;
+  BroadcastInput<IN2, KeyedBroadcastProcessOperator> second_{this};
+};
+
+}  // namespace weir::detail

@@ -1,0 +1,51 @@
+// Event-time timers of a keyed operator, on the heap for now: one timer per (key, time),
+// fired in time order once the watermark reaches them.
+#pragma once
+
+#include <cstdint>
+#include <queue>
+#include <utility>
+#include <vector>
+
+#include <absl/container/flat_hash_set.h>
+
+#include "weir/key_group.h"
+
+namespace weir::detail {
+
+template <class K>
+class EventTimeTimers {
+ public:
+  // Registering a timer that exists does nothing.
+  void add(const K& key, int64_t time) {
+    if (live_.insert(std::pair<K, int64_t>{key, time}).second) queue_.push({time, key});
+  }
+  void remove(const K& key, int64_t time) { live_.erase(std::pair<K, int64_t>{key, time}); }
+  // Takes the earliest live timer at or before `watermark`; false when there is none.
+  bool pop(int64_t watermark, K& key, int64_t& time) {
+    while (!queue_.empty() && queue_.top().first <= watermark) {
+      auto [t, k] = queue_.top();
+      queue_.pop();
+      if (live_.erase(std::pair<K, int64_t>{k, t}) == 0) continue;  // deleted
+      key = std::move(k);
+      time = t;
+      return true;
+    }
+    return false;
+  }
+
+ private:
+  struct Later {
+    bool operator()(const std::pair<int64_t, K>& a, const std::pair<int64_t, K>& b) const { return a.first > b.first; }
+  };
+  struct TimerHash {
+    size_t operator()(const std::pair<K, int64_t>& t) const {
+      return KeyHasher<K>{}(t.first) * 31 + static_cast<size_t>(t.second);
+    }
+  };
+
+  absl::flat_hash_set<std::pair<K, int64_t>, TimerHash> live_;
+  std::priority_queue<std::pair<int64_t, K>, std::vector<std::pair<int64_t, K>>, Later> queue_;  // by time
+};
+
+}  // namespace weir::detail
