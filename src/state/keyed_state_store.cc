@@ -31,10 +31,24 @@ std::vector<std::string> KeyedStateStore::stateNames() const {
   return names;
 }
 
+SnapshotContext KeyedStateStore::snapshotContext() const {
+  SnapshotContext context;
+  if (heapKeys_ != nullptr) context.keys = heapKeys_->snapshotKeys();
+  if (rocksdb_) context.rocksdb = rocksdb_->readView();
+  return context;
+}
+
 void KeyedStateStore::readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit) {
   auto it = states_.find(name);
   if (it == states_.end()) throw Error(ErrorCode::kState, "no state named '" + name + "' is registered");
-  it->second.state->readEntries(range, visit);
+  it->second.state->snapshot(snapshotContext())->readEntries(range, visit);
+}
+
+std::map<std::string, std::unique_ptr<StateSnapshot>> KeyedStateStore::snapshot() {
+  SnapshotContext context = snapshotContext();  // one moment for every state
+  std::map<std::string, std::unique_ptr<StateSnapshot>> out;
+  for (auto& [name, registered] : states_) out.emplace(name, registered.state->snapshot(context));
+  return out;
 }
 
 void throwOutsideKeyedContext(const std::string& state) {

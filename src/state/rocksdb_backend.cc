@@ -116,11 +116,24 @@ int keyGroupOf(std::string_view key) {
   return (static_cast<uint8_t>(key[0]) << 8) | static_cast<uint8_t>(key[1]);
 }
 
+class ReadView final : public RocksDBReadView {
+ public:
+  explicit ReadView(rocksdb::DB* db) : db_(db), snapshot_(db->GetSnapshot()) {}
+  ~ReadView() override { db_->ReleaseSnapshot(snapshot_); }
+  const rocksdb::Snapshot* get() const { return snapshot_; }
+
+ private:
+  rocksdb::DB* db_;
+  const rocksdb::Snapshot* snapshot_;
+};
+
 class Scan final : public RocksDBScan {
  public:
-  Scan(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::string_view lower, std::string_view upper)
+  Scan(rocksdb::DB* db, rocksdb::ColumnFamilyHandle* cf, std::string_view lower, std::string_view upper,
+       const RocksDBReadView* view = nullptr)
       : upper_(upper), upperSlice_(upper_) {
     rocksdb::ReadOptions options;
+    if (view != nullptr) options.snapshot = static_cast<const ReadView*>(view)->get();
     if (!upper_.empty()) options.iterate_upper_bound = &upperSlice_;
     it_.reset(db->NewIterator(options, cf));
     it_->Seek(slice(lower));
@@ -162,8 +175,9 @@ class Column final : public RocksDBColumn {
     for (Scan scan(db_, cf_, lower, upper); scan.valid(); scan.next()) batch.Delete(cf_, slice(scan.key()));
     check(db_->Write(writeOptions_, &batch), "delete", lower);
   }
-  std::unique_ptr<RocksDBScan> scan(std::string_view lower, std::string_view upper) override {
-    return std::make_unique<Scan>(db_, cf_, lower, upper);
+  std::unique_ptr<RocksDBScan> scan(std::string_view lower, std::string_view upper,
+                                    const RocksDBReadView* view) override {
+    return std::make_unique<Scan>(db_, cf_, lower, upper, view);
   }
   rocksdb::ColumnFamilyHandle* handle() { return cf_; }
 
@@ -278,6 +292,8 @@ class Instance final : public RocksDBInstance {
   }
 
   const std::string& directory() const override { return directory_; }
+
+  std::shared_ptr<const RocksDBReadView> readView() override { return std::make_shared<ReadView>(db_.get()); }
 
   uint64_t entriesInFiles(const std::string& name) override {
     rocksdb::ColumnFamilyMetaData meta;

@@ -12,13 +12,15 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/node_hash_map.h>
 
+#include "weir/detail/chunked_vector.h"
 #include "weir/detail/keyed_state_store.h"
 #include "weir/state.h"
 #include "weir/state_descriptor.h"
 
 namespace weir::detail {
 
-// The entries of one state: one S per (key slot, namespace).
+// The entries of one state: one S per (key slot, namespace). A snapshot is a copy
+// (window state; the namespace-free tables below snapshot without copying).
 template <class N, class S>
 class HeapTable {
   struct SlotNsHash {
@@ -26,72 +28,75 @@ class HeapTable {
       return KeyHasher<N>{}(p.second) * 0x9E3779B97F4A7C15ull + p.first;
     }
   };
+  using Map = absl::node_hash_map<std::pair<uint32_t, N>, S, SlotNsHash>;
 
  public:
-  S* find(uint32_t slot, const N& ns) {
+  using Snapshot = std::shared_ptr<const Map>;
+
+  const S* find(uint32_t slot, const N& ns) const {
     auto it = map_.find(std::pair<uint32_t, N>{slot, ns});
     return it == map_.end() ? nullptr : &it->second;
   }
+  S* findMutable(uint32_t slot, const N& ns) { return const_cast<S*>(find(slot, ns)); }
   // The entry, and whether it was created now.
   std::pair<S*, bool> findOrCreate(uint32_t slot, const N& ns) {
     auto [it, inserted] = map_.try_emplace(std::pair<uint32_t, N>{slot, ns});
     return {&it->second, inserted};
   }
   void erase(uint32_t slot, const N& ns) { map_.erase(std::pair<uint32_t, N>{slot, ns}); }
+
+  Snapshot snapshot() const { return std::make_shared<const Map>(map_); }
   template <class F>
-  void forEach(F&& f) {
-    for (auto& [k, s] : map_) f(k.first, k.second, s);
+  static void forEach(const Snapshot& snapshot, F&& f) {
+    for (const auto& [k, s] : *snapshot) f(k.first, k.second, s);
   }
 
  private:
-  absl::node_hash_map<std::pair<uint32_t, N>, S, SlotNsHash> map_;  // nodes never move
+  Map map_;  // nodes never move
 };
 
-// Without a namespace, entries sit in chunks indexed by slot: a lookup is two loads.
+// Without a namespace, entries sit in chunks indexed by slot: a lookup is two loads, and
+// a snapshot shares the chunks (copy on write).
 template <class S>
 class HeapTable<VoidNamespace, S> {
-  static constexpr uint32_t kShift = 10;
-  static constexpr uint32_t kChunk = 1u << kShift;
-  using Chunk = std::array<std::optional<S>, kChunk>;
+  using Entries = ChunkedVector<std::optional<S>>;
 
  public:
-  S* find(uint32_t slot, const VoidNamespace&) {
-    uint32_t c = slot >> kShift;
-    if (c >= chunks_.size()) return nullptr;
-    auto& entry = (*chunks_[c])[slot & (kChunk - 1)];
+  using Snapshot = typename Entries::Snapshot;
+
+  const S* find(uint32_t slot, const VoidNamespace&) const {
+    if (slot >= entries_.size()) return nullptr;
+    const auto& entry = entries_[slot];
     return entry ? &*entry : nullptr;
   }
+  S* findMutable(uint32_t slot, const VoidNamespace&) {
+    if (slot >= entries_.size() || !entries_[slot]) return nullptr;
+    return &*entries_.mutableAt(slot);
+  }
   std::pair<S*, bool> findOrCreate(uint32_t slot, const VoidNamespace&) {
-    uint32_t c = slot >> kShift;
-    while (c >= chunks_.size()) chunks_.push_back(std::make_unique<Chunk>());
-    auto& entry = (*chunks_[c])[slot & (kChunk - 1)];
+    entries_.growTo(size_t{slot} + 1);
+    auto& entry = entries_.mutableAt(slot);
     bool created = !entry.has_value();
     if (created) entry.emplace();
     return {&*entry, created};
   }
   void erase(uint32_t slot, const VoidNamespace&) {
-    uint32_t c = slot >> kShift;
-    if (c < chunks_.size()) (*chunks_[c])[slot & (kChunk - 1)].reset();
+    if (slot < entries_.size() && entries_[slot]) entries_.mutableAt(slot).reset();
   }
-  // Slots the table has room for; at(slot) is the entry of a slot below that, or null.
-  uint32_t capacity() const { return static_cast<uint32_t>(chunks_.size()) * kChunk; }
-  S* at(uint32_t slot) {
-    auto& entry = (*chunks_[slot >> kShift])[slot & (kChunk - 1)];
-    return entry ? &*entry : nullptr;
-  }
+  // Slots the table has room for.
+  uint32_t capacity() const { return static_cast<uint32_t>(entries_.size()); }
+
+  Snapshot snapshot() const { return entries_.snapshot(); }
   template <class F>
-  void forEach(F&& f) {
+  static void forEach(const Snapshot& snapshot, F&& f) {
     static const VoidNamespace ns;
-    for (uint32_t c = 0; c < chunks_.size(); ++c) {
-      for (uint32_t i = 0; i < kChunk; ++i) {
-        auto& entry = (*chunks_[c])[i];
-        if (entry) f((c << kShift) | i, ns, *entry);
-      }
+    for (size_t i = 0; i < snapshot.size(); ++i) {
+      if (snapshot[i]) f(static_cast<uint32_t>(i), ns, *snapshot[i]);
     }
   }
 
  private:
-  std::vector<std::unique_ptr<Chunk>> chunks_;  // chunks never move, so neither do entries
+  Entries entries_;
 };
 
 template <class T>
@@ -125,41 +130,57 @@ class HeapState : public KeyedStateBase {
     for (uint32_t scanned = 0; scanned < capacity && checked < n; ++scanned) {
       uint32_t slot = sweepCursor_;
       sweepCursor_ = sweepCursor_ + 1 == capacity ? 0 : sweepCursor_ + 1;
-      S* entry = table_.at(slot);
-      if (entry == nullptr) continue;
+      if (table_.find(slot, ns_) == nullptr) continue;
       ++checked;
-      if (shouldErase(*entry)) {
+      if (shouldErase(*table_.findMutable(slot, ns_))) {
         table_.erase(slot, ns_);
         keys_.release(slot);
       }
     }
   }
 
-  void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) override {
-    struct Item {
-      uint32_t slot;
-      const N* ns;
-      S* value;
-    };
-    std::vector<std::vector<Item>> byGroup(static_cast<size_t>(range.size()));
-    table_.forEach([&](uint32_t slot, const N& ns, S& s) {
-      int group = keys_.keyGroupOf(slot);
-      if (range.contains(group)) byGroup[static_cast<size_t>(group - range.start)].push_back({slot, &ns, &s});
-    });
-    DataOutput key;
-    for (size_t g = 0; g < byGroup.size(); ++g) {
-      for (const Item& item : byGroup[g]) {
-        key.clear();
-        keys_.serializeKey(item.slot, key);
-        serializeForState(*item.ns, key);
-        writeEntries(range.start + static_cast<int>(g), key, *item.value, visit);
-      }
-    }
+  std::unique_ptr<StateSnapshot> snapshot(const SnapshotContext& context) override {
+    return std::make_unique<Snapshot>(this, table_.snapshot(), context.keys);
   }
 
  protected:
-  // Emits the canonical entries of one (key, namespace) whose key bytes are `key`.
-  virtual void writeEntries(int keyGroup, DataOutput& key, const S& value, const StateEntryVisitor& visit) {
+  // The state's entries at one moment: the table's snapshot and the keys' snapshot.
+  class Snapshot final : public StateSnapshot {
+   public:
+    Snapshot(HeapState* state, typename HeapTable<N, S>::Snapshot table, std::shared_ptr<const KeyTableSnapshot> keys)
+        : state_(state), table_(std::move(table)), keys_(std::move(keys)) {}
+
+    void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) override {
+      struct Item {
+        uint32_t slot;
+        const N* ns;
+        const S* value;
+      };
+      std::vector<std::vector<Item>> byGroup(static_cast<size_t>(range.size()));
+      HeapTable<N, S>::forEach(table_, [&](uint32_t slot, const N& ns, const S& s) {
+        int group = keys_->keyGroupOf(slot);
+        if (range.contains(group)) byGroup[static_cast<size_t>(group - range.start)].push_back({slot, &ns, &s});
+      });
+      DataOutput key;
+      for (size_t g = 0; g < byGroup.size(); ++g) {
+        for (const Item& item : byGroup[g]) {
+          key.clear();
+          keys_->serializeKey(item.slot, key);
+          serializeForState(*item.ns, key);
+          state_->writeEntries(range.start + static_cast<int>(g), key, *item.value, visit);
+        }
+      }
+    }
+
+   private:
+    HeapState* state_;
+    typename HeapTable<N, S>::Snapshot table_;
+    std::shared_ptr<const KeyTableSnapshot> keys_;
+  };
+
+  // Emits the canonical entries of one (key, namespace) whose key bytes are `key`. Pure:
+  // snapshots call it from other threads.
+  virtual void writeEntries(int keyGroup, DataOutput& key, const S& value, const StateEntryVisitor& visit) const {
     DataOutput out;
     serializeForState(value, out);
     visit(StateEntry{keyGroup, key.data(), out.data()});
@@ -168,9 +189,13 @@ class HeapState : public KeyedStateBase {
   void checkKey() const {
     if (ctx_.keyGroup < 0) [[unlikely]] throwOutsideKeyedContext(name_);
   }
-  S* current() {
+  const S* current() const {
     checkKey();
     return table_.find(ctx_.slot, ns_);
+  }
+  S* currentMutable() {
+    checkKey();
+    return table_.findMutable(ctx_.slot, ns_);
   }
   S& currentOrCreate() {
     checkKey();
@@ -200,11 +225,11 @@ class HeapValueState final : public HeapState<N, T>, public ValueState<T> {
       : HeapState<N, T>(store, d.getName()), default_(d.getDefaultValue()) {}
 
   std::optional<T> value() override {
-    if (T* v = this->current()) return *v;
+    if (const T* v = this->current()) return *v;
     return default_;
   }
   void update(T value) override {
-    if (T* v = this->current()) [[likely]] {
+    if (T* v = this->currentMutable()) [[likely]] {
       *v = std::move(value);
     } else {
       this->currentOrCreate() = std::move(value);
@@ -232,7 +257,7 @@ class HeapListState final : public HeapState<N, std::vector<T>>, public ListStat
   HeapListState(KeyedStateStore& store, const ListStateDescriptor<T>& d) : HeapState<N, std::vector<T>>(store, d.getName()) {}
 
   std::vector<T> get() override {
-    if (auto* list = this->current()) return *list;
+    if (const auto* list = this->current()) return *list;
     return {};
   }
   void add(T value) override { this->currentOrCreate().push_back(std::move(value)); }
@@ -251,20 +276,16 @@ class HeapListState final : public HeapState<N, std::vector<T>>, public ListStat
   void clear() override { this->eraseCurrent(); }
 
  protected:
-  void writeEntries(int keyGroup, DataOutput& key, const std::vector<T>& list, const StateEntryVisitor& visit) override {
+  void writeEntries(int keyGroup, DataOutput& key, const std::vector<T>& list,
+                    const StateEntryVisitor& visit) const override {
     DataOutput out;
     writeListElements(list, out);
     visit(StateEntry{keyGroup, key.data(), out.data()});
   }
 };
 
-// One key's map, with a stamp that changes whenever an entry is added or removed (so
-// an iteration over it notices).
 template <class UK, class UV>
-struct HeapMap {
-  absl::flat_hash_map<UK, UV, KeyHasher<UK>> map;
-  uint64_t stamp = 0;
-};
+using HeapMap = absl::flat_hash_map<UK, UV, KeyHasher<UK>>;
 
 template <class N, class UK, class UV>
 class HeapMapState final : public HeapState<N, HeapMap<UK, UV>>, public MapState<UK, UV> {
@@ -274,29 +295,26 @@ class HeapMapState final : public HeapState<N, HeapMap<UK, UV>>, public MapState
   HeapMapState(KeyedStateStore& store, const MapStateDescriptor<UK, UV>& d) : Base(store, d.getName()) {}
 
   std::optional<UV> get(const UK& key) override {
-    if (auto* m = this->current()) {
-      auto it = m->map.find(key);
-      if (it != m->map.end()) return it->second;
+    if (const auto* m = this->current()) {
+      auto it = m->find(key);
+      if (it != m->end()) return it->second;
     }
     return std::nullopt;
   }
-  void put(UK key, UV value) override {
-    auto& m = this->currentOrCreate();
-    auto [it, inserted] = m.map.insert_or_assign(std::move(key), std::move(value));
-    if (inserted) m.stamp = ++stamps_;
-  }
+  void put(UK key, UV value) override { this->currentOrCreate().insert_or_assign(std::move(key), std::move(value)); }
   void putAll(std::vector<std::pair<UK, UV>> entries) override {
     for (auto& [k, v] : entries) put(std::move(k), std::move(v));
   }
   void remove(const UK& key) override {
-    auto* m = this->current();
-    if (m == nullptr || m->map.erase(key) == 0) return;
-    m->stamp = ++stamps_;
-    if (m->map.empty()) this->eraseCurrent();
+    const auto* m = this->current();
+    if (m == nullptr || !m->contains(key)) return;
+    auto* mutableMap = this->currentMutable();
+    mutableMap->erase(key);
+    if (mutableMap->empty()) this->eraseCurrent();
   }
   bool contains(const UK& key) override {
-    auto* m = this->current();
-    return m != nullptr && m->map.contains(key);
+    const auto* m = this->current();
+    return m != nullptr && m->contains(key);
   }
   bool isEmpty() override { return this->current() == nullptr; }
   void clear() override { this->eraseCurrent(); }
@@ -305,26 +323,27 @@ class HeapMapState final : public HeapState<N, HeapMap<UK, UV>>, public MapState
   template <class P>
   void sweepEntries(size_t n, P expired) {
     this->sweep(n, [&](HeapMap<UK, UV>& m) {
-      if (absl::erase_if(m.map, [&](const auto& kv) { return expired(kv.second); }) > 0) m.stamp = ++stamps_;
-      return m.map.empty();
+      absl::erase_if(m, [&](const auto& kv) { return expired(kv.second); });
+      return m.empty();
     });
   }
 
   StateIterable<std::pair<UK, UV>> entries() override {
-    return iterate<std::pair<UK, UV>>([](const auto& kv) { return std::pair<UK, UV>(kv.first, kv.second); });
+    return iterate<std::pair<UK, UV>>([](const UK& k, const UV& v) { return std::pair<UK, UV>(k, v); });
   }
   StateIterable<UK> keys() override {
-    return iterate<UK>([](const auto& kv) { return kv.first; });
+    return iterate<UK>([](const UK& k, const UV&) { return k; });
   }
   StateIterable<UV> values() override {
-    return iterate<UV>([](const auto& kv) { return kv.second; });
+    return iterate<UV>([](const UK&, const UV& v) { return v; });
   }
 
  protected:
-  void writeEntries(int keyGroup, DataOutput& key, const HeapMap<UK, UV>& m, const StateEntryVisitor& visit) override {
+  void writeEntries(int keyGroup, DataOutput& key, const HeapMap<UK, UV>& m,
+                    const StateEntryVisitor& visit) const override {
     size_t prefix = key.size();
     DataOutput out;
-    for (const auto& [k, v] : m.map) {
+    for (const auto& [k, v] : m) {
       std::string entryKey = key.data().substr(0, prefix);
       DataOutput userKey;
       serializeForState(k, userKey);
@@ -336,48 +355,43 @@ class HeapMapState final : public HeapState<N, HeapMap<UK, UV>>, public MapState
   }
 
  private:
-  // Walks the current key's map; finds it again on each step, so a change to another
-  // key cannot invalidate it, and a change to this map is reported, not undefined.
+  // Walks the map keys present when the iteration began, looking each up again as it
+  // goes: changes to this or any other key never invalidate it (a key removed meanwhile
+  // is skipped, one added meanwhile is not seen).
   template <class E, class Project>
   StateIterable<E> iterate(Project project) {
     class Cursor final : public StateIterable<E>::Cursor {
      public:
-      Cursor(HeapMapState* state, uint32_t slot, N ns, Project project)
-          : state_(state), slot_(slot), ns_(std::move(ns)), project_(project) {
-        if (auto* m = state_->table_.find(slot_, ns_)) {
-          stamp_ = m->stamp;
-          it_ = m->map.begin();
-          started_ = true;
-        }
-      }
+      Cursor(HeapMapState* state, uint32_t slot, N ns, std::vector<UK> keys, Project project)
+          : state_(state), slot_(slot), ns_(std::move(ns)), keys_(std::move(keys)), project_(project) {}
       bool next(E& element) override {
-        if (!started_) return false;
-        auto* m = state_->table_.find(slot_, ns_);
-        if (m == nullptr || m->stamp != stamp_) {
-          throw Error(ErrorCode::kState, "MapState '" + state_->name_ +
-                                             "' was changed while it was being iterated; collect the keys first, "
-                                             "then change the map");
+        while (next_ < keys_.size()) {
+          const UK& key = keys_[next_++];
+          const auto* m = state_->table_.find(slot_, ns_);
+          if (m == nullptr) return false;
+          auto it = m->find(key);
+          if (it == m->end()) continue;
+          element = project_(it->first, it->second);
+          return true;
         }
-        if (it_ == m->map.end()) return false;
-        element = project_(*it_);
-        ++it_;
-        return true;
+        return false;
       }
 
      private:
       HeapMapState* state_;
       uint32_t slot_;
       N ns_;
+      std::vector<UK> keys_;
+      size_t next_ = 0;
       Project project_;
-      uint64_t stamp_ = 0;
-      typename absl::flat_hash_map<UK, UV, KeyHasher<UK>>::iterator it_;
-      bool started_ = false;
     };
-    this->checkKey();
-    return StateIterable<E>(std::make_unique<Cursor>(this, this->ctx_.slot, this->ns_, project));
+    std::vector<UK> keys;
+    if (const auto* m = this->current()) {
+      keys.reserve(m->size());
+      for (const auto& kv : *m) keys.push_back(kv.first);
+    }
+    return StateIterable<E>(std::make_unique<Cursor>(this, this->ctx_.slot, this->ns_, std::move(keys), project));
   }
-
-  uint64_t stamps_ = 0;
 };
 
 template <class N, class T>
@@ -387,11 +401,11 @@ class HeapReducingState final : public HeapState<N, T>, public ReducingState<T> 
       : HeapState<N, T>(store, d.getName()), reduce_(d.getReduceFunction()) {}
 
   std::optional<T> get() override {
-    if (T* v = this->current()) return *v;
+    if (const T* v = this->current()) return *v;
     return std::nullopt;
   }
   void add(T value) override {
-    if (T* v = this->current()) {
+    if (T* v = this->currentMutable()) {
       *v = reduce_(*v, value);
     } else {
       this->currentOrCreate() = std::move(value);
@@ -410,11 +424,11 @@ class HeapAggregatingState final : public HeapState<N, ACC>, public AggregatingS
       : HeapState<N, ACC>(store, d.getName()), fn_(d.getAggregateFunction()) {}
 
   std::optional<OUT> get() override {
-    if (ACC* acc = this->current()) return fn_->getResult(*acc);
+    if (const ACC* acc = this->current()) return fn_->getResult(*acc);
     return std::nullopt;
   }
   void add(const IN& value) override {
-    ACC* acc = this->current();
+    ACC* acc = this->currentMutable();
     if (acc == nullptr) {
       ACC fresh = fn_->createAccumulator();
       acc = &this->currentOrCreate();

@@ -20,6 +20,7 @@
 #include <absl/hash/hash.h>
 
 #include "weir/clock.h"
+#include "weir/detail/chunked_vector.h"
 #include "weir/detail/output.h"
 #include "weir/error.h"
 #include "weir/key_group.h"
@@ -65,12 +66,44 @@ using StateEntryVisitor = std::function<void(const StateEntry&)>;
 // The error of a state used while no key is current.
 [[noreturn]] void throwOutsideKeyedContext(const std::string& state);
 
+// The entries of one state at one moment. Readable from any thread while the task goes
+// on changing the state; it must be destroyed before the store.
+class StateSnapshot {
+ public:
+  virtual ~StateSnapshot() = default;
+  // Calls `visit` for every entry whose key group is in `range`, grouped by key group.
+  virtual void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) = 0;
+};
+
+// The heap's keys at one moment: what heap state snapshots need to write key bytes.
+class KeyTableSnapshot {
+ public:
+  virtual ~KeyTableSnapshot() = default;
+  int keyGroupOf(uint32_t slot) const { return keyGroups_[slot]; }
+  virtual void serializeKey(uint32_t slot, DataOutput& out) const = 0;
+
+ protected:
+  explicit KeyTableSnapshot(ChunkedVector<uint16_t>::Snapshot keyGroups) : keyGroups_(std::move(keyGroups)) {}
+
+ private:
+  ChunkedVector<uint16_t>::Snapshot keyGroups_;
+};
+
+class RocksDBReadView;
+
+// What the states of one store snapshot together: the heap's keys, or RocksDB's view.
+struct SnapshotContext {
+  std::shared_ptr<const KeyTableSnapshot> keys;
+  std::shared_ptr<const RocksDBReadView> rocksdb;
+};
+
 // What every registered state can do whatever its type.
 class KeyedStateBase {
  public:
   virtual ~KeyedStateBase() = default;
-  // Calls `visit` for every entry whose key group is in `range`, grouped by key group.
-  virtual void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) = 0;
+  // Its entries now; cheap on the task thread (heap: copy on write, RocksDB: a RocksDB
+  // snapshot), then readable from any thread.
+  virtual std::unique_ptr<StateSnapshot> snapshot(const SnapshotContext& context) = 0;
 };
 
 // The heap backend's keys: each distinct key with live state holds a slot, an index
@@ -84,12 +117,11 @@ class HeapKeyTable {
   void release(uint32_t slot) {
     if (--liveEntries_[slot] == 0) mayFree_.push_back(slot);
   }
-  int keyGroupOf(uint32_t slot) const { return keyGroups_[slot]; }
-  virtual void serializeKey(uint32_t slot, DataOutput& out) const = 0;
+  virtual std::shared_ptr<const KeyTableSnapshot> snapshotKeys() const = 0;
 
  protected:
   std::vector<uint32_t> liveEntries_;  // per slot: entries held by all states
-  std::vector<uint16_t> keyGroups_;    // per slot
+  ChunkedVector<uint16_t> keyGroups_;  // per slot
   std::vector<uint32_t> mayFree_;      // slots that were made or emptied since the last key
   std::vector<uint8_t> inUse_;         // per slot
 };
@@ -135,13 +167,17 @@ class KeyedStateStore {
 
   std::vector<std::string> stateNames() const;
   bool hasState(const std::string& name) const { return states_.contains(name); }
-  // Entries of one state in a key-group range (what snapshots and rescaling read).
+  // Entries of one state in a key-group range, as they are now.
   void readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit);
+  // Every state as it is now, readable from another thread while this one goes on (the
+  // synchronous part of a checkpoint). Destroy it before the store.
+  std::map<std::string, std::unique_ptr<StateSnapshot>> snapshot();
 
  protected:
   KeyedStateStore(const StateBackend& backend, int maxParallelism, const std::string& owner,
                   std::shared_ptr<const Clock> clock);
   void setHeapKeys(HeapKeyTable* keys) { heapKeys_ = keys; }
+  SnapshotContext snapshotContext() const;
   // Scopes a state created while a key was current (e.g. inside processElement) to it.
   virtual void resolveCurrentKey() = 0;
   bool hasStates() const { return !states_.empty(); }
@@ -240,7 +276,7 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
     if (!free_.empty()) {
       slot = free_.back();
       free_.pop_back();
-      keys_[slot] = key;
+      keys_.mutableAt(slot) = key;
     } else {
       slot = static_cast<uint32_t>(keys_.size());
       keys_.push_back(key);
@@ -249,7 +285,7 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
       inUse_.push_back(0);
     }
     int keyGroup = assignToKeyGroup(KeyHash<K>{}(key), maxParallelism());
-    keyGroups_[slot] = static_cast<uint16_t>(keyGroup);
+    keyGroups_.mutableAt(slot) = static_cast<uint16_t>(keyGroup);
     inUse_[slot] = 1;
     return {slot, keyGroup};
   }
@@ -258,7 +294,7 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
     for (uint32_t slot : mayFree_) {
       if (inUse_[slot] == 0 || liveEntries_[slot] != 0) continue;
       slots_.erase(keys_[slot]);
-      keys_[slot] = K{};
+      keys_.mutableAt(slot) = K{};
       inUse_[slot] = 0;
       free_.push_back(slot);
     }
@@ -277,12 +313,23 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
     }
   }
 
-  void serializeKey(uint32_t slot, DataOutput& out) const override {
-    if constexpr (Serializable<K>) {
-      Serializer<K>::serialize(keys_[slot], out);
-    } else {
-      throw Error(ErrorCode::kState, "the key type " + demangledTypeName(typeid(K)) + " has no weir::Serializer");
+  class KeysSnapshot final : public KeyTableSnapshot {
+   public:
+    KeysSnapshot(ChunkedVector<uint16_t>::Snapshot groups, typename ChunkedVector<K>::Snapshot keys)
+        : KeyTableSnapshot(std::move(groups)), keys_(std::move(keys)) {}
+    void serializeKey(uint32_t slot, DataOutput& out) const override {
+      if constexpr (Serializable<K>) {
+        Serializer<K>::serialize(keys_[slot], out);
+      } else {
+        throw Error(ErrorCode::kState, "the key type " + demangledTypeName(typeid(K)) + " has no weir::Serializer");
+      }
     }
+
+   private:
+    typename ChunkedVector<K>::Snapshot keys_;
+  };
+  std::shared_ptr<const KeyTableSnapshot> snapshotKeys() const override {
+    return std::make_shared<KeysSnapshot>(keyGroups_.snapshot(), keys_.snapshot());
   }
 
   // Any good hash works inside the table (the key group is computed once, when a key
@@ -290,7 +337,7 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
   using SlotHash = std::conditional_t<std::is_arithmetic_v<K> || std::is_same_v<K, std::string>, absl::Hash<K>,
                                       KeyHasher<K>>;
   absl::flat_hash_map<K, SlotOf, SlotHash> slots_;
-  std::vector<K> keys_;  // per slot
+  ChunkedVector<K> keys_;  // per slot
   std::vector<uint32_t> free_;
   const K* pending_ = nullptr;  // set while no state exists: resolved when one is created
   const K* current_ = nullptr;

@@ -33,6 +33,13 @@ class RocksDBScan {
   virtual std::string_view value() = 0;
 };
 
+// A consistent view of a whole database at one moment (a RocksDB snapshot); scans given
+// it read that moment. Must be destroyed before its instance.
+class RocksDBReadView {
+ public:
+  virtual ~RocksDBReadView() = default;
+};
+
 // One state's column family. Every failure throws weir::Error naming the state and the
 // key group of the key involved.
 class RocksDBColumn {
@@ -46,7 +53,9 @@ class RocksDBColumn {
   virtual void remove(std::string_view key) = 0;
   // Removes every key in [lower, upper).
   virtual void removeRange(std::string_view lower, std::string_view upper) = 0;
-  virtual std::unique_ptr<RocksDBScan> scan(std::string_view lower, std::string_view upper) = 0;
+  // Keys in [lower, upper) (an empty upper: no bound), as of `view` if given, else now.
+  virtual std::unique_ptr<RocksDBScan> scan(std::string_view lower, std::string_view upper,
+                                            const RocksDBReadView* view = nullptr) = 0;
   const std::string& stateName() const { return stateName_; }
 
  protected:
@@ -76,6 +85,8 @@ class RocksDBInstance {
   virtual uint64_t entriesInFiles(const std::string& name) = 0;
   // The folder the database lives in (removed with the instance).
   virtual const std::string& directory() const = 0;
+  // A view of every column as it is now.
+  virtual std::shared_ptr<const RocksDBReadView> readView() = 0;
   // Flushes write buffers and compacts every column (tests and benchmarks use it).
   virtual void compactAll() = 0;
 };
@@ -124,15 +135,30 @@ class RocksDBState : public KeyedStateBase {
     nsBytes_ = out.data();
   }
 
-  void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) override {
-    if (range.size() == 0) return;
-    for (auto scan = column_.scan(keyGroupPrefix(range.start), keyGroupPrefix(range.end + 1)); scan->valid();
-         scan->next()) {
-      std::string_view key = scan->key();
-      int group = (static_cast<uint8_t>(key[0]) << 8) | static_cast<uint8_t>(key[1]);
-      visit(StateEntry{group, key.substr(2), scan->value()});
-    }
+  std::unique_ptr<StateSnapshot> snapshot(const SnapshotContext& context) override {
+    return std::make_unique<Snapshot>(column_, context.rocksdb);
   }
+
+ protected:
+  // A state's entries through the store's RocksDB view.
+  class Snapshot final : public StateSnapshot {
+   public:
+    Snapshot(RocksDBColumn& column, std::shared_ptr<const RocksDBReadView> view)
+        : column_(column), view_(std::move(view)) {}
+    void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) override {
+      if (range.size() == 0) return;
+      for (auto scan = column_.scan(keyGroupPrefix(range.start), keyGroupPrefix(range.end + 1), view_.get());
+           scan->valid(); scan->next()) {
+        std::string_view key = scan->key();
+        int group = (static_cast<uint8_t>(key[0]) << 8) | static_cast<uint8_t>(key[1]);
+        visit(StateEntry{group, key.substr(2), scan->value()});
+      }
+    }
+
+   private:
+    RocksDBColumn& column_;
+    std::shared_ptr<const RocksDBReadView> view_;
+  };
 
  protected:
   const std::string& name() const { return column_.stateName(); }

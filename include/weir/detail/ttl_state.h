@@ -79,21 +79,34 @@ class TtlStateBase : public KeyedStateBase {
   TtlStateBase(std::unique_ptr<KeyedStateBase> inner, const StateTtlConfig& config, const Clock& clock, bool list)
       : inner_(std::move(inner)), policy_(config, clock), config_(config), list_(list) {}
 
-  void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) override {
-    if (!config_.isCleanupInFullSnapshot()) {
-      inner_->readEntries(range, visit);
-      return;
-    }
-    int64_t now = policy_.now();
-    inner_->readEntries(range, [&](const StateEntry& e) {
-      if (auto kept = unexpiredBytes(e.value, list_, policy_, now)) visit(StateEntry{e.keyGroup, e.key, *kept});
-    });
+  std::unique_ptr<StateSnapshot> snapshot(const SnapshotContext& context) override {
+    auto inner = inner_->snapshot(context);
+    if (!config_.isCleanupInFullSnapshot()) return inner;
+    return std::make_unique<Unexpired>(std::move(inner), policy_, list_);
   }
 
   // Set by the factory for heap states with incremental cleanup: checks n entries.
   std::function<void(size_t)> sweeper;
 
  protected:
+  // A snapshot without the entries expired when it is read (cleanupFullSnapshot).
+  class Unexpired final : public StateSnapshot {
+   public:
+    Unexpired(std::unique_ptr<StateSnapshot> inner, TtlPolicy policy, bool list)
+        : inner_(std::move(inner)), policy_(policy), list_(list) {}
+    void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) override {
+      int64_t now = policy_.now();
+      inner_->readEntries(range, [&](const StateEntry& e) {
+        if (auto kept = unexpiredBytes(e.value, list_, policy_, now)) visit(StateEntry{e.keyGroup, e.key, *kept});
+      });
+    }
+
+   private:
+    std::unique_ptr<StateSnapshot> inner_;
+    TtlPolicy policy_;
+    bool list_;
+  };
+
   void sweepOnAccess() {
     if (sweeper) sweeper(static_cast<size_t>(config_.getIncrementalCleanupSize()));
   }
