@@ -2,6 +2,11 @@
 #include <filesystem>
 #include <fstream>
 #include <thread>
+
+#include <signal.h>
+#include <sys/resource.h>
+
+#include <csignal>
 #include <map>
 #include <set>
 #include <string>
@@ -538,6 +543,44 @@ TEST(StateBackendNames, UnknownNamesAreRefused) {
   } catch (const Error& e) {
     EXPECT_EQ(std::string(e.what()), "unknown state backend 'leveldb': use heap (or hashmap) or rocksdb");
   }
+}
+
+}  // namespace
+}  // namespace weir
+
+namespace weir {
+namespace {
+
+// A full disk, made real with RLIMIT_FSIZE: RocksDB's flushes fail with EFBIG, and the
+// next write reports it as an error naming the state, never a crash or a lost write.
+TEST(RocksDBStateBackend, AFullDiskIsAnErrorNamingTheState) {
+  struct rlimit old {};
+  ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);
+  auto previous = std::signal(SIGXFSZ, SIG_IGN);
+  EmbeddedRocksDBStateBackend::Options options;
+  options.writeBufferSize = 64 << 10;  // flush early and often
+  EmbeddedRocksDBStateBackend backend(options);
+  detail::KeyedStateBackend<int64_t> store(backend, 128, "full-disk");
+  RuntimeContext context("op", 0, 1, 128);
+  context.setKeyedStateStore(&store);
+  auto& state = context.getState(ValueStateDescriptor<std::string>("big"));
+  struct rlimit small = old;
+  small.rlim_cur = 256 << 10;  // no file may grow past 256 KiB
+  ASSERT_EQ(::setrlimit(RLIMIT_FSIZE, &small), 0);
+  std::string error;
+  int64_t key = 0;
+  try {
+    for (; key < 200'000; ++key) {
+      store.setCurrentKey(key);
+      state.update(std::string(1000, 'x'));
+    }
+  } catch (const Error& e) {
+    error = e.what();
+  }
+  ::setrlimit(RLIMIT_FSIZE, &old);
+  std::signal(SIGXFSZ, previous);
+  ASSERT_FALSE(error.empty()) << "200 MB were written past a 256 KiB file limit without an error";
+  EXPECT_NE(error.find("RocksDB could not write state 'big' (key group "), std::string::npos) << error;
 }
 
 }  // namespace
