@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "weir/checkpointed_function.h"
 #include "weir/clock.h"
 #include "weir/detail/state_factory.h"
 #include "weir/state.h"
@@ -57,6 +58,11 @@ class RuntimeContext {
   // Processing time: the job's clock (env.setClock), the system clock by default.
   const std::shared_ptr<const Clock>& clock() const { return clock_; }
   void setClock(std::shared_ptr<const Clock> clock) { clock_ = std::move(clock); }
+  // The operator states of this instance (CheckpointedFunction), made on first use.
+  detail::OperatorStateRegistry& operatorState() {
+    if (!operatorState_) operatorState_ = std::make_unique<detail::OperatorStateRegistry>();
+    return *operatorState_;
+  }
   // Set by keyed operators before they open their function.
   void setKeyedStateStore(detail::KeyedStateStore* store) { keyedStore_ = store; }
   // "name (i/n)" with a 1-based index, as Flink prints it.
@@ -80,6 +86,7 @@ class RuntimeContext {
   std::shared_ptr<const StateBackend> stateBackend_ = std::make_shared<HashMapStateBackend>();
   std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
   detail::KeyedStateStore* keyedStore_ = nullptr;
+  std::unique_ptr<detail::OperatorStateRegistry> operatorState_;
 };
 
 }  // namespace weir

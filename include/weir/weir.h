@@ -5,6 +5,7 @@
 #include "weir/broadcast_process_function.h"
 #include "weir/broadcast_state.h"
 #include "weir/broadcast_stream.h"
+#include "weir/checkpointed_function.h"
 #include "weir/clock.h"
 #include "weir/collect_sink.h"
 #include "weir/data_generator_source.h"

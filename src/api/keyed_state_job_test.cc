@@ -127,5 +127,35 @@ TEST(KeyedStateJob, KeyedStateOnAnUnkeyedStreamFailsTheJobNamingTheState) {
   }
 }
 
+// Records what it saw of its operator state: initializeState runs before open(), on a
+// fresh start, with the runtime context already set.
+struct Checkpointed : RichMapFunction<int64_t, std::string>, CheckpointedFunction {
+  void initializeState(FunctionInitializationContext& ctx) override {
+    restored = ctx.isRestored();
+    offsets = &ctx.getOperatorStateStore().getListState(ListStateDescriptor<int64_t>("offsets"));
+    subtask = getRuntimeContext().getIndexOfThisSubtask();
+  }
+  void snapshotState(const FunctionSnapshotContext&) override {}
+  void open() override { opened = offsets != nullptr; }
+  std::string map(const int64_t& v) override {
+    offsets->add(v);
+    return std::to_string(subtask) + (restored ? " restored" : " fresh") + (opened ? " opened-after-init" : "") +
+           " holds " + std::to_string(offsets->get().size());
+  }
+  ListState<int64_t>* offsets = nullptr;
+  bool restored = true, opened = false;
+  int subtask = -1;
+};
+
+TEST(OperatorStateJob, InitializeStateRunsBeforeOpenOnAFreshStart) {
+  StreamExecutionEnvironment env;
+  CollectSink<std::string> sink;
+  env.fromElements<int64_t>({1, 2, 3}).map(Checkpointed{}).sinkTo(sink);
+  env.execute();
+  EXPECT_EQ(sink.getResults(),
+            (std::vector<std::string>{"0 fresh opened-after-init holds 1", "0 fresh opened-after-init holds 2",
+                                      "0 fresh opened-after-init holds 3"}));
+}
+
 }  // namespace
 }  // namespace weir

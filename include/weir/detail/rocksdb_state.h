@@ -91,15 +91,19 @@ class RocksDBInstance {
   virtual void compactAll() = 0;
 };
 
+// "state 'x', key group g" (without the group when there is none, -1).
+inline std::string stateWhere(const std::string& state, int keyGroup) {
+  return "state '" + state + "'" + (keyGroup >= 0 ? ", key group " + std::to_string(keyGroup) : std::string());
+}
+
 // Decodes a stored value; bytes that do not decode are an error naming the state.
 template <class T>
 T decodeState(DataInput& in, const std::string& state, int keyGroup) {
   try {
     return Serializer<T>::deserialize(in);
   } catch (const SerializationError& e) {
-    throw Error(ErrorCode::kSerialization, "state '" + state + "', key group " + std::to_string(keyGroup) +
-                                               ": stored bytes do not decode as " + demangledTypeName(typeid(T)) +
-                                               ": " + e.what());
+    throw Error(ErrorCode::kSerialization, stateWhere(state, keyGroup) + ": stored bytes do not decode as " +
+                                               demangledTypeName(typeid(T)) + ": " + e.what());
   }
 }
 template <class T>
@@ -107,9 +111,8 @@ T decodeState(std::string_view bytes, const std::string& state, int keyGroup) {
   DataInput in(bytes);
   T value = decodeState<T>(in, state, keyGroup);
   if (!in.atEnd()) {
-    throw Error(ErrorCode::kSerialization, "state '" + state + "', key group " + std::to_string(keyGroup) + ": " +
-                                               std::to_string(in.remaining()) + " stray bytes after a " +
-                                               demangledTypeName(typeid(T)));
+    throw Error(ErrorCode::kSerialization, stateWhere(state, keyGroup) + ": " + std::to_string(in.remaining()) +
+                                               " stray bytes after a " + demangledTypeName(typeid(T)));
   }
   return value;
 }

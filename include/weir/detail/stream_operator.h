@@ -82,13 +82,17 @@ class StreamOperator {
   TaskMetrics* metrics_ = nullptr;
 };
 
-// Opens and closes a user function that has a lifecycle (derives from RichFunction).
+// Opens and closes a user function that has a lifecycle (derives from RichFunction); a
+// CheckpointedFunction gets initializeState() first.
 template <class F>
 void openFunction(F& fn, RuntimeContext* context) {
-  if constexpr (std::is_base_of_v<RichFunction, F>) {
-    fn.setRuntimeContext(context);
-    fn.open();
+  if constexpr (std::is_base_of_v<RichFunction, F>) fn.setRuntimeContext(context);
+  if constexpr (std::is_base_of_v<CheckpointedFunction, F>) {
+    auto& registry = context->operatorState();
+    FunctionInitializationContext init(registry.isRestored(), OperatorStateStore(&registry));
+    fn.initializeState(init);
   }
+  if constexpr (std::is_base_of_v<RichFunction, F>) fn.open();
 }
 template <class F>
 void closeFunction(F& fn) {

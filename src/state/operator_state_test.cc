@@ -1,0 +1,102 @@
+// Operator state: snapshot, redistribution to another parallelism, restore.
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "weir/checkpointed_function.h"
+
+namespace weir {
+namespace {
+
+using detail::OperatorStateMode;
+using detail::OperatorStateRegistry;
+using detail::OperatorStateSnapshot;
+
+// Instance i of `sizes.size()` holds sizes[i] consecutive numbers in "offsets" (a split
+// list) and its index in "members" (a union list).
+std::vector<std::vector<OperatorStateSnapshot>> snapshotsOf(const std::vector<int>& sizes) {
+  std::vector<std::vector<OperatorStateSnapshot>> out;
+  int next = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    OperatorStateRegistry registry;
+    OperatorStateStore store(&registry);
+    auto& offsets = store.getListState(ListStateDescriptor<int>("offsets"));
+    for (int j = 0; j < sizes[i]; ++j) offsets.add(next++);
+    store.getUnionListState(ListStateDescriptor<std::string>("members")).add("instance-" + std::to_string(i));
+    out.push_back(registry.snapshot());
+  }
+  return out;
+}
+
+struct Restored {
+  std::vector<int> offsets;
+  std::vector<std::string> members;
+};
+
+Restored restore(std::vector<OperatorStateSnapshot> snapshot) {
+  OperatorStateRegistry registry(std::move(snapshot));
+  EXPECT_TRUE(registry.isRestored());
+  OperatorStateStore store(&registry);
+  return {store.getListState(ListStateDescriptor<int>("offsets")).get(),
+          store.getUnionListState(ListStateDescriptor<std::string>("members")).get()};
+}
+
+TEST(OperatorState, ListStateIsSplitEvenlyInOrderAndUnionStateGoesToEveryInstance) {
+  const std::vector<int> sizes{5, 0, 7};  // 12 offsets over 3 instances
+  for (int parallelism : {1, 2, 3, 5, 13}) {
+    auto parts = detail::redistributeOperatorState(snapshotsOf(sizes), parallelism);
+    ASSERT_EQ(parts.size(), static_cast<size_t>(parallelism));
+    std::vector<int> concatenated;
+    size_t smallest = SIZE_MAX, largest = 0;
+    for (auto& part : parts) {
+      Restored r = restore(part);
+      concatenated.insert(concatenated.end(), r.offsets.begin(), r.offsets.end());
+      smallest = std::min(smallest, r.offsets.size());
+      largest = std::max(largest, r.offsets.size());
+      EXPECT_EQ(std::multiset<std::string>(r.members.begin(), r.members.end()),
+                (std::multiset<std::string>{"instance-0", "instance-1", "instance-2"}))
+          << "parallelism " << parallelism << ": every instance gets the whole union";
+    }
+    std::vector<int> all(12);
+    for (int i = 0; i < 12; ++i) all[static_cast<size_t>(i)] = i;
+    EXPECT_EQ(concatenated, all) << "parallelism " << parallelism << ": every offset once, in order";
+    EXPECT_LE(largest - smallest, 1u) << "parallelism " << parallelism;
+  }
+}
+
+TEST(OperatorState, AStateRestoredAsTheOtherKindIsRefusedByName) {
+  auto parts = detail::redistributeOperatorState(snapshotsOf({2}), 1);
+  OperatorStateRegistry registry(parts[0]);
+  OperatorStateStore store(&registry);
+  try {
+    store.getUnionListState(ListStateDescriptor<int>("offsets"));
+    FAIL() << "a split list cannot come back as a union list";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "operator state 'offsets' was snapshotted as a list state and cannot be restored as a union list state");
+  }
+  OperatorStateRegistry fresh;
+  OperatorStateStore freshStore(&fresh);
+  EXPECT_FALSE(fresh.isRestored());
+  freshStore.getListState(ListStateDescriptor<int>("x"));
+  EXPECT_THROW(freshStore.getListState(ListStateDescriptor<std::string>("x")), Error);
+}
+
+TEST(OperatorState, BytesThatDoNotDecodeNameTheState) {
+  OperatorStateSnapshot corrupt{"offsets", OperatorStateMode::kSplitDistribute, {std::string("\x01", 1)}};
+  OperatorStateRegistry registry({corrupt});
+  OperatorStateStore store(&registry);
+  try {
+    store.getListState(ListStateDescriptor<int>("offsets"));
+    FAIL() << "one byte is no int";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kSerialization);
+    EXPECT_NE(std::string(e.what()).find("state 'offsets'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace weir
