@@ -204,5 +204,40 @@ TEST(BroadcastState, ApplyToKeyedStateVisitsEveryKeyWithItsOwnState) {
   }
 }
 
+// The heap keeps live objects: applyToKeyedState needs no serializer for them.
+struct Opaque {
+  int64_t total = 0;
+};
+struct TouchOpaque : KeyedBroadcastProcessFunction<int64_t, Event, Rule, Total> {
+  ValueStateDescriptor<Opaque> d{"opaque"};
+  void processElement(const Event& e, ReadOnlyContext&, Collector<Total>&) override {
+    auto& s = getRuntimeContext().getState(d);
+    s.update(Opaque{s.value().value_or(Opaque{}).total + e.value});
+  }
+  void processBroadcastElement(const Rule&, Context& ctx, Collector<Total>& out) override {
+    ctx.applyToKeyedState(d, [&](const int64_t& key, ValueState<Opaque>& s) { out.collect({key, s.value()->total, {}}); });
+  }
+};
+
+TEST(BroadcastState, ApplyToKeyedStateOnTheHeapNeedsNoSerializer) {
+  auto selector = [](const Event& e) { return e.color; };
+  detail::KeyedBroadcastProcessOperator<Event, Rule, int64_t, decltype(selector), TouchOpaque> op(selector, TouchOpaque{},
+                                                                                                  {"rules"});
+  RuntimeContext context("touch", 0, 1, 128);
+  detail::TaskMetrics metrics;
+  Collected<Total> out;
+  op.setup(&context, &metrics);
+  op.setOutput(&out);
+  op.open();
+  std::vector<Event> events{{1, 10, 0}, {2, 20, 0}, {1, 5, 0}};
+  op.emitBatch(events, {});
+  std::vector<Rule> rule{{0, 1}};
+  dynamic_cast<detail::Output<Rule>&>(*op.secondInput()).emitBatch(rule, {});
+  std::map<int64_t, int64_t> reported;
+  for (const Total& t : out.all) reported[t.color] = t.sum;
+  EXPECT_EQ(reported, (std::map<int64_t, int64_t>{{1, 15}, {2, 20}}));
+  op.close();
+}
+
 }  // namespace
 }  // namespace weir

@@ -7,8 +7,6 @@
 #include <string>
 #include <vector>
 
-#include <absl/container/flat_hash_set.h>
-
 #include "weir/broadcast_process_function.h"
 #include "weir/detail/operators.h"
 
@@ -117,23 +115,7 @@ class KeyedBroadcastProcessOperator final
   const Clock* clock() { return this->context().clock().get(); }
 
   // KeyedStateVisitor
-  std::vector<K> keysWithState(const std::string& stateName) override {
-    std::vector<K> keys;
-    if (!this->state_->hasState(stateName)) return keys;  // never created: no key has it
-    if constexpr (Serializable<K>) {
-      absl::flat_hash_set<K, KeyHasher<K>> seen;
-      this->state_->readEntries(stateName, KeyGroupRange{0, this->state_->maxParallelism() - 1},
-                                [&](const StateEntry& e) {
-                                  DataInput in(e.key);
-                                  K key = Serializer<K>::deserialize(in);
-                                  if (seen.insert(key).second) keys.push_back(std::move(key));
-                                });
-    } else {
-      throw Error(ErrorCode::kState, "applyToKeyedState needs a weir::Serializer for the key type " +
-                                         demangledTypeName(typeid(K)) + "; declare it with WEIR_STRUCT");
-    }
-    return keys;
-  }
+  std::vector<K> keysWithState(const std::string& stateName) override { return this->state_->keysWithState(stateName); }
   void setVisitedKey(const K& key) override {
     this->key_ = key;
     this->state_->setCurrentKey(this->key_);

@@ -142,6 +142,9 @@ class HeapState : public KeyedStateBase {
   std::unique_ptr<StateSnapshot> snapshot(const SnapshotContext& context) override {
     return std::make_unique<Snapshot>(this, table_.snapshot(), context.keys);
   }
+  void forEachSlot(const std::function<void(uint32_t)>& visit) override {
+    HeapTable<N, S>::forEach(table_.snapshot(), [&](uint32_t slot, const N&, const S&) { visit(slot); });
+  }
 
  protected:
   // The state's entries at one moment: the table's snapshot and the keys' snapshot.

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 #include <absl/hash/hash.h>
 
 #include "weir/clock.h"
@@ -104,6 +105,10 @@ class KeyedStateBase {
   // Its entries now; cheap on the task thread (heap: copy on write, RocksDB: a RocksDB
   // snapshot), then readable from any thread.
   virtual std::unique_ptr<StateSnapshot> snapshot(const SnapshotContext& context) = 0;
+  // Heap: calls `visit(slot)` for every key slot with an entry (without serializing).
+  virtual void forEachSlot(const std::function<void(uint32_t)>& visit) {
+    throw Error(ErrorCode::kInternal, "only heap states are organised by key slot");
+  }
 };
 
 // The heap backend's keys: each distinct key with live state holds a slot, an index
@@ -167,6 +172,11 @@ class KeyedStateStore {
 
   std::vector<std::string> stateNames() const;
   bool hasState(const std::string& name) const { return states_.contains(name); }
+  // The state registered under `name`, or null.
+  KeyedStateBase* registered(const std::string& name) {
+    auto it = states_.find(name);
+    return it == states_.end() ? nullptr : it->second.state.get();
+  }
   // Entries of one state in a key-group range, as they are now.
   void readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit);
   // Every state as it is now, readable from another thread while this one goes on (the
@@ -240,6 +250,28 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
     keyContext_.keyGroup = -1;
     pending_ = nullptr;
     current_ = nullptr;
+  }
+
+  // The keys that have an entry in state `name`, each once (none if no such state).
+  std::vector<K> keysWithState(const std::string& name) {
+    std::vector<K> keys;
+    KeyedStateBase* state = registered(name);
+    if (state == nullptr) return keys;
+    if (heapKeys() != nullptr) {
+      std::vector<bool> seen(keys_.size());
+      state->forEachSlot([&](uint32_t slot) {
+        if (!seen[slot]) keys.push_back(keys_[slot]);
+        seen[slot] = true;
+      });
+    } else if constexpr (Serializable<K>) {
+      absl::flat_hash_set<K, KeyHasher<K>> seen;
+      readEntries(name, KeyGroupRange{0, maxParallelism() - 1}, [&](const StateEntry& e) {
+        DataInput in(e.key);
+        K key = Serializer<K>::deserialize(in);
+        if (seen.insert(key).second) keys.push_back(std::move(key));
+      });
+    }
+    return keys;
   }
 
   // Heap: keys holding a slot (those with state, and at most the current one besides).
