@@ -18,13 +18,6 @@
 
 namespace weir {
 
-namespace detail {
-// Processing time: wall-clock milliseconds since the epoch.
-inline int64_t wallClockMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
-}  // namespace detail
 
 // A function with a lifecycle: open() before the first record, close() after the last
 // (also when the job fails or is cancelled). Each parallel instance gets its own copy.
@@ -190,21 +183,22 @@ class ProcessFunction : public RichFunction {
   // Time as the operator sees it. Registering timers needs a keyed stream (not built yet).
   class TimerService {
    public:
-    explicit TimerService(const int64_t* watermark) : watermark_(watermark) {}
+    TimerService(const int64_t* watermark, const Clock* clock) : watermark_(watermark), clock_(clock) {}
     // The operator's input watermark (INT64_MIN before the first).
     int64_t currentWatermark() const { return *watermark_; }
-    // Wall-clock milliseconds since the epoch.
-    int64_t currentProcessingTime() const { return detail::wallClockMillis(); }
+    // The job's processing-time clock (env.setClock), in ms since the epoch.
+    int64_t currentProcessingTime() const { return clock_->currentTimeMillis(); }
 
    private:
     const int64_t* watermark_;
+    const Clock* clock_;
   };
 
   // What processElement may use besides the record: its timestamp, time, side outputs.
   class Context {
    public:
-    Context(detail::SideOutputs* sideOutputs, const int64_t* watermark)
-        : sideOutputs_(sideOutputs), timerService_(watermark) {}
+    Context(detail::SideOutputs* sideOutputs, const int64_t* watermark, const Clock* clock)
+        : sideOutputs_(sideOutputs), timerService_(watermark, clock) {}
     // The record's event timestamp (ms), or nullopt when the stream carries none.
     std::optional<int64_t> timestamp() const { return timestamp_; }
     const TimerService& timerService() const { return timerService_; }

@@ -1,5 +1,6 @@
 // Processes the records of a keyed stream with access to the key and to event-time
-// timers (Flink's KeyedProcessFunction). Processing-time timers are not built yet.
+// timers (Flink's KeyedProcessFunction). Processing time can be read (from the job's
+// clock); processing-time timers are not built yet.
 #pragma once
 
 #include <cstdint>
@@ -18,6 +19,7 @@ class KeyedTimers {
  public:
   virtual ~KeyedTimers() = default;
   virtual int64_t currentWatermark() const = 0;
+  virtual int64_t currentProcessingTime() const = 0;
   virtual void registerEventTimeTimer(int64_t time) = 0;
   virtual void deleteEventTimeTimer(int64_t time) = 0;
   virtual const K& currentKey() const = 0;
@@ -37,7 +39,8 @@ class KeyedProcessFunction : public RichFunction {
    public:
     explicit TimerService(detail::KeyedTimers<K>* timers) : timers_(timers) {}
     int64_t currentWatermark() const { return timers_->currentWatermark(); }
-    int64_t currentProcessingTime() const { return detail::wallClockMillis(); }
+    // The job's processing-time clock (env.setClock), in ms since the epoch.
+    int64_t currentProcessingTime() const { return timers_->currentProcessingTime(); }
     void registerEventTimeTimer(int64_t time) { timers_->registerEventTimeTimer(time); }
     void deleteEventTimeTimer(int64_t time) { timers_->deleteEventTimeTimer(time); }
 

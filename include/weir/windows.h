@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "weir/aggregate_function.h"
+#include "weir/clock.h"
 #include "weir/error.h"
 #include "weir/functions.h"
 #include "weir/key_group.h"
@@ -119,14 +120,17 @@ class ProcessWindowFunction : public RichFunction {
 
   class Context {
    public:
-    Context(const W& window, int64_t watermark) : window_(window), watermark_(watermark) {}
+    Context(const W& window, int64_t watermark, const Clock& clock)
+        : window_(window), watermark_(watermark), clock_(&clock) {}
     const W& window() const { return window_; }
     int64_t currentWatermark() const { return watermark_; }
-    int64_t currentProcessingTime() const { return detail::wallClockMillis(); }
+    // The job's processing-time clock (env.setClock), in ms.
+    int64_t currentProcessingTime() const { return clock_->currentTimeMillis(); }
 
    private:
     W window_;
     int64_t watermark_;
+    const Clock* clock_;
   };
 
   // Called when the window fires; everything emitted carries window.maxTimestamp().

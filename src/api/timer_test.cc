@@ -86,5 +86,39 @@ TEST(EventTimeTimers, FireOncePerKeyAndTimeInOrderAndNeverWhenDeleted) {
   EXPECT_EQ(fired, expected);
 }
 
+struct KeyedNow : KeyedProcessFunction<int64_t, Event, int64_t> {
+  void processElement(const Event&, Context& ctx, Collector<int64_t>& out) override {
+    out.collect(ctx.timerService().currentProcessingTime());
+  }
+};
+struct WindowNow : ProcessWindowFunction<Event, int64_t, int64_t> {
+  void process(const int64_t&, Context& ctx, std::span<const Event>, Collector<int64_t>& out) override {
+    out.collect(ctx.currentProcessingTime());
+  }
+};
+
+// Processing time is the job's clock: a test injects one and every context reads it.
+TEST(ProcessingTime, EveryContextReadsTheJobsClock) {
+  StreamExecutionEnvironment env;
+  env.setClock(std::make_shared<ManualClock>(1'234'567));
+  CollectSink<int64_t> sink;
+  auto events = env.fromElements(Event{1, 10}, Event{2, 20});
+  auto timed = events.process<int64_t>([](const Event&, ProcessFunction<Event, int64_t>::Context& ctx,
+                                          Collector<int64_t>& out) { out.collect(ctx.timerService().currentProcessingTime()); });
+  auto keyed = events.keyBy([](const Event& e) { return e.key; }).process(KeyedNow{});
+  auto windowed = env.fromSource(DataGeneratorSource([](int64_t i) { return Event{i % 2, i}; }, 10),
+                                 WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
+                                     [](const Event& e) { return e.time; }),
+                                 "timed")
+                      .keyBy([](const Event& e) { return e.key; })
+                      .window(TumblingEventTimeWindows::of(1000ms))
+                      .process(WindowNow{});
+  timed.unionWith(keyed, windowed).sinkTo(sink);
+  env.execute();
+  auto results = sink.getResults();
+  EXPECT_EQ(results.size(), 2u + 2u + 2u);
+  for (int64_t t : results) EXPECT_EQ(t, 1'234'567);
+}
+
 }  // namespace
 }  // namespace weir

@@ -160,7 +160,7 @@ class ProcessOperator final : public CollectingOperator<IN, OUT, F> {
 
   void emitBatch(std::span<IN> records, Timestamps timestamps) override {
     this->collecting([&](Collector<OUT>& collector) {
-      Context ctx(&this->sideOutputs_, &watermark_);
+      Context ctx(&this->sideOutputs_, &watermark_, this->context().clock().get());
       for (size_t i = 0; i < records.size(); ++i) {
         auto& r = records[i];
         if (!timestamps.empty()) {
@@ -288,6 +288,7 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>, protected Ke
 
   // KeyedTimers
   int64_t currentWatermark() const override { return watermark_; }
+  int64_t currentProcessingTime() const override { return this->context_->clock()->currentTimeMillis(); }
   const K& currentKey() const override { return key_; }
   void registerEventTimeTimer(int64_t time) override { timers_.add(key_, time); }
   void deleteEventTimeTimer(int64_t time) override { timers_.remove(key_, time); }

@@ -24,7 +24,7 @@ struct ReduceWindowPolicy {
   Acc create() { return std::nullopt; }
   void add(Acc& acc, const T& value) { acc = acc ? callReduce(fn, *acc, value) : value; }
   template <class K>
-  void fire(const K&, const TimeWindow&, Acc& acc, int64_t, Collector<T>& out) {
+  void fire(const K&, const TimeWindow&, Acc& acc, int64_t, const Clock&, Collector<T>& out) {
     out.collect(*acc);
   }
 };
@@ -38,7 +38,7 @@ struct AggregateWindowPolicy {
   Acc create() { return fn.createAccumulator(); }
   void add(Acc& acc, const T& value) { acc = fn.add(value, std::move(acc)); }
   template <class K>
-  void fire(const K&, const TimeWindow&, Acc& acc, int64_t, Collector<Out>& out) {
+  void fire(const K&, const TimeWindow&, Acc& acc, int64_t, const Clock&, Collector<Out>& out) {
     out.collect(fn.getResult(acc));
   }
 };
@@ -52,8 +52,9 @@ struct ProcessWindowPolicy {
   Acc create() { return {}; }
   void add(Acc& acc, const T& value) { acc.push_back(value); }
   template <class K>
-  void fire(const K& key, const TimeWindow& window, Acc& acc, int64_t watermark, Collector<Out>& out) {
-    typename F::Context ctx(window, watermark);
+  void fire(const K& key, const TimeWindow& window, Acc& acc, int64_t watermark, const Clock& clock,
+            Collector<Out>& out) {
+    typename F::Context ctx(window, watermark, clock);
     fn.process(key, ctx, std::span<const T>(acc), out);
   }
 };
@@ -102,7 +103,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
           if (w.maxTimestamp() <= watermark_) {
             // Late but within the allowed lateness: fire again with the updated result.
             collector.setTimestamp(true, w.maxTimestamp());
-            policy_.fire(key, w, it->second, watermark_, collector);
+            policy_.fire(key, w, it->second, watermark_, *this->context().clock(), collector);
           } else if (created) {
             timers_.push(Timer{w.maxTimestamp(), false, key, w});
           }
@@ -132,7 +133,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
           state_.erase(it);
         } else {
           collector.setTimestamp(true, t.window.maxTimestamp());
-          policy_.fire(t.key, t.window, it->second, watermark_, collector);
+          policy_.fire(t.key, t.window, it->second, watermark_, *this->context().clock(), collector);
         }
       }
     } catch (...) {
