@@ -585,3 +585,31 @@ TEST(RocksDBStateBackend, AFullDiskIsAnErrorNamingTheState) {
 
 }  // namespace
 }  // namespace weir
+
+namespace weir {
+namespace {
+
+// A user function that throws fails the task; until then it must not leave half-made
+// entries behind: a new key whose first add threw has no state.
+TEST(HeapStateBackend, AThrowingFirstAddLeavesNoEntry) {
+  struct Throwing : AggregateFunction<int, int64_t, int64_t> {
+    int64_t createAccumulator() override { return 0; }
+    int64_t add(const int& v, int64_t acc) override {
+      if (v < 0) throw std::runtime_error("negative");
+      return acc + v;
+    }
+    int64_t getResult(const int64_t& acc) override { return acc; }
+    int64_t merge(int64_t a, const int64_t& b) override { return a + b; }
+  };
+  StateHarness<int> h("heap");
+  auto& sum = h.context().getAggregatingState(AggregatingStateDescriptor("sum", Throwing{}));
+  h.setKey(1);
+  EXPECT_THROW(sum.add(-1), std::runtime_error);
+  EXPECT_EQ(sum.get(), std::nullopt);
+  size_t entries = 0;
+  h.store().readEntries("sum", KeyGroupRange{0, 127}, [&](const detail::StateEntry&) { ++entries; });
+  EXPECT_EQ(entries, 0u);
+}
+
+}  // namespace
+}  // namespace weir

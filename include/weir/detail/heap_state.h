@@ -263,11 +263,24 @@ class HeapListState final : public HeapState<N, std::vector<T>>, public ListStat
     if (const auto* list = this->current()) return *list;
     return {};
   }
-  void add(T value) override { this->currentOrCreate().push_back(std::move(value)); }
+  // A new key's entry is made only once its list is complete, so a throwing copy or
+  // allocation leaves no empty entry behind.
+  void add(T value) override {
+    if (auto* list = this->currentMutable()) {
+      list->push_back(std::move(value));
+    } else {
+      std::vector<T> fresh;
+      fresh.push_back(std::move(value));
+      this->currentOrCreate() = std::move(fresh);
+    }
+  }
   void addAll(std::vector<T> values) override {
     if (values.empty()) return;
-    auto& list = this->currentOrCreate();
-    for (auto& v : values) list.push_back(std::move(v));
+    if (auto* list = this->currentMutable()) {
+      for (auto& v : values) list->push_back(std::move(v));
+    } else {
+      this->currentOrCreate() = std::move(values);
+    }
   }
   void update(std::vector<T> values) override {
     if (values.empty()) {
@@ -304,7 +317,15 @@ class HeapMapState final : public HeapState<N, HeapMap<UK, UV>>, public MapState
     }
     return std::nullopt;
   }
-  void put(UK key, UV value) override { this->currentOrCreate().insert_or_assign(std::move(key), std::move(value)); }
+  void put(UK key, UV value) override {
+    if (auto* m = this->currentMutable()) {
+      m->insert_or_assign(std::move(key), std::move(value));
+    } else {
+      HeapMap<UK, UV> fresh;
+      fresh.insert_or_assign(std::move(key), std::move(value));
+      this->currentOrCreate() = std::move(fresh);
+    }
+  }
   void putAll(std::vector<std::pair<UK, UV>> entries) override {
     for (auto& [k, v] : entries) put(std::move(k), std::move(v));
   }
@@ -431,13 +452,12 @@ class HeapAggregatingState final : public HeapState<N, ACC>, public AggregatingS
     return std::nullopt;
   }
   void add(const IN& value) override {
-    ACC* acc = this->currentMutable();
-    if (acc == nullptr) {
-      ACC fresh = fn_->createAccumulator();
-      acc = &this->currentOrCreate();
-      *acc = std::move(fresh);
+    if (ACC* acc = this->currentMutable()) {
+      *acc = fn_->add(value, std::move(*acc));
+    } else {
+      ACC next = fn_->add(value, fn_->createAccumulator());  // no entry unless add succeeds
+      this->currentOrCreate() = std::move(next);
     }
-    *acc = fn_->add(value, std::move(*acc));
   }
   void clear() override { this->eraseCurrent(); }
 
