@@ -25,12 +25,6 @@ KeyedStateStore::~KeyedStateStore() {
   states_.clear();  // states refer to the RocksDB instance: they go first
 }
 
-std::vector<std::string> KeyedStateStore::stateNames() const {
-  std::vector<std::string> names;
-  for (const auto& [name, registered] : states_) names.push_back(name);
-  return names;
-}
-
 SnapshotContext KeyedStateStore::snapshotContext() const {
   SnapshotContext context;
   if (heapKeys_ != nullptr) context.keys = heapKeys_->snapshotKeys();

@@ -42,12 +42,13 @@ class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F
 
   void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
     typename F::ReadOnlyContext ctx(&states_, &this->sideOutputs_, &watermark_, this->context().clock().get());
-    process(records, timestamps, ctx, [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement(r, ctx, c); });
+    this->forEachRecord(records, timestamps, ctx,
+                        [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement(r, ctx, c); });
   }
   void processBroadcast(std::span<IN2> records, Timestamps timestamps) {
     typename F::Context ctx(&states_, &this->sideOutputs_, &watermark_, this->context().clock().get());
-    process(records, timestamps, ctx,
-            [&](const IN2& r, Collector<OUT>& c) { this->fn_.processBroadcastElement(r, ctx, c); });
+    this->forEachRecord(records, timestamps, ctx,
+                        [&](const IN2& r, Collector<OUT>& c) { this->fn_.processBroadcastElement(r, ctx, c); });
   }
   void emitWatermark(int64_t watermark) override {
     watermark_ = watermark;
@@ -55,19 +56,6 @@ class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F
   }
 
  private:
-  template <class R, class Context, class Call>
-  void process(std::span<R> records, Timestamps timestamps, Context& ctx, Call call) {
-    this->collecting([&](Collector<OUT>& collector) {
-      for (size_t i = 0; i < records.size(); ++i) {
-        if (!timestamps.empty()) {
-          this->stamp(collector, timestamps[i]);
-          ctx.setTimestamp(timestamps[i]);
-        }
-        call(records[i], collector);
-      }
-    });
-  }
-
   BroadcastStates states_;
   BroadcastInput<IN2, BroadcastProcessOperator> second_{this};
   int64_t watermark_ = INT64_MIN;
@@ -95,16 +83,9 @@ class KeyedBroadcastProcessOperator final
   }
   void processBroadcast(std::span<IN2> records, Timestamps timestamps) {
     typename F::Context ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
-    this->collecting([&](Collector<OUT>& collector) {
-      for (size_t i = 0; i < records.size(); ++i) {
-        if (!timestamps.empty()) {
-          this->stamp(collector, timestamps[i]);
-          ctx.setTimestamp(timestamps[i]);
-        }
-        this->fn_.processBroadcastElement(records[i], ctx, collector);
-      }
-    });
-    this->state_->clearCurrentKey();
+    this->forEachRecord(records, timestamps, ctx,
+                        [&](const IN2& r, Collector<OUT>& c) { this->fn_.processBroadcastElement(r, ctx, c); });
+    this->state_->clearCurrentKey();  // applyToKeyedState may have set keys
   }
   void emitWatermark(int64_t watermark) override {
     typename F::OnTimerContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);

@@ -170,8 +170,6 @@ class KeyedStateStore {
     return *static_cast<State*>(it->second.typed);
   }
 
-  std::vector<std::string> stateNames() const;
-  bool hasState(const std::string& name) const { return states_.contains(name); }
   // The state registered under `name`, or null.
   KeyedStateBase* registered(const std::string& name) {
     auto it = states_.find(name);

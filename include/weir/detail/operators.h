@@ -134,6 +134,20 @@ class CollectingOperator : public UdfOperator<IN, OUT, F> {
     collector.flush();
     sideOutputs_.flush();
   }
+  // Calls call(record, collector) for each record, inside collecting(); what it emits,
+  // and ctx.timestamp(), carry the record's timestamp.
+  template <class R, class Context, class Call>
+  void forEachRecord(std::span<R> records, Timestamps timestamps, Context& ctx, Call call) {
+    collecting([&](Collector<OUT>& collector) {
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (!timestamps.empty()) {
+          stamp(collector, timestamps[i]);
+          ctx.setTimestamp(timestamps[i]);
+        }
+        call(records[i], collector);
+      }
+    });
+  }
   // What is collected next carries `timestamp`.
   void stamp(Collector<OUT>& collector, int64_t timestamp) {
     collector.setTimestamp(true, timestamp);
@@ -159,19 +173,12 @@ class ProcessOperator final : public CollectingOperator<IN, OUT, F> {
   using Context = typename ProcessFunction<IN, OUT>::Context;
 
   void emitBatch(std::span<IN> records, Timestamps timestamps) override {
-    this->collecting([&](Collector<OUT>& collector) {
-      Context ctx(&this->sideOutputs_, &watermark_, this->context().clock().get());
-      for (size_t i = 0; i < records.size(); ++i) {
-        auto& r = records[i];
-        if (!timestamps.empty()) {
-          this->stamp(collector, timestamps[i]);
-          ctx.setTimestamp(timestamps[i]);
-        }
-        if constexpr (requires { this->fn_.processElement(r, ctx, collector); }) {
-          this->fn_.processElement(r, ctx, collector);
-        } else {
-          std::invoke(this->fn_, r, ctx, collector);
-        }
+    Context ctx(&this->sideOutputs_, &watermark_, this->context().clock().get());
+    this->forEachRecord(records, timestamps, ctx, [&](IN& r, Collector<OUT>& collector) {
+      if constexpr (requires { this->fn_.processElement(r, ctx, collector); }) {
+        this->fn_.processElement(r, ctx, collector);
+      } else {
+        std::invoke(this->fn_, r, ctx, collector);
       }
     });
   }
@@ -255,16 +262,10 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>, protected Ke
   // Calls process(record, collector) for each record with its key current.
   template <class Context, class Process>
   void forEachKeyed(std::span<T> records, Timestamps timestamps, Context& ctx, Process process) {
-    this->collecting([&](Collector<OUT>& collector) {
-      for (size_t i = 0; i < records.size(); ++i) {
-        key_ = std::invoke(keySelector_, records[i]);
-        state_->setCurrentKey(key_);
-        if (!timestamps.empty()) {
-          this->stamp(collector, timestamps[i]);
-          ctx.setTimestamp(timestamps[i]);
-        }
-        process(records[i], collector);
-      }
+    this->forEachRecord(records, timestamps, ctx, [&](T& r, Collector<OUT>& collector) {
+      key_ = std::invoke(keySelector_, r);
+      state_->setCurrentKey(key_);
+      process(r, collector);
     });
     state_->clearCurrentKey();
   }
