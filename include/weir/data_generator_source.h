@@ -5,6 +5,9 @@
 #include <cmath>
 #include <concepts>
 #include <cstdint>
+#include <deque>
+#include <tuple>
+#include <utility>
 #include <functional>
 #include <limits>
 #include <string>
@@ -69,6 +72,8 @@ class DataGeneratorSource final : public Source<std::decay_t<std::invoke_result_
     return count_ == kUnboundedCount ? Boundedness::CONTINUOUS_UNBOUNDED : Boundedness::BOUNDED;
   }
 
+  bool supportsCheckpointing() const override { return true; }
+
   std::unique_ptr<SplitEnumerator> createEnumerator(int parallelism) const override {
     std::vector<std::deque<std::unique_ptr<SourceSplit>>> splits(static_cast<size_t>(parallelism));
     for (int i = 0; i < parallelism; ++i) {
@@ -95,6 +100,11 @@ class DataGeneratorSource final : public Source<std::decay_t<std::invoke_result_
 
     InputStatus pollNext(std::vector<T>& out, size_t maxRecords) override {
       while (next_ == end_) {
+        if (!restored_.empty()) {
+          std::tie(next_, end_) = restored_.front();
+          restored_.pop_front();
+          continue;
+        }
         auto split = enumerator_->nextSplit(subtask_);
         if (!split) return InputStatus::END_OF_INPUT;
         auto& s = static_cast<detail::SequenceSplit&>(*split);
@@ -131,11 +141,28 @@ class DataGeneratorSource final : public Source<std::decay_t<std::invoke_result_
       return start_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(due);
     }
 
+    // The rest of the range being read and of restored ranges not yet begun: "next:end".
+    std::vector<std::string> snapshotState(int64_t) override {
+      std::vector<std::string> out;
+      if (next_ < end_) out.push_back(std::to_string(next_) + ":" + std::to_string(end_));
+      for (auto [from, to] : restored_) out.push_back(std::to_string(from) + ":" + std::to_string(to));
+      return out;
+    }
+    void addSplits(std::vector<std::string> splits) override {
+      for (const auto& s : splits) {
+        auto colon = s.find(':');
+        if (colon == std::string::npos)
+          throw Error(ErrorCode::kCheckpoint, "DataGeneratorSource: bad split state '" + s + "'");
+        restored_.emplace_back(std::stoll(s.substr(0, colon)), std::stoll(s.substr(colon + 1)));
+      }
+    }
+
    private:
     F generator_;
     SplitEnumerator* enumerator_;
     int subtask_;
     double rate_;
+    std::deque<std::pair<int64_t, int64_t>> restored_;
     int64_t next_ = 0;
     int64_t end_ = 0;
     int64_t emitted_ = 0;

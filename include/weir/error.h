@@ -14,6 +14,7 @@ enum class ErrorCode {
   kSerialization,     // bytes that do not decode as the expected type
   kUserFunction,      // a user function threw while processing
   kState,             // state misused (wrong context, conflicting types) or unreadable
+  kCheckpoint,        // a checkpoint that cannot be written or restored (missing, corrupt)
   kCancelled,         // the job was cancelled
   kInternal,          // a broken invariant inside weir
 };

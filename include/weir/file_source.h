@@ -29,6 +29,8 @@ class FileSource final : public Source<std::string> {
   }
 
   Boundedness getBoundedness() const override { return Boundedness::BOUNDED; }
+  // A checkpoint holds each file being read with the byte offset of its next line.
+  bool supportsCheckpointing() const override { return true; }
   // Lists the files; throws weir::Error (kIo) when the path is missing or unreadable.
   std::unique_ptr<SplitEnumerator> createEnumerator(int parallelism) const override;
   std::unique_ptr<SourceReader<std::string>> createReader(const SourceReaderContext& context) const override;

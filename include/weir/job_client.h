@@ -15,7 +15,7 @@ namespace detail {
 class JobExecution;
 }
 
-enum class JobStatus { RUNNING, FINISHED, CANCELLING, CANCELED, FAILING, FAILED };
+enum class JobStatus { RUNNING, FINISHED, CANCELLING, CANCELED, FAILING, FAILED, RESTARTING };
 
 const char* toString(JobStatus status);
 
@@ -51,6 +51,16 @@ struct JobMetrics {
   };
   std::vector<Vertex> vertices;
   std::chrono::milliseconds elapsed{0};
+
+  // Checkpoints so far (Flink's metric names), over all restarts.
+  int64_t numberOfCompletedCheckpoints = 0;
+  int64_t numberOfFailedCheckpoints = 0;
+  int64_t numberOfInProgressCheckpoints = 0;
+  int64_t lastCheckpointDuration = -1;  // ms; -1 before the first
+  int64_t lastCheckpointSize = -1;      // bytes of state files; -1 before the first
+  int64_t latestCompletedCheckpointId = 0;
+  std::string latestCompletedCheckpointPath;  // its chk-<n> folder; empty when none
+  int numRestarts = 0;
 };
 
 // Copies share the job. Dropping the last handle of a running job cancels it and waits

@@ -6,6 +6,7 @@
 
 #include "weir/checkpointed_function.h"
 #include "weir/clock.h"
+#include "weir/detail/operator_snapshot.h"
 #include "weir/detail/state_factory.h"
 #include "weir/state.h"
 #include "weir/state_backend.h"
@@ -60,9 +61,17 @@ class RuntimeContext {
   void setClock(std::shared_ptr<const Clock> clock) { clock_ = std::move(clock); }
   // The operator states of this instance (CheckpointedFunction), made on first use.
   detail::OperatorStateRegistry& operatorState() {
-    if (!operatorState_) operatorState_ = std::make_unique<detail::OperatorStateRegistry>();
+    if (!operatorState_) {
+      operatorState_ = restored_ ? std::make_unique<detail::OperatorStateRegistry>(restored_->operatorState)
+                                 : std::make_unique<detail::OperatorStateRegistry>();
+    }
     return *operatorState_;
   }
+  // Whether any operator state was registered (what a checkpoint must write).
+  detail::OperatorStateRegistry* operatorStateIfUsed() { return operatorState_.get(); }
+  // What this instance was restored from (set before open), or null when it starts fresh.
+  detail::RestoredOperatorState* restored() { return restored_.get(); }
+  void setRestored(std::unique_ptr<detail::RestoredOperatorState> restored) { restored_ = std::move(restored); }
   // Set by keyed operators before they open their function.
   void setKeyedStateStore(detail::KeyedStateStore* store) { keyedStore_ = store; }
   // "name (i/n)" with a 1-based index, as Flink prints it.
@@ -87,6 +96,7 @@ class RuntimeContext {
   std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
   detail::KeyedStateStore* keyedStore_ = nullptr;
   std::unique_ptr<detail::OperatorStateRegistry> operatorState_;
+  std::unique_ptr<detail::RestoredOperatorState> restored_;
 };
 
 }  // namespace weir

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <chrono>
+#include <cstdint>
 #include <deque>
 #include <memory>
 #include <mutex>
@@ -92,6 +93,13 @@ class SourceReader {
     return std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
   }
   virtual void close() {}
+
+  // Checkpoints (for sources whose supportsCheckpointing() is true). The splits this
+  // reader holds, each as bytes that say how far it got; called between two pollNext.
+  virtual std::vector<std::string> snapshotState(int64_t checkpointId) { return {}; }
+  // Splits from a checkpoint (what snapshotState returned, perhaps by other readers), to
+  // be read from where they stopped before any new split. Called once, before pollNext.
+  virtual void addSplits(std::vector<std::string> splits) {}
 };
 
 // A source of records of type T.
@@ -107,6 +115,9 @@ class Source {
   virtual std::unique_ptr<SourceReader<T>> createReader(const SourceReaderContext& context) const = 0;
   // The largest parallelism this source can run at; 0 when any.
   virtual int maxParallelism() const { return 0; }
+  // Whether its readers implement snapshotState / addSplits, so a job reading it can
+  // take checkpoints. Split ids must then be the same each time the input is split.
+  virtual bool supportsCheckpointing() const { return false; }
 };
 
 }  // namespace weir

@@ -6,10 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "weir/checkpoint_config.h"
 #include "weir/data_stream.h"
 #include "weir/detail/collection_source.h"
 #include "weir/job_client.h"
 #include "weir/rest_options.h"
+#include "weir/restart_strategy.h"
 #include "weir/source.h"
 #include "weir/watermark_strategy.h"
 
@@ -48,6 +50,19 @@ class StreamExecutionEnvironment {
   // The job's processing-time clock, read by state TTL (default: the system clock).
   // Tests inject a ManualClock and advance it instead of sleeping.
   StreamExecutionEnvironment& setClock(std::shared_ptr<const Clock> clock);
+
+  // Takes a checkpoint every `interval` (must be positive); see CheckpointConfig for the
+  // rest. Sources and operators of the job must support checkpoints (a clear error at
+  // execute() names the one that does not).
+  StreamExecutionEnvironment& enableCheckpointing(std::chrono::milliseconds interval,
+                                                  CheckpointingMode mode = CheckpointingMode::EXACTLY_ONCE);
+  CheckpointConfig& getCheckpointConfig();
+  // Whether and when a failed job restarts from its latest checkpoint (default: none
+  // without checkpointing, fixed delay without limit with it).
+  StreamExecutionEnvironment& setRestartStrategy(RestartStrategy strategy);
+  // Starts the job from the checkpoint in `path` (a chk-<n> folder or its _metadata
+  // file) instead of from scratch.
+  StreamExecutionEnvironment& setRestorePath(std::string path);
 
   // A stream read from `source`, a Source<T> subclass taken by value.
   // Event timestamps and watermarks come from `watermarks`: weir's sources give records

@@ -56,6 +56,26 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setClock(std::shared_ptr
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::enableCheckpointing(std::chrono::milliseconds interval,
+                                                                        CheckpointingMode mode) {
+  graph_->graph.checkpointConfig.setCheckpointInterval(interval);
+  graph_->graph.checkpointConfig.setCheckpointingMode(mode);
+  return *this;
+}
+
+CheckpointConfig& StreamExecutionEnvironment::getCheckpointConfig() { return graph_->graph.checkpointConfig; }
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::setRestartStrategy(RestartStrategy strategy) {
+  graph_->graph.restartStrategy = std::move(strategy);
+  return *this;
+}
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::setRestorePath(std::string path) {
+  if (path.empty()) throw Error(ErrorCode::kInvalidArgument, "restore path must not be empty");
+  graph_->graph.restorePath = std::move(path);
+  return *this;
+}
+
 const StateBackend& StreamExecutionEnvironment::getStateBackend() const { return *graph_->graph.stateBackend; }
 
 JobExecutionResult StreamExecutionEnvironment::execute(const std::string& jobName) {

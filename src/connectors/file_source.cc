@@ -4,6 +4,7 @@
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <system_error>
 
@@ -55,6 +56,7 @@ class LineReader final : public SourceReader<std::string> {
       partial_.append(begin, end);
       pos_ = len_ = 0;
       size_t n = std::fread(buffer_.data(), 1, buffer_.size(), file_);
+      fileOffset_ += n;
       if (n == 0) {
         if (std::ferror(file_)) throw ioError("read", path_, errno);
         if (!partial_.empty()) {
@@ -69,6 +71,22 @@ class LineReader final : public SourceReader<std::string> {
   }
 
   void close() override { closeFile(); }
+
+  // "offset path" of the file being read (the offset of its next line), then those of
+  // restored files not begun yet.
+  std::vector<std::string> snapshotState(int64_t) override {
+    std::vector<std::string> out;
+    if (file_) out.push_back(std::to_string(fileOffset_ - len_ + pos_ - partial_.size()) + " " + path_);
+    for (const auto& [offset, path] : restored_) out.push_back(std::to_string(offset) + " " + path);
+    return out;
+  }
+  void addSplits(std::vector<std::string> splits) override {
+    for (const auto& s : splits) {
+      auto space = s.find(' ');
+      if (space == std::string::npos) throw Error(ErrorCode::kCheckpoint, "file source: bad split state '" + s + "'");
+      restored_.emplace_back(std::stoll(s.substr(0, space)), s.substr(space + 1));
+    }
+  }
 
  private:
   static constexpr size_t kChunk = 1 << 20;
@@ -85,11 +103,20 @@ class LineReader final : public SourceReader<std::string> {
   }
 
   bool openNext() {
-    auto split = enumerator_->nextSplit(subtask_);
-    if (!split) return false;
-    path_ = static_cast<FileSplit&>(*split).path;
+    long offset = 0;
+    if (!restored_.empty()) {
+      offset = static_cast<long>(restored_.front().first);
+      path_ = std::move(restored_.front().second);
+      restored_.pop_front();
+    } else {
+      auto split = enumerator_->nextSplit(subtask_);
+      if (!split) return false;
+      path_ = static_cast<FileSplit&>(*split).path;
+    }
     file_ = std::fopen(path_.c_str(), "rb");
     if (!file_) throw ioError("open", path_, errno);
+    if (offset > 0 && std::fseek(file_, offset, SEEK_SET) != 0) throw ioError("seek in", path_, errno);
+    fileOffset_ = static_cast<uint64_t>(offset);
     pos_ = len_ = 0;
     partial_.clear();
     return true;
@@ -107,7 +134,9 @@ class LineReader final : public SourceReader<std::string> {
   std::vector<char> buffer_;
   size_t pos_ = 0;
   size_t len_ = 0;
+  uint64_t fileOffset_ = 0;  // of the byte after the buffer's last
   std::string partial_;
+  std::deque<std::pair<int64_t, std::string>> restored_;
 };
 
 }  // namespace

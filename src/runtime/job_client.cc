@@ -7,6 +7,7 @@ namespace weir {
 const char* toString(JobStatus status) {
   switch (status) {
     case JobStatus::RUNNING: return "RUNNING";
+    case JobStatus::RESTARTING: return "RESTARTING";
     case JobStatus::FINISHED: return "FINISHED";
     case JobStatus::CANCELLING: return "CANCELLING";
     case JobStatus::CANCELED: return "CANCELED";

@@ -1,10 +1,14 @@
 #include "runtime/job_execution.h"
 
+#include <unistd.h>
 #include <xxhash.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
 #include <map>
 #include <random>
 #include <set>
@@ -108,6 +112,112 @@ std::string describeError(std::exception_ptr error, ErrorCode* code) {
 
 }  // namespace
 
+// What plan() works out once and every attempt is built from.
+struct JobExecution::Plan {
+  struct Vertex {
+    std::string name;
+    int parallelism = 0;
+    std::vector<int> nodes;  // chain members, in id order; nodes[0] is the head
+    bool isSource = false;
+    bool isSink = false;
+  };
+  StreamGraph graph;
+  std::vector<Vertex> vertices;
+  std::vector<PhysicalEdge> edges;
+  std::vector<std::vector<size_t>> inEdges, outEdges;  // per node
+  std::vector<int> vertexOf;                           // per node; -1 when it does not run
+  std::vector<int> parallelism;                        // per node
+  std::vector<std::string> operatorIds;                // per node: uid, or derived from the graph
+  bool checkpointing = false;
+  std::string restorePath;  // the first attempt's checkpoint, verified
+};
+
+namespace {
+
+using Vertex = JobExecution::Plan::Vertex;
+
+// What a new attempt's operators start from: a checkpoint's files, read per subtask.
+// Every operator instance gets the key groups it now owns and its share of the
+// operator state, so the parallelism may differ from the checkpoint's.
+class Restore {
+ public:
+  Restore(const JobExecution::Plan& plan, const std::string& path) : plan_(plan) {
+    if (path.empty()) return;
+    folder_ = checkpointFolder(path);
+    metadata_ = readMetadata(folder_);
+    verifyCheckpoint(folder_, metadata_);
+    if (metadata_.maxParallelism != plan.graph.maxParallelism)
+      throw Error(ErrorCode::kCheckpoint, "checkpoint '" + folder_ + "' was taken with maxParallelism " +
+                                              std::to_string(metadata_.maxParallelism) + ", the job has " +
+                                              std::to_string(plan.graph.maxParallelism) + "; they must be equal");
+    for (const auto& f : metadata_.files) {
+      bool known = std::find(plan.operatorIds.begin(), plan.operatorIds.end(), f.operatorId) != plan.operatorIds.end();
+      if (!known)
+        throw Error(ErrorCode::kCheckpoint, "checkpoint '" + folder_ + "' holds state of operator '" +
+                                                f.operatorName + "' (id " + f.operatorId +
+                                                ") that this job does not have; give operators stable uids");
+      byOperator_[f.operatorId].push_back(&f);
+    }
+  }
+
+  std::unique_ptr<RestoredOperatorState> stateOf(int node, int subtask, int parallelism) const {
+    auto files = filesOf(node);
+    if (files == nullptr) return nullptr;
+    auto out = std::make_unique<RestoredOperatorState>();
+    KeyGroupRange range = computeKeyGroupRangeForOperatorIndex(plan_.graph.maxParallelism, parallelism, subtask);
+    std::vector<std::vector<OperatorStateSnapshot>> old(static_cast<size_t>(files->front()->parallelism));
+    for (const auto* f : *files) {
+      if (f->subtask < 0 || f->subtask >= static_cast<int>(old.size()))
+        throw Error(ErrorCode::kCheckpoint, "checkpoint '" + folder_ + "': file '" + f->file + "' names subtask " +
+                                                std::to_string(f->subtask) + " of " + std::to_string(old.size()));
+      readStateFile(folder_, *f, range, *out, old[static_cast<size_t>(f->subtask)]);
+    }
+    out->operatorState = redistributeOperatorState(old, parallelism).at(static_cast<size_t>(subtask));
+    return out;
+  }
+
+  int64_t checkpointId() const { return metadata_.checkpointId; }
+
+  // Every split the checkpoint's readers of source `node` had been handed.
+  std::vector<std::string> assignedSplits(int node) const {
+    std::vector<std::string> ids;
+    auto files = filesOf(node);
+    if (files == nullptr) return ids;
+    for (const auto* f : *files) {
+      RestoredOperatorState unused;
+      std::vector<OperatorStateSnapshot> lists;
+      readStateFile(folder_, *f, KeyGroupRange{}, unused, lists);
+      for (const auto& l : lists)
+        if (l.name == kAssignedSplitsState) ids.insert(ids.end(), l.elements.begin(), l.elements.end());
+    }
+    std::sort(ids.begin(), ids.end());
+    ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+    return ids;
+  }
+
+ private:
+  const std::vector<const StateFileInfo*>* filesOf(int node) const {
+    if (folder_.empty()) return nullptr;
+    auto it = byOperator_.find(plan_.operatorIds[static_cast<size_t>(node)]);
+    return it == byOperator_.end() ? nullptr : &it->second;
+  }
+
+  const JobExecution::Plan& plan_;
+  std::string folder_;
+  CheckpointMetadata metadata_;
+  std::map<std::string, std::vector<const StateFileInfo*>> byOperator_;
+};
+
+// The id an operator's state has in checkpoints: its uid, or one derived from its place
+// and name in the graph (stable while the program does not change).
+std::string operatorIdOf(const Transformation& node) {
+  if (!node.uid.empty()) return node.uid;
+  std::string seed = std::to_string(node.id) + "\n" + node.name;
+  return "op-" + hex128(0, XXH3_64bits(seed.data(), seed.size())).substr(16);
+}
+
+}  // namespace
+
 std::shared_ptr<JobExecution> JobExecution::start(const StreamGraph& graph, std::string jobName) {
   auto job = plan(graph, std::move(jobName));
   job->launch();
@@ -115,7 +225,10 @@ std::shared_ptr<JobExecution> JobExecution::start(const StreamGraph& graph, std:
 }
 
 std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::string jobName) {
-  std::shared_ptr<JobExecution> job(new JobExecution(std::move(jobName)));
+  std::shared_ptr<JobExecution> job(new JobExecution(std::move(jobName)), &JobExecution::destroy);
+  job->plan_ = std::make_unique<Plan>();
+  Plan& plan = *job->plan_;
+  plan.graph = graph;
   const auto& nodes = graph.nodes;
   const size_t n = nodes.size();
   if (graph.maxParallelism < 1 || graph.maxParallelism > kUpperBoundMaxParallelism)
@@ -188,32 +301,124 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
       if (e.chained) {
         int v = vertexOf[static_cast<size_t>(e.producer)];
         vertexOf[i] = v;
-        auto& vertex = job->vertices_[static_cast<size_t>(v)];
+        auto& vertex = plan.vertices[static_cast<size_t>(v)];
         vertex.nodes.push_back(static_cast<int>(i));
         vertex.name += " -> " + node.name;
         vertex.isSink = vertex.isSink || node.isSink;
         continue;
       }
     }
-    vertexOf[i] = static_cast<int>(job->vertices_.size());
+    vertexOf[i] = static_cast<int>(plan.vertices.size());
     Vertex vertex;
     vertex.name = node.kind == Kind::kSource ? "Source: " + node.name : node.name;
     vertex.parallelism = parallelism[i];
     vertex.nodes = {static_cast<int>(i)};
     vertex.isSource = node.kind == Kind::kSource;
     vertex.isSink = node.isSink;
-    job->vertices_.push_back(std::move(vertex));
+    plan.vertices.push_back(std::move(vertex));
   }
 
+  // What the REST API shows of the vertices.
+  for (size_t v = 0; v < plan.vertices.size(); ++v) {
+    const auto& vertex = plan.vertices[v];
+    VertexInfo info;
+    info.id = vertexId(static_cast<int>(v), vertex.name);
+    info.name = vertex.name;
+    info.parallelism = vertex.parallelism;
+    info.isSource = vertex.isSource;
+    info.isSink = vertex.isSink;
+    for (int id : vertex.nodes)
+      if (!nodes[static_cast<size_t>(id)]->uid.empty()) info.uids.push_back(nodes[static_cast<size_t>(id)]->uid);
+    job->vertexInfo_.push_back(std::move(info));
+  }
+  std::set<std::tuple<int, int, std::string>> seen;
+  for (auto& e : edges) {
+    if (e.chained) continue;
+    int from = vertexOf[static_cast<size_t>(e.producer)], to = vertexOf[static_cast<size_t>(e.consumer)];
+    std::string strategy = partitionerName(e.partitioner);
+    if (seen.insert({from, to, strategy}).second)
+      job->vertexInfo_[static_cast<size_t>(to)].inputs.push_back({from, strategy});
+  }
+
+  plan.edges = std::move(edges);
+  plan.inEdges = std::move(inEdges);
+  plan.outEdges = std::move(outEdges);
+  plan.vertexOf = std::move(vertexOf);
+  plan.parallelism = std::move(parallelism);
+
+  // Checkpoints: every operator must take part, and their ids must be unique.
+  std::map<std::string, std::string> nameOfId;
+  for (size_t i = 0; i < n; ++i) {
+    plan.operatorIds.push_back(operatorIdOf(*nodes[i]));
+    if (plan.vertexOf[i] < 0) continue;
+    auto [it, inserted] = nameOfId.emplace(plan.operatorIds[i], nodes[i]->name);
+    if (!inserted)
+      throw invalidJob("operators '" + it->second + "' and '" + nodes[i]->name + "' have the same uid '" +
+                       plan.operatorIds[i] + "'; uids must be unique");
+  }
+  const CheckpointConfig& config = graph.checkpointConfig;
+  plan.checkpointing = config.isCheckpointingEnabled();
+  if (plan.checkpointing) {
+    for (size_t i = 0; i < n; ++i) {
+      if (plan.vertexOf[i] < 0) continue;
+      auto probe = nodes[i]->createOperator();
+      std::string reason = probe->checkpointUnsupportedReason();
+      if (!reason.empty())
+        throw invalidJob("checkpointing is enabled, but operator '" + nodes[i]->name +
+                         "' cannot take part in checkpoints: " + reason);
+    }
+  }
+  job->jobId_ = randomJobId();
+  int64_t firstId = 1;
+  if (!graph.restorePath.empty()) {
+    Restore check(plan, graph.restorePath);  // readable, verified, and of this job's operators
+    plan.restorePath = checkpointFolder(graph.restorePath);
+    firstId = check.checkpointId() + 1;
+  }
+  if (plan.checkpointing) {
+    std::string root = config.getCheckpointStorage();
+    if (root.empty()) {
+      std::string pattern = (std::filesystem::temp_directory_path() / "weir-checkpoints-XXXXXX").string();
+      if (::mkdtemp(pattern.data()) == nullptr)
+        throw Error(ErrorCode::kIo, "cannot create a temporary checkpoint folder: " + std::string(std::strerror(errno)));
+      root = job->checkpointTempRoot_ = pattern;
+    } else {
+      std::error_code ec;
+      if (!std::filesystem::is_directory(root, ec))
+        throw Error(ErrorCode::kInvalidArgument, "checkpoint directory '" + root + "' does not exist");
+      if (::access(root.c_str(), W_OK | X_OK) != 0)
+        throw Error(ErrorCode::kInvalidArgument, "checkpoint directory '" + root + "' is not writable");
+    }
+    job->coordinator_ = std::make_unique<CheckpointCoordinator>(
+        config, (std::filesystem::path(root) / job->jobId_).string(), job->jobId_, graph.maxParallelism, firstId);
+  }
+  job->attempt_ = job->buildAttempt(plan.restorePath);
+  return job;
+}
+
+
+std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::string& restoreFrom) {
+  Plan& plan = *plan_;
+  const StreamGraph& graph = plan.graph;
+  const auto& nodes = graph.nodes;
+  auto& edges = plan.edges;
+  const auto& inEdges = plan.inEdges;
+  const auto& outEdges = plan.outEdges;
+  const auto& vertexOf = plan.vertexOf;
+  const auto& parallelism = plan.parallelism;
+  auto attempt = std::make_shared<Attempt>();
+  for (auto& e : edges) e.channels.clear();
+  Restore restore(plan, restoreFrom);
+
   // Subtasks first: channels need their consumer's signal.
-  std::vector<std::vector<Subtask*>> subtasksOf(job->vertices_.size());
-  for (size_t v = 0; v < job->vertices_.size(); ++v) {
-    for (int s = 0; s < job->vertices_[v].parallelism; ++s) {
+  std::vector<std::vector<Subtask*>> subtasksOf(plan.vertices.size());
+  for (size_t v = 0; v < plan.vertices.size(); ++v) {
+    for (int s = 0; s < plan.vertices[v].parallelism; ++s) {
       auto task = std::make_unique<Subtask>();
       task->vertex = static_cast<int>(v);
       task->index = s;
       subtasksOf[v].push_back(task.get());
-      job->subtasks_.push_back(std::move(task));
+      attempt->subtasks.push_back(std::move(task));
     }
   }
   for (auto& e : edges) {
@@ -229,25 +434,26 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
         auto channel = e.type->createChannel(graph.buffersPerChannel, &consumer->signal);
         e.channels.push_back(channel.get());
         consumer->inputChannels.push_back(channel.get());
-        job->channels_.push_back(std::move(channel));
+        attempt->channels.push_back(std::move(channel));
       }
     }
   }
 
   // Split enumerators, one per source (they validate the source's configuration).
-  std::map<int, SplitEnumerator*> enumeratorOf;
-  for (auto& vertex : job->vertices_) {
+  std::map<int, TrackingSplitEnumerator*> enumeratorOf;
+  for (auto& vertex : plan.vertices) {
     const auto& head = *nodes[static_cast<size_t>(vertex.nodes[0])];
     if (!vertex.isSource || !head.createEnumerator) continue;
-    auto enumerator = head.createEnumerator(vertex.parallelism);
+    auto enumerator = std::make_unique<TrackingSplitEnumerator>(head.createEnumerator(vertex.parallelism),
+                                                                restore.assignedSplits(head.id), vertex.parallelism);
     enumeratorOf[head.id] = enumerator.get();
-    job->enumerators_.push_back(std::move(enumerator));
+    attempt->enumerators.push_back(std::move(enumerator));
   }
 
   // Operators, outputs and inputs of every subtask.
-  for (auto& taskPtr : job->subtasks_) {
+  for (auto& taskPtr : attempt->subtasks) {
     Subtask& task = *taskPtr;
-    const Vertex& vertex = job->vertices_[static_cast<size_t>(task.vertex)];
+    const Vertex& vertex = plan.vertices[static_cast<size_t>(task.vertex)];
     std::map<int, StreamOperator*> operatorOf;
     for (int id : vertex.nodes) {
       const auto& node = *nodes[static_cast<size_t>(id)];
@@ -256,6 +462,8 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
                                                                graph.maxParallelism));
       task.contexts.back()->setStateBackend(graph.stateBackend);
       task.contexts.back()->setClock(graph.clock);
+      task.contexts.back()->setRestored(restore.stateOf(id, task.index, vertex.parallelism));
+      task.operatorIds.push_back(plan.operatorIds[static_cast<size_t>(id)]);
       op->setup(task.contexts.back().get(), &task.metrics);
       operatorOf[id] = op.get();
       if (node.kind == Kind::kSource) {
@@ -289,6 +497,7 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
                           ? e.keyedWriter(channels, graph.maxParallelism, &task.metrics)
                           : e.type->createWriter(e.partitioner, channels, &task.metrics);
         targetsByTag[e.sideOutputTag].push_back(writer.get());
+        task.writers.push_back(dynamic_cast<ChannelWriterBase*>(writer.get()));
         task.outputs.push_back(std::move(writer));
       }
       auto combine = [&](int tag, const StreamType& type) -> OutputBase* {
@@ -335,58 +544,178 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
     }
   }
 
-  // What the REST API shows of the vertices.
-  job->jobId_ = randomJobId();
-  for (size_t v = 0; v < job->vertices_.size(); ++v) {
-    const auto& vertex = job->vertices_[v];
-    VertexInfo info;
-    info.id = vertexId(static_cast<int>(v), vertex.name);
-    info.name = vertex.name;
-    info.parallelism = vertex.parallelism;
-    info.isSource = vertex.isSource;
-    info.isSink = vertex.isSink;
-    for (int id : vertex.nodes)
-      if (!nodes[static_cast<size_t>(id)]->uid.empty()) info.uids.push_back(nodes[static_cast<size_t>(id)]->uid);
-    job->vertexInfo_.push_back(std::move(info));
-  }
-  std::set<std::tuple<int, int, std::string>> seen;
-  for (auto& e : edges) {
-    if (e.chained) continue;
-    int from = vertexOf[static_cast<size_t>(e.producer)], to = vertexOf[static_cast<size_t>(e.consumer)];
-    std::string strategy = partitionerName(e.partitioner);
-    if (seen.insert({from, to, strategy}).second)
-      job->vertexInfo_[static_cast<size_t>(to)].inputs.push_back({from, strategy});
-  }
+  return attempt;
+}
 
-  return job;
+
+JobExecution::JobExecution(std::string jobName) : jobName_(std::move(jobName)) {}
+
+JobExecution::~JobExecution() {
+  {
+    std::lock_guard join(joinMutex_);
+    if (supervisor_.joinable()) supervisor_.join();
+  }
+  attempt_.reset();
+  coordinator_.reset();
+  if (!checkpointTempRoot_.empty()) {
+    std::error_code ec;
+    std::filesystem::remove_all(checkpointTempRoot_, ec);
+  }
+}
+
+// The last handle of a job is gone: cancel it and wait for its threads, on a thread of
+// its own when the handle was dropped by one of the job's threads (which cannot wait
+// for itself).
+void JobExecution::destroy(JobExecution* job) {
+  job->cancel();
+  if (job->onJobThread()) {
+    std::thread([job] { delete job; }).detach();
+  } else {
+    delete job;
+  }
+}
+
+bool JobExecution::onJobThread() const {
+  auto self = std::this_thread::get_id();
+  if (supervisor_.get_id() == self) return true;
+  std::lock_guard lock(mutex_);
+  if (!attempt_) return false;
+  for (const auto& t : attempt_->subtasks)
+    if (t->thread.get_id() == self) return true;
+  return false;
 }
 
 void JobExecution::launch() {
   startMillis_ = nowMillis();
   startTime_ = std::chrono::steady_clock::now();
-  running_.store(static_cast<int>(subtasks_.size()));
-  for (auto& task : subtasks_) {
+  supervisor_ = std::thread([this] { supervise(); });
+}
+
+void JobExecution::supervise() {
+  RestartBackoff backoff(plan_->graph.restartStrategy.resolve(plan_->checkpointing));
+  std::shared_ptr<Attempt> attempt;
+  {
+    std::lock_guard lock(mutex_);
+    attempt = attempt_;
+  }
+  JobStatus status = JobStatus::FINISHED;
+  while (true) {
+    runAttempt(attempt);
+    std::unique_lock lock(mutex_);
+    if (userCancelled_) {
+      status = JobStatus::CANCELED;
+      break;
+    }
+    if (!attempt->failure) {
+      status = JobStatus::FINISHED;
+      break;
+    }
+    // Once every input had ended, operators were told the job's output is final (sinks
+    // committed it): a restart would replay it, so a failure now ends the job.
+    auto delay = attempt->drained.load() ? std::nullopt : backoff.onFailure(nowMillis());
+    if (!delay) {
+      failure_ = attempt->failure;
+      failureMessage_ = describeError(failure_, &failureCode_);
+      status = JobStatus::FAILED;
+      break;
+    }
+    restarting_ = true;
+    ++restarts_;
+    cv_.wait_for(lock, *delay, [&] { return userCancelled_; });
+    if (userCancelled_) {
+      status = JobStatus::CANCELED;
+      break;
+    }
+    lock.unlock();
+    // From the newest completed checkpoint, else from where the job started.
+    std::string from = coordinator_ ? coordinator_->latestCompleted() : std::string();
+    if (from.empty()) from = plan_->restorePath;
+    std::shared_ptr<Attempt> next;
+    std::exception_ptr error;
+    try {
+      next = buildAttempt(from);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    lock.lock();
+    restarting_ = false;
+    if (error) {
+      failure_ = error;
+      failureMessage_ = describeError(error, &failureCode_);
+      status = JobStatus::FAILED;
+      break;
+    }
+    attempt_ = next;
+    attempt = next;
+    if (userCancelled_) {
+      status = JobStatus::CANCELED;
+      break;
+    }
+  }
+  if (coordinator_) {
+    bool discard = status == JobStatus::FINISHED ||
+                   (status == JobStatus::CANCELED &&
+                    plan_->graph.checkpointConfig.getExternalizedCheckpointCleanup() ==
+                        ExternalizedCheckpointCleanup::DELETE_ON_CANCELLATION);
+    coordinator_->shutdown(discard);
+  }
+  std::lock_guard lock(mutex_);
+  runtime_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - startTime_);
+  finalStatus_ = status;
+  endMillis_ = nowMillis();
+  ended_ = true;
+}
+
+void JobExecution::runAttempt(const std::shared_ptr<Attempt>& attempt) {
+  attempt->running.store(static_cast<int>(attempt->subtasks.size()));
+  for (auto& task : attempt->subtasks) {
     Subtask* t = task.get();
-    t->thread = std::thread([this, t] { run(*t); });
+    t->thread = std::thread([this, a = attempt.get(), t] { run(*a, *t); });
   }
+  if (coordinator_) {
+    CheckpointCoordinator::Hooks hooks;
+    hooks.triggerSources = [this, attempt](int64_t id, int64_t timestamp) {
+      for (auto& t : attempt->subtasks) {
+        if (!t->source) continue;
+        Subtask* task = t.get();
+        task->mailbox.put([this, task, id, timestamp] { performCheckpoint(*task, id, timestamp); });
+      }
+    };
+    hooks.notifySubtasks = [attempt](int64_t id, bool completed) {
+      for (auto& t : attempt->subtasks) {
+        Subtask* task = t.get();
+        task->mailbox.put([task, id, completed] {
+          for (auto& op : task->operators) {
+            if (completed) op->notifyCheckpointComplete(id);
+            else op->notifyCheckpointAborted(id);
+          }
+        });
+      }
+    };
+    hooks.failJob = [this, attempt](const std::string& reason) {
+      if (attempt->drained.load()) return;  // nothing is left that a checkpoint could cover
+      fail(*attempt, std::make_exception_ptr(Error(ErrorCode::kCheckpoint, reason)));
+    };
+    coordinator_->startAttempt(static_cast<int>(attempt->subtasks.size()), std::move(hooks));
+  }
+  auto far = std::chrono::steady_clock::now() + std::chrono::hours(24);
+  while (attempt->running.load() > 0) {
+    auto next = far;
+    if (coordinator_) {
+      bool canTrigger = attempt->inputsEnded.load() == 0 && !attempt->stopping.load();
+      next = coordinator_->tick(canTrigger);
+    }
+    std::unique_lock lock(mutex_);
+    cv_.wait_until(lock, next, [&] { return attempt->running.load() == 0; });
+  }
+  for (auto& t : attempt->subtasks)
+    if (t->thread.joinable()) t->thread.join();
+  if (coordinator_) coordinator_->endAttempt();
 }
 
-JobExecution::~JobExecution() {
-  cancel();
-  std::lock_guard join(joinMutex_);
-  for (auto& t : subtasks_) {
-    if (!t->thread.joinable()) continue;
-    // The last handle dropped by a user function on a subtask thread: that thread
-    // cannot join itself; it is on its way out already.
-    if (t->thread.get_id() == std::this_thread::get_id()) t->thread.detach();
-    else t->thread.join();
-  }
-}
-
-void JobExecution::run(Subtask& task) {
+void JobExecution::run(Attempt& attempt, Subtask& task) {
   // Operators whose open() was called and whose close() was not, in chain order.
   std::vector<bool> needsClose(task.operators.size(), false);
-  bool cancelled = false;
   try {
     // Tail first, so every operator's downstream is ready before it emits.
     for (size_t i = task.operators.size(); i-- > 0;) {
@@ -395,16 +724,18 @@ void JobExecution::run(Subtask& task) {
     }
     if (task.source) runSource(task);
     else runInputs(task);
+    if (coordinator_) awaitDrained(attempt, task);
+    awaitUploads(task);
     for (size_t i = 0; i < task.operators.size(); ++i) {
       needsClose[i] = false;
       task.operators[i]->close();
     }
   } catch (const TaskCancelled&) {
-    cancelled = true;
   } catch (...) {
-    fail(std::current_exception());
+    fail(attempt, std::current_exception());
   }
   // After a failure or cancellation, close what is still open; the first error stands.
+  awaitUploads(task);
   for (size_t i = 0; i < task.operators.size(); ++i) {
     if (!needsClose[i]) continue;
     try {
@@ -412,12 +743,37 @@ void JobExecution::run(Subtask& task) {
     } catch (...) {
     }
   }
+  // Notify under the lock: the supervisor may otherwise miss the wake-up.
   std::lock_guard lock(mutex_);
-  if (cancelled) ++cancelledSubtasks_;
-  if (running_.fetch_sub(1) == 1) {
-    runtime_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - startTime_);
-    finalStatus_ = failure_ ? JobStatus::FAILED : cancelledSubtasks_ > 0 ? JobStatus::CANCELED : JobStatus::FINISHED;
-    endMillis_ = nowMillis();
+  attempt.running.fetch_sub(1);
+  cv_.notify_all();
+}
+
+void JobExecution::awaitUploads(Subtask& task) {
+  std::unique_lock lock(task.uploadMutex);
+  task.uploadCv.wait(lock, [&] { return task.pendingUploads == 0; });
+}
+
+// With checkpointing, a subtask whose input ended waits until every subtask's has: only
+// then is nothing left to replay, and operators are told that a final checkpoint
+// completed (exactly-once sinks commit the rest).
+void JobExecution::awaitDrained(Attempt& attempt, Subtask& task) {
+  coordinator_->subtaskEnded(task.lastSnapshotId.load());
+  if (attempt.inputsEnded.fetch_add(1) + 1 == static_cast<int>(attempt.subtasks.size())) {
+    attempt.drained.store(true);
+    int64_t finalId = coordinator_->lastTriggeredId() + 1;
+    for (auto& t : attempt.subtasks) {
+      Subtask* other = t.get();
+      other->mailbox.put([other, finalId] {
+        other->drained = true;
+        for (auto& op : other->operators) op->notifyCheckpointComplete(finalId);
+      });
+    }
+  }
+  while (true) {
+    task.mailbox.runPending();
+    if (task.drained) return;
+    task.metrics.idle([&] { task.signal.wait(); });
   }
 }
 
@@ -436,15 +792,29 @@ void JobExecution::runSource(Subtask& task) {
   task.source->endInput();
 }
 
+// Reads the inputs in turn. A checkpoint barrier n is taken once it arrived on every
+// input that has not ended; in exactly-once mode an input that delivered it is not read
+// until then (alignment), in at-least-once mode reading goes on.
 void JobExecution::runInputs(Subtask& task) {
   const size_t n = task.inputs.size();
+  const bool align = plan_->graph.checkpointConfig.getCheckpointingMode() == CheckpointingMode::EXACTLY_ONCE;
   std::vector<bool> ended(n, false);
+  std::vector<bool> arrived(n, false);  // barrier `aligning` came on this input
   size_t endedCount = 0;
+  int64_t aligning = 0;  // the checkpoint whose barriers are arriving; 0: none
+  auto takeIfAligned = [&] {
+    if (aligning == 0) return;
+    for (size_t i = 0; i < n; ++i)
+      if (!ended[i] && !arrived[i]) return;
+    performCheckpoint(task, aligning, nowMillis());
+    aligning = 0;
+    arrived.assign(n, false);
+  };
   while (endedCount < n) {
     task.mailbox.runPending();
     bool progress = false;
     for (size_t i = 0; i < n; ++i) {
-      if (ended[i]) continue;
+      if (ended[i] || (align && arrived[i])) continue;
       switch (task.inputs[i]->pollOnce()) {
         case ChannelInputBase::Poll::kEmpty:
           break;
@@ -455,7 +825,21 @@ void JobExecution::runInputs(Subtask& task) {
           ended[i] = true;
           ++endedCount;
           progress = true;
+          takeIfAligned();
           break;
+        case ChannelInputBase::Poll::kBarrier: {
+          progress = true;
+          int64_t id = task.inputs[i]->barrierId();
+          if (id <= task.lastSnapshotId.load()) break;  // of a checkpoint taken or given up here
+          if (id > aligning) {
+            // A newer checkpoint: an older one still aligning cannot complete any more.
+            aligning = id;
+            arrived.assign(n, false);
+          }
+          arrived[i] = true;
+          takeIfAligned();
+          break;
+        }
       }
     }
     if (!progress) {
@@ -465,16 +849,74 @@ void JobExecution::runInputs(Subtask& task) {
   task.headInput->endInput();
 }
 
-void JobExecution::fail(std::exception_ptr error) {
+// The synchronous part of a checkpoint on the task thread: every operator's state as it
+// is now, then the barrier goes on downstream. The files are written on the
+// coordinator's I/O thread while the task goes on.
+void JobExecution::performCheckpoint(Subtask& task, int64_t id, int64_t timestamp) {
+  auto snapshots = std::make_shared<std::vector<OperatorSnapshot>>(task.operators.size());
+  std::string error;
+  try {
+    for (size_t i = 0; i < task.operators.size(); ++i) task.operators[i]->snapshotState(id, timestamp, (*snapshots)[i]);
+  } catch (const TaskCancelled&) {
+    throw;
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  task.lastSnapshotId.store(id);
+  for (auto* writer : task.writers) writer->broadcastBarrier(id);
+  if (!error.empty()) {
+    snapshots->clear();
+    coordinator_->decline(id, error);
+    return;
+  }
+  struct Part {
+    std::string operatorId;
+    std::string name;
+  };
+  std::vector<Part> parts;
+  for (size_t i = 0; i < task.operators.size(); ++i) parts.push_back({task.operatorIds[i], task.operators[i]->name()});
+  const int subtask = task.index;
+  const int parallelism = task.contexts.front()->getNumberOfParallelSubtasks();
+  const int maxParallelism = plan_->graph.maxParallelism;
+  {
+    std::lock_guard lock(task.uploadMutex);
+    ++task.pendingUploads;
+  }
+  auto upload = [snapshots, parts, subtask, parallelism, maxParallelism](const std::string& folder) {
+    std::vector<StateFileInfo> files;
+    for (size_t i = 0; i < snapshots->size(); ++i) {
+      OperatorSnapshot& s = (*snapshots)[i];
+      if (s.keyed.empty() && s.operatorState.empty()) continue;
+      StateFileInfo info;
+      info.operatorId = parts[i].operatorId;
+      info.operatorName = parts[i].name;
+      info.subtask = subtask;
+      info.parallelism = parallelism;
+      info.keyGroups = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, subtask);
+      info.file = parts[i].operatorId + "-" + std::to_string(subtask) + "-state";
+      writeStateFile(folder, s, info);
+      files.push_back(std::move(info));
+    }
+    return files;
+  };
+  auto done = [snapshots, &task] {
+    snapshots->clear();  // state snapshots must be gone before the task closes its state
+    std::lock_guard lock(task.uploadMutex);
+    --task.pendingUploads;
+    task.uploadCv.notify_all();
+  };
+  coordinator_->acknowledge(id, std::move(upload), std::move(done));
+}
+
+void JobExecution::fail(Attempt& attempt, std::exception_ptr error) {
   {
     std::lock_guard lock(mutex_);
-    // The first failure is the job's; once the user cancelled, failures while
+    // An attempt's first failure counts; once the user cancelled, failures while
     // stopping do not turn the cancellation into a failure.
-    if (failure_ || userCancelled_) return;
-    failure_ = error;
-    failureMessage_ = describeError(error, &failureCode_);
+    if (attempt.failure || userCancelled_) return;
+    attempt.failure = error;
     FailureInfo info;
-    info.message = failureMessage_;
+    info.message = describeError(error, &failureCode_);
     info.timestampMillis = nowMillis();
     try {
       std::rethrow_exception(error);
@@ -489,12 +931,18 @@ void JobExecution::fail(std::exception_ptr error) {
     }
     failureInfo_ = std::move(info);
   }
-  stopAll();
+  stopAttempt(attempt);
 }
 
 void JobExecution::stop() {
-  if (running_.load() == 0) return;
-  for (auto& t : subtasks_) {
+  std::shared_ptr<Attempt> attempt;
+  {
+    std::lock_guard lock(mutex_);
+    if (ended_ || !attempt_) return;
+    attempt = attempt_;
+  }
+  attempt->stopping.store(true);
+  for (auto& t : attempt->subtasks) {
     if (!t->source) continue;
     Subtask* task = t.get();
     task->mailbox.put([task] { task->stopRequested = true; });
@@ -502,8 +950,14 @@ void JobExecution::stop() {
 }
 
 std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
-  std::vector<std::vector<SubtaskSample>> out(vertices_.size());
-  for (const auto& t : subtasks_) {
+  std::shared_ptr<Attempt> attempt;
+  {
+    std::lock_guard lock(mutex_);
+    attempt = attempt_;
+  }
+  std::vector<std::vector<SubtaskSample>> out(plan_->vertices.size());
+  if (!attempt) return out;
+  for (const auto& t : attempt->subtasks) {
     SubtaskSample s;
     s.numRecordsIn = t->metrics.numRecordsIn.load(std::memory_order_relaxed);
     s.numRecordsOut = t->metrics.numRecordsOut.load(std::memory_order_relaxed);
@@ -529,37 +983,38 @@ int64_t JobExecution::endTimeMillis() const {
 }
 
 void JobExecution::cancel() {
+  std::shared_ptr<Attempt> attempt;
   {
     std::lock_guard lock(mutex_);
-    if (running_.load() == 0 || failure_ || userCancelled_) return;
+    if (ended_ || userCancelled_) return;
     userCancelled_ = true;
+    attempt = attempt_;
+    cv_.notify_all();
   }
-  stopAll();
+  if (attempt) stopAttempt(*attempt);
 }
 
-void JobExecution::stopAll() {
-  if (stopping_.exchange(true)) return;
-  for (auto& c : channels_) c->cancel();
-  for (auto& t : subtasks_) t->mailbox.put([] { throw TaskCancelled{}; });
+void JobExecution::stopAttempt(Attempt& attempt) {
+  if (attempt.cancelled.exchange(true)) return;
+  for (auto& c : attempt.channels) c->cancel();
+  for (auto& t : attempt.subtasks) t->mailbox.put([] { throw TaskCancelled{}; });
 }
 
 JobStatus JobExecution::status() const {
   std::lock_guard lock(mutex_);
-  if (running_.load() == 0) return finalStatus_;
-  if (failure_) return JobStatus::FAILING;
+  if (ended_) return finalStatus_;
   if (userCancelled_) return JobStatus::CANCELLING;
+  if (restarting_) return JobStatus::RESTARTING;
+  if (attempt_ && attempt_->failure) return JobStatus::FAILING;
   return JobStatus::RUNNING;
 }
 
 JobExecutionResult JobExecution::wait() {
   {
     std::lock_guard join(joinMutex_);
-    for (auto& t : subtasks_) {
-      if (t->thread.get_id() == std::this_thread::get_id())
-        throw Error(ErrorCode::kInvalidJob, "JobClient::wait() called from a subtask of the job it waits for");
-    }
-    for (auto& t : subtasks_)
-      if (t->thread.joinable()) t->thread.join();
+    if (onJobThread())
+      throw Error(ErrorCode::kInvalidJob, "JobClient::wait() called from a subtask of the job it waits for");
+    if (supervisor_.joinable()) supervisor_.join();
   }
   std::lock_guard lock(mutex_);
   if (failure_) throw JobExecutionError(failureCode_, "job '" + jobName_ + "' failed: " + failureMessage_);
@@ -573,7 +1028,7 @@ JobExecutionResult JobExecution::wait() {
 JobMetrics JobExecution::metrics() const {
   JobMetrics m;
   m.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - startTime_);
-  for (const auto& v : vertices_) {
+  for (const auto& v : plan_->vertices) {
     JobMetrics::Vertex out;
     out.name = v.name;
     out.parallelism = v.parallelism;
@@ -581,18 +1036,36 @@ JobMetrics JobExecution::metrics() const {
     out.isSink = v.isSink;
     m.vertices.push_back(out);
   }
-  for (const auto& t : subtasks_) {
-    auto& out = m.vertices[static_cast<size_t>(t->vertex)];
-    out.numRecordsIn += t->metrics.numRecordsIn.load(std::memory_order_relaxed);
-    out.numRecordsOut += t->metrics.numRecordsOut.load(std::memory_order_relaxed);
-    out.numSourceRecords += t->metrics.numSourceRecords.load(std::memory_order_relaxed);
-    out.numLateRecordsDropped += t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
-    out.idleTimeNanos += t->metrics.idleTimeNow();
-    out.backPressuredTimeNanos += t->metrics.backPressuredTimeNow();
-    for (auto* c : t->inputChannels) {
-      out.inputCreditsPerChannel = c->credits();
-      out.maxBuffersInFlight = std::max(out.maxBuffersInFlight, c->maxBuffersInFlight());
+  std::shared_ptr<Attempt> attempt;
+  {
+    std::lock_guard lock(mutex_);
+    attempt = attempt_;
+    m.numRestarts = restarts_;
+  }
+  if (attempt) {
+    for (const auto& t : attempt->subtasks) {
+      auto& out = m.vertices[static_cast<size_t>(t->vertex)];
+      out.numRecordsIn += t->metrics.numRecordsIn.load(std::memory_order_relaxed);
+      out.numRecordsOut += t->metrics.numRecordsOut.load(std::memory_order_relaxed);
+      out.numSourceRecords += t->metrics.numSourceRecords.load(std::memory_order_relaxed);
+      out.numLateRecordsDropped += t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
+      out.idleTimeNanos += t->metrics.idleTimeNow();
+      out.backPressuredTimeNanos += t->metrics.backPressuredTimeNow();
+      for (auto* c : t->inputChannels) {
+        out.inputCreditsPerChannel = c->credits();
+        out.maxBuffersInFlight = std::max(out.maxBuffersInFlight, c->maxBuffersInFlight());
+      }
     }
+  }
+  if (coordinator_) {
+    auto stats = coordinator_->stats();
+    m.numberOfCompletedCheckpoints = stats.completed;
+    m.numberOfFailedCheckpoints = stats.failed;
+    m.numberOfInProgressCheckpoints = stats.inProgress;
+    m.lastCheckpointDuration = stats.lastDurationMillis;
+    m.lastCheckpointSize = stats.lastSizeBytes;
+    m.latestCompletedCheckpointId = stats.latestId;
+    m.latestCompletedCheckpointPath = stats.latestPath;
   }
   return m;
 }

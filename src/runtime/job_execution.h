@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "checkpoint/checkpoint_coordinator.h"
 #include "runtime/mailbox.h"
 #include "weir/detail/graph.h"
 #include "weir/job_client.h"
@@ -27,7 +29,9 @@ struct Subtask {
   TaskMetrics metrics;
   std::vector<std::unique_ptr<RuntimeContext>> contexts;
   std::vector<std::unique_ptr<StreamOperator>> operators;  // in chain order
+  std::vector<std::string> operatorIds;                    // per operator: its id in checkpoints
   std::vector<std::unique_ptr<OutputBase>> outputs;        // fan-outs and channel writers
+  std::vector<ChannelWriterBase*> writers;                 // where barriers leave
   SourceOperatorBase* source = nullptr;                    // set for source chains
   bool stopRequested = false;                              // source: end input now
   OutputBase* headInput = nullptr;                         // set for chains fed by channels
@@ -35,6 +39,13 @@ struct Subtask {
   std::unique_ptr<WatermarkValve> valve;                   // combines the inputs' watermarks
   std::vector<ChannelBase*> inputChannels;
   std::thread thread;
+
+  // Checkpoints.
+  std::atomic<int64_t> lastSnapshotId{0};  // the newest checkpoint it took part in
+  bool drained = false;                    // every subtask's input ended (task thread)
+  std::mutex uploadMutex;
+  std::condition_variable uploadCv;
+  int pendingUploads = 0;  // guarded by uploadMutex: snapshots still being written
 };
 
 // A vertex as the REST API and the Web UI show it.
@@ -75,13 +86,15 @@ struct FailureInfo {
 
 class JobExecution {
  public:
+  struct Plan;  // what every attempt is built from (job_execution.cc)
+
   // Plans the graph and starts every subtask. Throws weir::Error (kInvalidJob,
-  // kInvalidArgument, kIo) for a graph that cannot run, before any thread starts.
+  // kInvalidArgument, kIo, kCheckpoint) for a graph that cannot run, before any thread
+  // starts.
   static std::shared_ptr<JobExecution> start(const StreamGraph& graph, std::string jobName);
   // The two halves of start(): plan (may throw, starts nothing) and launch the threads.
   static std::shared_ptr<JobExecution> plan(const StreamGraph& graph, std::string jobName);
   void launch();
-  ~JobExecution();
 
   const std::string& jobName() const { return jobName_; }
   // 32 hex digits, random per execution (Flink's JobID).
@@ -105,44 +118,61 @@ class JobExecution {
   JobMetrics metrics() const;
 
  private:
-  struct Vertex {
-    std::string name;
-    int parallelism = 0;
-    std::vector<int> nodes;  // chain members, in id order; nodes[0] is the head
-    bool isSource = false;
-    bool isSink = false;
+  // One run of the job's subtasks; a restart makes a new one from the latest checkpoint.
+  struct Attempt {
+    std::vector<std::unique_ptr<Subtask>> subtasks;
+    std::vector<std::unique_ptr<ChannelBase>> channels;
+    std::vector<std::unique_ptr<TrackingSplitEnumerator>> enumerators;
+    std::atomic<bool> cancelled{false};  // every subtask was told to stop at once
+    std::atomic<bool> stopping{false};   // sources were told to end their input
+    std::atomic<int> running{0};        // subtask threads not yet finished
+    std::atomic<int> inputsEnded{0};    // subtasks whose input ended
+    std::atomic<bool> drained{false};   // all had: operators were told the final checkpoint
+    std::exception_ptr failure;         // guarded by JobExecution::mutex_; its first failure
   };
 
-  explicit JobExecution(std::string jobName) : jobName_(std::move(jobName)) {}
-  void run(Subtask& task);
+  explicit JobExecution(std::string jobName);
+  ~JobExecution();
+  static void destroy(JobExecution* job);
+  // Builds an attempt's subtasks, restored from the checkpoint in `restoreFrom` if any.
+  std::shared_ptr<Attempt> buildAttempt(const std::string& restoreFrom);
+  void supervise();
+  void runAttempt(const std::shared_ptr<Attempt>& attempt);
+  void run(Attempt& attempt, Subtask& task);
   void runSource(Subtask& task);
   void runInputs(Subtask& task);
-  void fail(std::exception_ptr error);
-  void stopAll();
+  void awaitDrained(Attempt& attempt, Subtask& task);
+  void awaitUploads(Subtask& task);
+  void performCheckpoint(Subtask& task, int64_t id, int64_t timestamp);
+  void fail(Attempt& attempt, std::exception_ptr error);
+  void stopAttempt(Attempt& attempt);
+  bool onJobThread() const;
 
   std::string jobName_;
   std::string jobId_;
   std::string webUrl_;
-  std::vector<Vertex> vertices_;
+  std::unique_ptr<Plan> plan_;
   std::vector<VertexInfo> vertexInfo_;
+  std::string checkpointTempRoot_;   // the default checkpoint folder, removed at the end
+  std::unique_ptr<CheckpointCoordinator> coordinator_;
   int64_t startMillis_ = 0;
-  int64_t endMillis_ = -1;             // guarded by mutex_
-  std::optional<FailureInfo> failureInfo_;  // guarded by mutex_
-  std::vector<std::unique_ptr<Subtask>> subtasks_;
-  std::vector<std::unique_ptr<ChannelBase>> channels_;
-  std::vector<std::unique_ptr<SplitEnumerator>> enumerators_;
   std::chrono::steady_clock::time_point startTime_;
-  std::atomic<bool> stopping_{false};  // every subtask was told to stop
-  std::atomic<int> running_{0};        // subtask threads not yet finished
-  std::mutex joinMutex_;               // one thread joins the subtasks at a time
+  std::thread supervisor_;
+  std::mutex joinMutex_;               // one thread joins the supervisor at a time
 
   mutable std::mutex mutex_;
-  std::exception_ptr failure_;         // guarded by mutex_; the first failure only
+  std::condition_variable cv_;         // wakes the supervisor
+  std::shared_ptr<Attempt> attempt_;   // guarded by mutex_; the current one
+  int64_t endMillis_ = -1;             // guarded by mutex_
+  std::optional<FailureInfo> failureInfo_;  // guarded by mutex_; the latest failure
+  std::exception_ptr failure_;         // guarded by mutex_; what failed the job in the end
   std::string failureMessage_;         // guarded by mutex_
   ErrorCode failureCode_ = ErrorCode::kInternal;  // guarded by mutex_
   bool userCancelled_ = false;         // guarded by mutex_
-  int cancelledSubtasks_ = 0;          // guarded by mutex_; subtasks that stopped on cancel
-  JobStatus finalStatus_ = JobStatus::RUNNING;  // guarded by mutex_; set when the last subtask ends
+  bool restarting_ = false;            // guarded by mutex_
+  bool ended_ = false;                 // guarded by mutex_
+  int restarts_ = 0;                   // guarded by mutex_
+  JobStatus finalStatus_ = JobStatus::RUNNING;  // guarded by mutex_; set when the job ends
   std::chrono::milliseconds runtime_{0};        // guarded by mutex_
 };
 

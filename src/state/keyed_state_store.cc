@@ -2,6 +2,8 @@
 
 #include "weir/detail/state_factory.h"
 
+#include <algorithm>
+
 namespace weir {
 
 std::shared_ptr<StateBackend> stateBackendFromName(std::string_view name) {
@@ -42,7 +44,27 @@ std::map<std::string, std::unique_ptr<StateSnapshot>> KeyedStateStore::snapshot(
   SnapshotContext context = snapshotContext();  // one moment for every state
   std::map<std::string, std::unique_ptr<StateSnapshot>> out;
   for (auto& [name, registered] : states_) out.emplace(name, registered.state->snapshot(context));
+  for (auto& [name, entries] : restored_) out.emplace(name, std::make_unique<MaterializedSnapshot>(entries));
   return out;
+}
+
+void KeyedStateStore::restoreInto(const std::string& name, KeyedStateBase& state) {
+  auto it = restored_.find(name);
+  if (it == restored_.end()) return;
+  for (const auto& e : it->second) state.restoreEntry(StateEntry{e.keyGroup, e.key, e.value});
+  restored_.erase(it);
+  clearKeyAfterRestore();
+}
+
+MaterializedSnapshot::MaterializedSnapshot(std::vector<OwnedStateEntry> entries) : entries_(std::move(entries)) {
+  std::stable_sort(entries_.begin(), entries_.end(),
+                   [](const OwnedStateEntry& a, const OwnedStateEntry& b) { return a.keyGroup < b.keyGroup; });
+}
+
+void MaterializedSnapshot::readEntries(KeyGroupRange range, const StateEntryVisitor& visit) {
+  auto it = std::lower_bound(entries_.begin(), entries_.end(), range.start,
+                             [](const OwnedStateEntry& e, int group) { return e.keyGroup < group; });
+  for (; it != entries_.end() && it->keyGroup <= range.end; ++it) visit(StateEntry{it->keyGroup, it->key, it->value});
 }
 
 void throwOutsideKeyedContext(const std::string& state) {

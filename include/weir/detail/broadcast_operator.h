@@ -39,6 +39,7 @@ class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F
       : CollectingOperator<IN1, OUT, F>(std::move(fn)), states_(std::move(declared)) {}
 
   OutputBase* secondInput() override { return &second_; }
+  std::string checkpointUnsupportedReason() const override { return "broadcast state is not checkpointed yet"; }
 
   void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
     typename F::ReadOnlyContext ctx(&states_, &this->sideOutputs_, &watermark_, this->context().clock().get());
@@ -75,6 +76,7 @@ class KeyedBroadcastProcessOperator final
       : Base(std::move(keySelector), std::move(fn)), states_(std::move(declared)) {}
 
   OutputBase* secondInput() override { return &second_; }
+  std::string checkpointUnsupportedReason() const override { return "broadcast state is not checkpointed yet"; }
 
   void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
     typename F::ReadOnlyContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);

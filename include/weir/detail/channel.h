@@ -78,6 +78,7 @@ enum class EventKind : uint8_t {
   kIdle,             // the producer's stream went idle
   kActive,           // ... and became active again
   kEndOfPartition,   // the producer will send nothing more
+  kBarrier,          // checkpoint barrier; `timestamp` holds the checkpoint id
 };
 
 // Untyped part of a channel: credits, wake-ups and accounting.

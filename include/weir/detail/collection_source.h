@@ -1,7 +1,9 @@
 // The source behind fromElements / fromCollection: a fixed list, read by one reader.
 #pragma once
 
+#include <algorithm>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "weir/source.h"
@@ -16,6 +18,7 @@ class CollectionSource final : public Source<T> {
 
   Boundedness getBoundedness() const override { return Boundedness::BOUNDED; }
   int maxParallelism() const override { return 1; }
+  bool supportsCheckpointing() const override { return true; }
   std::unique_ptr<SplitEnumerator> createEnumerator(int) const override { return nullptr; }
   std::unique_ptr<SourceReader<T>> createReader(const SourceReaderContext&) const override {
     return std::make_unique<Reader>(elements_);
@@ -31,6 +34,12 @@ class CollectionSource final : public Source<T> {
                  elements_->begin() + static_cast<std::ptrdiff_t>(end));
       next_ = end;
       return next_ == elements_->size() ? InputStatus::END_OF_INPUT : InputStatus::MORE_AVAILABLE;
+    }
+
+    // The position of the next element.
+    std::vector<std::string> snapshotState(int64_t) override { return {std::to_string(next_)}; }
+    void addSplits(std::vector<std::string> splits) override {
+      for (const auto& s : splits) next_ = std::max(next_, static_cast<size_t>(std::stoull(s)));
     }
 
    private:

@@ -6,14 +6,19 @@
 #include <chrono>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <vector>
+
+#include <absl/container/flat_hash_set.h>
 
 #include "weir/detail/channel.h"
 #include "weir/detail/record_writer.h"
 #include "weir/detail/stream_operator.h"
 #include "weir/detail/watermark_valve.h"
+#include "weir/checkpoint_config.h"
 #include "weir/clock.h"
+#include "weir/restart_strategy.h"
 #include "weir/state_backend.h"
 #include "weir/sink.h"
 #include "weir/source.h"
@@ -24,10 +29,14 @@ namespace weir::detail {
 // Feeds the messages of one input channel to the operator at the head of a chain.
 class ChannelInputBase {
  public:
-  enum class Poll { kEmpty, kProcessed, kEnded };
+  enum class Poll { kEmpty, kProcessed, kEnded, kBarrier };
   virtual ~ChannelInputBase() = default;
-  // Processes at most one message.
+  // Processes at most one message. kBarrier: a checkpoint barrier, see barrierId().
   virtual Poll pollOnce() = 0;
+  int64_t barrierId() const { return barrierId_; }
+
+ protected:
+  int64_t barrierId_ = 0;
 };
 
 template <class T>
@@ -45,6 +54,7 @@ class ChannelInput final : public ChannelInputBase {
         case EventKind::kIdle: valve_->inputIdleness(index_, true); break;
         case EventKind::kActive: valve_->inputIdleness(index_, false); break;
         case EventKind::kEndOfPartition: return Poll::kEnded;
+        case EventKind::kBarrier: barrierId_ = message_.timestamp; return Poll::kBarrier;
       }
       return Poll::kProcessed;
     }
@@ -63,13 +73,51 @@ class ChannelInput final : public ChannelInputBase {
   typename Channel<T>::Message message_;
 };
 
+// A source's enumerator as checkpoints need it: remembers which splits it handed to
+// each reader, and skips the splits a restored checkpoint had handed out already (those
+// come back through the readers' own state).
+class TrackingSplitEnumerator final : public SplitEnumerator {
+ public:
+  TrackingSplitEnumerator(std::unique_ptr<SplitEnumerator> inner, std::vector<std::string> alreadyAssigned,
+                          int parallelism)
+      : inner_(std::move(inner)), restored_(std::move(alreadyAssigned)),
+        skip_(restored_.begin(), restored_.end()), assigned_(static_cast<size_t>(parallelism)) {}
+
+  std::unique_ptr<SourceSplit> nextSplit(int subtask) override {
+    while (auto split = inner_->nextSplit(subtask)) {
+      std::string id = split->splitId();
+      if (skip_.contains(id)) continue;
+      std::lock_guard lock(mutex_);
+      assigned_.at(static_cast<size_t>(subtask)).push_back(std::move(id));
+      return split;
+    }
+    return nullptr;
+  }
+  // What reader `subtask` writes into a checkpoint: the splits handed out before this
+  // run, and those handed to it since.
+  std::vector<std::string> assignedIds(int subtask) {
+    std::vector<std::string> out = restored_;
+    std::lock_guard lock(mutex_);
+    const auto& mine = assigned_.at(static_cast<size_t>(subtask));
+    out.insert(out.end(), mine.begin(), mine.end());
+    return out;
+  }
+
+ private:
+  std::unique_ptr<SplitEnumerator> inner_;
+  std::vector<std::string> restored_;
+  absl::flat_hash_set<std::string> skip_;
+  std::mutex mutex_;
+  std::vector<std::vector<std::string>> assigned_;  // guarded by mutex_
+};
+
 // The head of a source chain: pulls batches from a reader, stamps them with event
 // timestamps, generates watermarks, and pushes both down the chain.
 class SourceOperatorBase : public StreamOperator {
  public:
   using Clock = std::chrono::steady_clock;
   OutputBase* input() override { return nullptr; }
-  void setEnumerator(SplitEnumerator* enumerator) { enumerator_ = enumerator; }
+  void setEnumerator(TrackingSplitEnumerator* enumerator) { enumerator_ = enumerator; }
   void setAutoWatermarkInterval(std::chrono::milliseconds interval) { watermarkInterval_ = interval; }
   // Emits at most one batch.
   virtual InputStatus emitNext() = 0;
@@ -81,7 +129,7 @@ class SourceOperatorBase : public StreamOperator {
   virtual void endInput() = 0;
 
  protected:
-  SplitEnumerator* enumerator_ = nullptr;
+  TrackingSplitEnumerator* enumerator_ = nullptr;
   std::chrono::milliseconds watermarkInterval_{200};
 };
 
@@ -98,6 +146,9 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
       return source_->createReader(SourceReaderContext{context_->getIndexOfThisSubtask(),
                                                        context_->getNumberOfParallelSubtasks(), enumerator_});
     });
+    if (auto* restored = context_->restored()) {
+      if (auto* splits = restored->operatorList(kSourceSplitsState)) callUser([&] { reader_->addSplits(*splits); });
+    }
     batch_.reserve(kBatchSize);
     if (strategy_.generator()) generator_ = callUser([&] { return strategy_.generator()(); });
     lastRecord_ = nextWatermark_ = Clock::now();
@@ -149,6 +200,20 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
 
   // The last watermark this source emitted.
   int64_t currentWatermark() const { return watermark_; }
+
+  std::string checkpointUnsupportedReason() const override {
+    return source_->supportsCheckpointing() ? "" : "its source does not support checkpointing";
+  }
+  // The reader's splits, and which splits it was handed (the enumerator's part).
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    StreamOperator::snapshotState(checkpointId, timestamp, out);
+    auto splits = callUser([&] { return reader_->snapshotState(checkpointId); });
+    out.operatorState.push_back({kSourceSplitsState, OperatorStateMode::kSplitDistribute, std::move(splits)});
+    if (enumerator_) {
+      out.operatorState.push_back({kAssignedSplitsState, OperatorStateMode::kUnion,
+                                   enumerator_->assignedIds(context_->getIndexOfThisSubtask())});
+    }
+  }
 
   void close() override {
     if (reader_) callUser([&] { reader_->close(); });
@@ -204,6 +269,29 @@ class SinkOperator final : public StreamOperator, public Output<T> {
 
   void open() override {
     writer_ = callUser([&] { return sink_->createWriter(*context_); });
+    listener_ = dynamic_cast<CheckpointListener*>(writer_.get());
+    checkpointed_ = dynamic_cast<CheckpointedFunction*>(writer_.get());
+    if (checkpointed_) {
+      auto& registry = context_->operatorState();
+      FunctionInitializationContext init(registry.isRestored(), OperatorStateStore(&registry));
+      callUser([&] { checkpointed_->initializeState(init); });
+    }
+  }
+
+  // At the barrier the writer flushes (at-least-once: nothing before the barrier stays
+  // buffered) and, if it is a CheckpointedFunction, snapshots.
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    callUser([&] {
+      writer_->flush(false);
+      if (checkpointed_) checkpointed_->snapshotState(FunctionSnapshotContext(checkpointId, timestamp));
+    });
+    StreamOperator::snapshotState(checkpointId, timestamp, out);
+  }
+  void notifyCheckpointComplete(int64_t checkpointId) override {
+    if (listener_) callUser([&] { listener_->notifyCheckpointComplete(checkpointId); });
+  }
+  void notifyCheckpointAborted(int64_t checkpointId) override {
+    if (listener_) callUser([&] { listener_->notifyCheckpointAborted(checkpointId); });
   }
 
   void emitBatch(std::span<T> records, Timestamps) override {
@@ -224,6 +312,8 @@ class SinkOperator final : public StreamOperator, public Output<T> {
  private:
   std::shared_ptr<const Sink<T>> sink_;
   std::unique_ptr<SinkWriter<T>> writer_;
+  CheckpointListener* listener_ = nullptr;
+  CheckpointedFunction* checkpointed_ = nullptr;
 };
 
 // Factories for everything the runtime builds around a stream of one record type.
@@ -331,6 +421,9 @@ struct StreamGraph {
   std::chrono::milliseconds autoWatermarkInterval{200};  // periodic watermarks of sources
   std::shared_ptr<const StateBackend> stateBackend = std::make_shared<HashMapStateBackend>();
   std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>();  // processing time
+  CheckpointConfig checkpointConfig;
+  RestartStrategy restartStrategy = RestartStrategy::fallback();
+  std::string restorePath;  // a checkpoint to start from; empty: from scratch
 };
 
 }  // namespace weir::detail

@@ -99,6 +99,18 @@ class HeapTable<VoidNamespace, S> {
   Entries entries_;
 };
 
+// Reads a value a checkpoint holds for `state`; types without a Serializer cannot be
+// in a checkpoint, so meeting one is a clear error.
+template <class T>
+T decodeForState(std::string_view bytes, const std::string& state, int keyGroup) {
+  if constexpr (Serializable<T>) {
+    return decodeState<T>(bytes, state, keyGroup);
+  } else {
+    throw Error(ErrorCode::kState, "state '" + state + "' holds " + demangledTypeName(typeid(T)) +
+                                       ", which has no weir::Serializer to restore it with");
+  }
+}
+
 template <class T>
 void serializeForState(const T& value, DataOutput& out) {
   if constexpr (Serializable<T>) {
@@ -114,7 +126,7 @@ template <class N, class S>
 class HeapState : public KeyedStateBase {
  public:
   HeapState(KeyedStateStore& store, std::string name)
-      : ctx_(store.keyContext()), keys_(*store.heapKeys()), name_(std::move(name)) {}
+      : store_(store), ctx_(store.keyContext()), keys_(*store.heapKeys()), name_(std::move(name)) {}
 
   void setCurrentNamespace(N ns) { ns_ = std::move(ns); }
 
@@ -144,6 +156,16 @@ class HeapState : public KeyedStateBase {
   }
   void forEachSlot(const std::function<void(uint32_t)>& visit) override {
     HeapTable<N, S>::forEach(table_.snapshot(), [&](uint32_t slot, const N&, const S&) { visit(slot); });
+  }
+  void restoreEntry(const StateEntry& entry) override {
+    DataInput in(entry.key);
+    uint32_t slot = store_.restoreHeapKey(in, name_, entry.keyGroup);
+    N ns{};
+    if constexpr (!std::is_same_v<N, VoidNamespace>) ns = decodeState<N>(in, name_, entry.keyGroup);
+    std::string_view rest = entry.key.substr(in.position());
+    auto [s, created] = table_.findOrCreate(slot, ns);
+    if (created) keys_.acquire(slot);
+    restoreValue(*s, rest, entry.value, entry.keyGroup);
   }
 
  protected:
@@ -189,6 +211,12 @@ class HeapState : public KeyedStateBase {
     visit(StateEntry{keyGroup, key.data(), out.data()});
   }
 
+  // Fills `s` from a canonical entry whose key continues with `keyRest` (map: the user
+  // key).
+  virtual void restoreValue(S& s, std::string_view keyRest, std::string_view value, int keyGroup) {
+    s = decodeForState<S>(value, name_, keyGroup);
+  }
+
   void checkKey() const {
     if (ctx_.keyGroup < 0) [[unlikely]] throwOutsideKeyedContext(name_);
   }
@@ -213,6 +241,7 @@ class HeapState : public KeyedStateBase {
     keys_.release(ctx_.slot);
   }
 
+  KeyedStateStore& store_;
   KeyContext& ctx_;
   HeapKeyTable& keys_;
   std::string name_;
@@ -298,6 +327,10 @@ class HeapListState final : public HeapState<N, std::vector<T>>, public ListStat
     writeListElements(list, out);
     visit(StateEntry{keyGroup, key.data(), out.data()});
   }
+  void restoreValue(std::vector<T>& list, std::string_view, std::string_view value, int keyGroup) override {
+    DataInput in(value);
+    while (!in.atEnd()) list.push_back(decodeForState<T>(in.readStringView(), this->name_, keyGroup));
+  }
 };
 
 template <class UK, class UV>
@@ -376,6 +409,10 @@ class HeapMapState final : public HeapState<N, HeapMap<UK, UV>>, public MapState
       serializeForState(v, out);
       visit(StateEntry{keyGroup, entryKey, out.data()});
     }
+  }
+  void restoreValue(HeapMap<UK, UV>& m, std::string_view keyRest, std::string_view value, int keyGroup) override {
+    m.insert_or_assign(decodeForState<UK>(keyRest, this->name_, keyGroup),
+                       decodeForState<UV>(value, this->name_, keyGroup));
   }
 
  private:

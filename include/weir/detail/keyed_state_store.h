@@ -64,6 +64,38 @@ struct StateEntry {
 };
 using StateEntryVisitor = std::function<void(const StateEntry&)>;
 
+// One entry in canonical form that owns its bytes (as a checkpoint file holds it).
+struct OwnedStateEntry {
+  int keyGroup;
+  std::string key;
+  std::string value;
+};
+
+inline std::string stateWhere(const std::string& state, int keyGroup) {
+  return "state '" + state + "'" + (keyGroup >= 0 ? ", key group " + std::to_string(keyGroup) : std::string());
+}
+
+// Decodes a stored value; bytes that do not decode are an error naming the state.
+template <class T>
+T decodeState(DataInput& in, const std::string& state, int keyGroup) {
+  try {
+    return Serializer<T>::deserialize(in);
+  } catch (const SerializationError& e) {
+    throw Error(ErrorCode::kSerialization, stateWhere(state, keyGroup) + ": stored bytes do not decode as " +
+                                               demangledTypeName(typeid(T)) + ": " + e.what());
+  }
+}
+template <class T>
+T decodeState(std::string_view bytes, const std::string& state, int keyGroup) {
+  DataInput in(bytes);
+  T value = decodeState<T>(in, state, keyGroup);
+  if (!in.atEnd()) {
+    throw Error(ErrorCode::kSerialization, stateWhere(state, keyGroup) + ": " + std::to_string(in.remaining()) +
+                                               " stray bytes after a " + demangledTypeName(typeid(T)));
+  }
+  return value;
+}
+
 // The error of a state used while no key is current.
 [[noreturn]] void throwOutsideKeyedContext(const std::string& state);
 
@@ -74,6 +106,17 @@ class StateSnapshot {
   virtual ~StateSnapshot() = default;
   // Calls `visit` for every entry whose key group is in `range`, grouped by key group.
   virtual void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) = 0;
+};
+
+// Entries copied out at snapshot time (timers, or restored state nobody registered
+// again), sorted by key group.
+class MaterializedSnapshot final : public StateSnapshot {
+ public:
+  explicit MaterializedSnapshot(std::vector<OwnedStateEntry> entries);
+  void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) override;
+
+ private:
+  std::vector<OwnedStateEntry> entries_;
 };
 
 // The heap's keys at one moment: what heap state snapshots need to write key bytes.
@@ -105,6 +148,8 @@ class KeyedStateBase {
   // Its entries now; cheap on the task thread (heap: copy on write, RocksDB: a RocksDB
   // snapshot), then readable from any thread.
   virtual std::unique_ptr<StateSnapshot> snapshot(const SnapshotContext& context) = 0;
+  // Puts one entry read from a checkpoint back (the inverse of the snapshot's form).
+  virtual void restoreEntry(const StateEntry& entry) = 0;
   // Heap: calls `visit(slot)` for every key slot with an entry (without serializing).
   virtual void forEachSlot(const std::function<void(uint32_t)>& visit) {
     throw Error(ErrorCode::kInternal, "only heap states are organised by key slot");
@@ -159,7 +204,9 @@ class KeyedStateStore {
     auto it = states_.find(name);
     if (it == states_.end()) {
       auto [owner, state] = make();
+      KeyedStateBase* base = owner.get();
       states_.emplace(name, Registered{kind, type, std::move(owner), state});
+      restoreInto(name, *base);
       resolveCurrentKey();
       return *state;
     }
@@ -178,8 +225,15 @@ class KeyedStateStore {
   // Entries of one state in a key-group range, as they are now.
   void readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit);
   // Every state as it is now, readable from another thread while this one goes on (the
-  // synchronous part of a checkpoint). Destroy it before the store.
+  // synchronous part of a checkpoint). Destroy it before the store. Restored states that
+  // were not registered again are part of it, so they survive to the next restore.
   std::map<std::string, std::unique_ptr<StateSnapshot>> snapshot();
+
+  // Entries of a checkpoint, by state name: each state takes its own when it is
+  // registered. Call before any state is registered.
+  void setRestored(std::map<std::string, std::vector<OwnedStateEntry>> entries) { restored_ = std::move(entries); }
+  // Heap: the slot of the serialized key at the front of `in` (made if new).
+  virtual uint32_t restoreHeapKey(DataInput& in, const std::string& state, int keyGroup) = 0;
 
  protected:
   KeyedStateStore(const StateBackend& backend, int maxParallelism, const std::string& owner,
@@ -189,6 +243,7 @@ class KeyedStateStore {
   // Scopes a state created while a key was current (e.g. inside processElement) to it.
   virtual void resolveCurrentKey() = 0;
   bool hasStates() const { return !states_.empty(); }
+  virtual void clearKeyAfterRestore() = 0;
 
   KeyContext keyContext_;
   std::vector<std::function<void()>> recordCleanups_;
@@ -201,7 +256,10 @@ class KeyedStateStore {
     void* typed;  // the same object as `state`, as the State type it was created as
   };
 
+  void restoreInto(const std::string& name, KeyedStateBase& state);
+
   int maxParallelism_;
+  std::map<std::string, std::vector<OwnedStateEntry>> restored_;
   std::shared_ptr<const Clock> clock_;
   HeapKeyTable* heapKeys_ = nullptr;
   std::unique_ptr<RocksDBInstance> rocksdb_;
@@ -278,7 +336,22 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
   // The key the states are scoped to. Valid while a record or timer is processed.
   const K& currentKey() const { return *current_; }
 
+  uint32_t restoreHeapKey(DataInput& in, const std::string& state, int keyGroup) override {
+    if constexpr (Serializable<K>) {
+      restoringKey_ = decodeState<K>(in, state, keyGroup);
+      setHeapKey(restoringKey_);
+      return keyContext_.slot;
+    } else {
+      throw Error(ErrorCode::kState, "state '" + state + "' cannot be restored: the key type " +
+                                         demangledTypeName(typeid(K)) + " has no weir::Serializer");
+    }
+  }
+
  private:
+  void clearKeyAfterRestore() override {
+    if (current_ == nullptr) keyContext_.keyGroup = -1;
+    else setCurrentKey(*current_);
+  }
   void resolveCurrentKey() override {
     if (pending_ != nullptr) setCurrentKey(*pending_);
   }
@@ -371,6 +444,7 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
   std::vector<uint32_t> free_;
   const K* pending_ = nullptr;  // set while no state exists: resolved when one is created
   const K* current_ = nullptr;
+  K restoringKey_{};
   DataOutput keyOut_;
 };
 

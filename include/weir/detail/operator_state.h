@@ -9,6 +9,7 @@
 #include <typeindex>
 #include <vector>
 
+#include "weir/checkpointed_function.h"
 #include "weir/detail/heap_state.h"
 #include "weir/detail/rocksdb_state.h"
 #include "weir/state.h"

@@ -201,6 +201,43 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   KeyedReduceOperator(KeySelector keySelector, F fn)
       : UdfOperator<T, T, F>(std::move(fn)), keySelector_(std::move(keySelector)) {}
 
+  void open() override {
+    UdfOperator<T, T, F>::open();
+    auto* restored = this->context().restored();
+    if (restored == nullptr) return;
+    if constexpr (Serializable<K> && Serializable<T>) {
+      for (const auto& e : restored->takeKeyed(kRollingState)) {
+        values_.insert_or_assign(decodeState<K>(e.key, kRollingState, e.keyGroup),
+                                 decodeState<T>(e.value, kRollingState, e.keyGroup));
+      }
+    }
+  }
+
+  std::string checkpointUnsupportedReason() const override {
+    if constexpr (!Serializable<K> || !Serializable<T>)
+      return "its key type " + demangledTypeName(typeid(K)) + " or value type " + demangledTypeName(typeid(T)) +
+             " has no weir::Serializer, which checkpoints need";
+    return "";
+  }
+  // The running value of every key, copied out.
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    UdfOperator<T, T, F>::snapshotState(checkpointId, timestamp, out);
+    if constexpr (Serializable<K> && Serializable<T>) {
+      std::vector<OwnedStateEntry> entries;
+      entries.reserve(values_.size());
+      int maxParallelism = this->context().getMaxNumberOfParallelSubtasks();
+      DataOutput key, value;
+      for (const auto& [k, v] : values_) {
+        key.clear();
+        value.clear();
+        Serializer<K>::serialize(k, key);
+        Serializer<T>::serialize(v, value);
+        entries.push_back({assignToKeyGroup(KeyHash<K>{}(k), maxParallelism), key.data(), value.data()});
+      }
+      out.keyed[kRollingState] = std::make_unique<MaterializedSnapshot>(std::move(entries));
+    }
+  }
+
   void emitBatch(std::span<T> records, Timestamps timestamps) override {
     buffer_.clear();
     buffer_.reserve(records.size());
@@ -248,9 +285,37 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>, protected Ke
       state_ = std::make_unique<KeyedStateBackend<K>>(
           context.stateBackend(), context.getMaxNumberOfParallelSubtasks(),
           context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock());
+      if (auto* restored = context.restored()) {
+        restoreTimers(restored->takeKeyed(kTimersState));
+        state_->setRestored(std::move(restored->keyed));
+      }
     });
     context.setKeyedStateStore(state_.get());
     CollectingOperator<T, OUT, F>::open();
+  }
+
+  std::string checkpointUnsupportedReason() const override {
+    if constexpr (!Serializable<K>)
+      return "its key type " + demangledTypeName(typeid(K)) + " has no weir::Serializer, which checkpoints need";
+    return "";
+  }
+  // Keyed state and timers, then what the base writes (function, operator state).
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    CollectingOperator<T, OUT, F>::snapshotState(checkpointId, timestamp, out);
+    out.keyed = state_->snapshot();
+    if constexpr (Serializable<K>) {
+      // A timer is an entry keyed by its key, with its time as the namespace.
+      std::vector<OwnedStateEntry> timers;
+      DataOutput key;
+      int maxParallelism = state_->maxParallelism();
+      timers_.forEach([&](const K& k, int64_t time) {
+        key.clear();
+        Serializer<K>::serialize(k, key);
+        key.write(time);
+        timers.push_back({assignToKeyGroup(KeyHash<K>{}(k), maxParallelism), key.data(), {}});
+      });
+      out.keyed[kTimersState] = std::make_unique<MaterializedSnapshot>(std::move(timers));
+    }
   }
   void close() override {
     CollectingOperator<T, OUT, F>::close();
@@ -293,6 +358,16 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>, protected Ke
   const K& currentKey() const override { return key_; }
   void registerEventTimeTimer(int64_t time) override { timers_.add(key_, time); }
   void deleteEventTimeTimer(int64_t time) override { timers_.remove(key_, time); }
+
+  void restoreTimers(const std::vector<OwnedStateEntry>& entries) {
+    if constexpr (Serializable<K>) {
+      for (const auto& e : entries) {
+        DataInput in(e.key);
+        K k = decodeState<K>(in, kTimersState, e.keyGroup);
+        timers_.add(k, in.read<int64_t>());
+      }
+    }
+  }
 
   KeySelector keySelector_;
   K key_{};

@@ -26,9 +26,17 @@ enum class PartitionerKind {
 
 const char* partitionerName(PartitionerKind kind);
 
+// What every channel writer can do whatever its record type.
+class ChannelWriterBase {
+ public:
+  virtual ~ChannelWriterBase() = default;
+  // Sends checkpoint barrier `checkpointId` on every channel, after every record sent.
+  virtual void broadcastBarrier(int64_t checkpointId) = 0;
+};
+
 // Writes a stream of T onto `channels`; `Selector` picks a channel per record.
 template <class T, class Selector>
-class RecordWriter final : public Output<T> {
+class RecordWriter final : public Output<T>, public ChannelWriterBase {
  public:
   RecordWriter(std::vector<Channel<T>*> channels, Selector selector, TaskMetrics* metrics)
       : channels_(std::move(channels)), buffers_(channels_.size()), selector_(std::move(selector)),
@@ -67,6 +75,10 @@ class RecordWriter final : public Output<T> {
   }
   void emitIdleness(bool idle) override {
     for (auto* ch : channels_) ch->sendEvent(idle ? EventKind::kIdle : EventKind::kActive);
+  }
+  // Records never stay in the buffers between batches, so the barrier follows them all.
+  void broadcastBarrier(int64_t checkpointId) override {
+    for (auto* ch : channels_) ch->sendEvent(EventKind::kBarrier, checkpointId);
   }
 
  private:

@@ -92,31 +92,6 @@ class RocksDBInstance {
 };
 
 // "state 'x', key group g" (without the group when there is none, -1).
-inline std::string stateWhere(const std::string& state, int keyGroup) {
-  return "state '" + state + "'" + (keyGroup >= 0 ? ", key group " + std::to_string(keyGroup) : std::string());
-}
-
-// Decodes a stored value; bytes that do not decode are an error naming the state.
-template <class T>
-T decodeState(DataInput& in, const std::string& state, int keyGroup) {
-  try {
-    return Serializer<T>::deserialize(in);
-  } catch (const SerializationError& e) {
-    throw Error(ErrorCode::kSerialization, stateWhere(state, keyGroup) + ": stored bytes do not decode as " +
-                                               demangledTypeName(typeid(T)) + ": " + e.what());
-  }
-}
-template <class T>
-T decodeState(std::string_view bytes, const std::string& state, int keyGroup) {
-  DataInput in(bytes);
-  T value = decodeState<T>(in, state, keyGroup);
-  if (!in.atEnd()) {
-    throw Error(ErrorCode::kSerialization, stateWhere(state, keyGroup) + ": " + std::to_string(in.remaining()) +
-                                               " stray bytes after a " + demangledTypeName(typeid(T)));
-  }
-  return value;
-}
-
 // The smallest key greater than every key that starts with `prefix`; empty if none.
 std::string prefixSuccessor(std::string_view prefix);
 // A key group as the 2-byte big-endian prefix of its keys.
@@ -140,6 +115,12 @@ class RocksDBState : public KeyedStateBase {
 
   std::unique_ptr<StateSnapshot> snapshot(const SnapshotContext& context) override {
     return std::make_unique<Snapshot>(column_, context.rocksdb);
+  }
+  // Canonical entries are what RocksDB stores, behind the key-group prefix.
+  void restoreEntry(const StateEntry& entry) override {
+    std::string key = keyGroupPrefix(entry.keyGroup);
+    key += entry.key;
+    column_.put(key, entry.value);
   }
 
  protected:

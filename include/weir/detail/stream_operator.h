@@ -10,6 +10,7 @@
 
 #include "weir/detail/output.h"
 #include "weir/detail/task_metrics.h"
+#include "weir/checkpoint_listener.h"
 #include "weir/functions.h"
 #include "weir/runtime_context.h"
 
@@ -47,6 +48,17 @@ class StreamOperator {
 
   const std::string& name() const { return context_->getTaskName(); }
   RuntimeContext& context() { return *context_; }
+
+  // Checkpoints. Why this operator cannot take part in them yet, or empty when it can.
+  virtual std::string checkpointUnsupportedReason() const { return ""; }
+  // The synchronous part of checkpoint `checkpointId`, on the task thread between
+  // batches: the state as it is now. The default writes the operator state
+  // (CheckpointedFunction lists).
+  virtual void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) {
+    if (auto* registry = context_->operatorStateIfUsed()) out.operatorState = registry->snapshot();
+  }
+  virtual void notifyCheckpointComplete(int64_t checkpointId) {}
+  virtual void notifyCheckpointAborted(int64_t checkpointId) {}
 
  protected:
   // Runs user code (a function, a source reader, a sink writer); whatever it throws
@@ -98,6 +110,19 @@ template <class F>
 void closeFunction(F& fn) {
   if constexpr (std::is_base_of_v<RichFunction, F>) fn.close();
 }
+// A CheckpointedFunction brings its operator state up to date for a checkpoint.
+template <class F>
+void snapshotFunction(F& fn, int64_t checkpointId, int64_t timestamp) {
+  if constexpr (std::is_base_of_v<CheckpointedFunction, F>) fn.snapshotState(FunctionSnapshotContext(checkpointId, timestamp));
+}
+// A CheckpointListener learns how a checkpoint ended.
+template <class F>
+void notifyFunction(F& fn, int64_t checkpointId, bool completed) {
+  if constexpr (std::is_base_of_v<CheckpointListener, F>) {
+    if (completed) fn.notifyCheckpointComplete(checkpointId);
+    else fn.notifyCheckpointAborted(checkpointId);
+  }
+}
 
 // An operator with one typed input and one typed main output.
 template <class IN, class OUT>
@@ -124,6 +149,16 @@ class UdfOperator : public OneInputOperator<IN, OUT> {
   }
   void close() override {
     this->callUser([&] { closeFunction(fn_); });
+  }
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    this->callUser([&] { snapshotFunction(fn_, checkpointId, timestamp); });
+    StreamOperator::snapshotState(checkpointId, timestamp, out);
+  }
+  void notifyCheckpointComplete(int64_t checkpointId) override {
+    this->callUser([&] { notifyFunction(fn_, checkpointId, true); });
+  }
+  void notifyCheckpointAborted(int64_t checkpointId) override {
+    this->callUser([&] { notifyFunction(fn_, checkpointId, false); });
   }
 
  protected:

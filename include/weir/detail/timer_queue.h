@@ -21,6 +21,12 @@ class EventTimeTimers {
     if (live_.insert(std::pair<K, int64_t>{key, time}).second) queue_.push({time, key});
   }
   void remove(const K& key, int64_t time) { live_.erase(std::pair<K, int64_t>{key, time}); }
+  // Calls f(key, time) for every live timer, in no particular order.
+  template <class F>
+  void forEach(F&& f) const {
+    for (const auto& [key, time] : live_) f(key, time);
+  }
+
   // Takes the earliest live timer at or before `watermark`; false when there is none.
   bool pop(int64_t watermark, K& key, int64_t& time) {
     while (!queue_.empty() && queue_.top().first <= watermark) {

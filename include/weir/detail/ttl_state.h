@@ -79,6 +79,7 @@ class TtlStateBase : public KeyedStateBase {
   TtlStateBase(std::unique_ptr<KeyedStateBase> inner, const StateTtlConfig& config, const Clock& clock, bool list)
       : inner_(std::move(inner)), policy_(config, clock), config_(config), list_(list) {}
 
+  void restoreEntry(const StateEntry& entry) override { inner_->restoreEntry(entry); }
   std::unique_ptr<StateSnapshot> snapshot(const SnapshotContext& context) override {
     auto inner = inner_->snapshot(context);
     if (!config_.isCleanupInFullSnapshot()) return inner;

@@ -75,6 +75,8 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
     this->callUser([&] { closeFunction(policy_.fn); });
   }
 
+  std::string checkpointUnsupportedReason() const override { return "window contents are not checkpointed yet"; }
+
   void addSideOutput(int tagIndex, std::unique_ptr<SideOutputBase> out) override {
     if (tagIndex == lateTag_) late_ = out.get();
     sideOutputs_.add(tagIndex, std::move(out));

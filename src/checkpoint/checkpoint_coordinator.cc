@@ -1,0 +1,253 @@
+#include "checkpoint/checkpoint_coordinator.h"
+
+#include <filesystem>
+
+#include "weir/error.h"
+
+namespace weir::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+int64_t nowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
+}
+
+void removeFolder(const std::string& folder) {
+  std::error_code ec;
+  fs::remove_all(folder, ec);
+}
+
+}  // namespace
+
+CheckpointCoordinator::CheckpointCoordinator(CheckpointConfig config, std::string jobFolder, std::string jobId,
+                                             int maxParallelism, int64_t firstId)
+    : config_(std::move(config)), jobFolder_(std::move(jobFolder)), jobId_(std::move(jobId)),
+      maxParallelism_(maxParallelism), nextId_(firstId) {
+  std::error_code ec;
+  fs::create_directories(jobFolder_, ec);
+  if (ec)
+    throw Error(ErrorCode::kInvalidArgument,
+                "checkpoint directory: cannot create '" + jobFolder_ + "': " + ec.message());
+  io_ = std::thread([this] { runIo(); });
+}
+
+CheckpointCoordinator::~CheckpointCoordinator() {
+  {
+    std::lock_guard lock(ioMutex_);
+    ioStop_ = true;
+  }
+  ioCv_.notify_all();
+  io_.join();
+}
+
+void CheckpointCoordinator::runIo() {
+  while (true) {
+    std::function<void()> job;
+    {
+      std::unique_lock lock(ioMutex_);
+      ioCv_.wait(lock, [&] { return ioStop_ || !ioQueue_.empty(); });
+      if (ioQueue_.empty()) return;
+      job = std::move(ioQueue_.front());
+      ioQueue_.pop_front();
+    }
+    job();
+  }
+}
+
+void CheckpointCoordinator::startAttempt(int subtasks, Hooks hooks) {
+  std::lock_guard lock(mutex_);
+  subtasks_ = subtasks;
+  hooks_ = std::move(hooks);
+  attemptRunning_ = true;
+  nextTrigger_ = SteadyClock::now() + config_.getCheckpointInterval();
+}
+
+void CheckpointCoordinator::endAttempt() {
+  std::unique_lock lock(mutex_);
+  attemptRunning_ = false;
+  if (pending_) abortLocked(lock, "the job's tasks stopped");
+  hooks_ = {};
+}
+
+CheckpointCoordinator::SteadyClock::time_point CheckpointCoordinator::tick(bool canTrigger) {
+  std::unique_lock lock(mutex_);
+  auto now = SteadyClock::now();
+  if (pending_ && now - pending_->start >= config_.getCheckpointTimeout()) {
+    abortLocked(lock, "it expired before completing (checkpoint timeout " +
+                          std::to_string(config_.getCheckpointTimeout().count()) + " ms)");
+    lock.lock();
+  }
+  if (pending_) return std::min(nextTrigger_, pending_->start + config_.getCheckpointTimeout());
+  if (!attemptRunning_ || now < nextTrigger_) return nextTrigger_;
+  if (!canTrigger) {
+    nextTrigger_ = now + config_.getCheckpointInterval();
+    return nextTrigger_;
+  }
+  Pending p;
+  p.id = nextId_++;
+  p.timestampMillis = nowMillis();
+  p.start = now;
+  p.folder = (fs::path(jobFolder_) / ("chk-" + std::to_string(p.id))).string();
+  nextTrigger_ = now + config_.getCheckpointInterval();
+  std::error_code ec;
+  fs::create_directories(p.folder, ec);
+  pending_ = std::move(p);
+  ++stats_.inProgress;
+  if (ec) {
+    abortLocked(lock, "its folder '" + pending_->folder + "' cannot be created: " + ec.message());
+    return nextTrigger_;
+  }
+  auto trigger = hooks_.triggerSources;
+  int64_t id = pending_->id, ts = pending_->timestampMillis;
+  lock.unlock();
+  trigger(id, ts);
+  return nextTrigger_;
+}
+
+void CheckpointCoordinator::acknowledge(int64_t id, Upload upload, std::function<void()> done) {
+  std::string folder;
+  {
+    std::lock_guard lock(mutex_);
+    if (pending_ && pending_->id == id) folder = pending_->folder;
+  }
+  if (folder.empty()) {  // aborted already: nothing to write
+    done();
+    return;
+  }
+  {
+    std::lock_guard lock(ioMutex_);
+    ioQueue_.push_back([this, id, folder, upload = std::move(upload), done = std::move(done)] {
+      std::vector<StateFileInfo> files;
+      std::string error;
+      try {
+        files = upload(folder);
+      } catch (const std::exception& e) {
+        error = e.what();
+      }
+      done();  // the snapshots are gone: the task may close its state
+      std::unique_lock lock(mutex_);
+      if (!pending_ || pending_->id != id) return;
+      if (!error.empty()) {
+        abortLocked(lock, error);
+        return;
+      }
+      for (auto& f : files) pending_->files.push_back(std::move(f));
+      if (++pending_->acks == subtasks_) completeLocked(lock);
+    });
+  }
+  ioCv_.notify_one();
+}
+
+void CheckpointCoordinator::decline(int64_t id, const std::string& reason) {
+  std::unique_lock lock(mutex_);
+  if (pending_ && pending_->id == id) abortLocked(lock, reason);
+}
+
+void CheckpointCoordinator::subtaskEnded(int64_t lastSnapshotId) {
+  std::unique_lock lock(mutex_);
+  if (pending_ && pending_->id > lastSnapshotId)
+    abortLocked(lock, "a task finished before the checkpoint reached it");
+}
+
+// Called with the lock held; returns with it released.
+void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, const std::string& reason) {
+  Pending p = std::move(*pending_);
+  pending_.reset();
+  --stats_.inProgress;
+  ++stats_.failed;
+  ++consecutiveFailures_;
+  bool tooMany = consecutiveFailures_ > config_.getTolerableCheckpointFailureNumber();
+  Hooks hooks = hooks_;
+  int tolerable = config_.getTolerableCheckpointFailureNumber();
+  lock.unlock();
+  {
+    // After the uploads already queued for it.
+    std::lock_guard io(ioMutex_);
+    ioQueue_.push_back([folder = p.folder] { removeFolder(folder); });
+  }
+  ioCv_.notify_one();
+  if (hooks.notifySubtasks) hooks.notifySubtasks(p.id, false);
+  if (tooMany && hooks.failJob) {
+    hooks.failJob("checkpoint " + std::to_string(p.id) + " failed: " + reason + "; " +
+                  std::to_string(tolerable) + " failed checkpoint(s) in a row are tolerated " +
+                  "(tolerableCheckpointFailureNumber)");
+  }
+}
+
+// Called with the lock held; returns with it released.
+void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock) {
+  Pending p = std::move(*pending_);
+  pending_.reset();
+  CheckpointMetadata metadata;
+  metadata.checkpointId = p.id;
+  metadata.jobId = jobId_;
+  metadata.timestampMillis = p.timestampMillis;
+  metadata.maxParallelism = maxParallelism_;
+  metadata.files = std::move(p.files);
+  lock.unlock();
+  std::string error;
+  try {
+    writeMetadata(p.folder, metadata);
+  } catch (const std::exception& e) {
+    error = e.what();
+  }
+  lock.lock();
+  if (!error.empty()) {
+    pending_ = std::move(p);
+    abortLocked(lock, error);
+    return;
+  }
+  --stats_.inProgress;
+  ++stats_.completed;
+  consecutiveFailures_ = 0;
+  stats_.lastDurationMillis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - p.start).count();
+  int64_t size = 0;
+  for (const auto& f : metadata.files) size += static_cast<int64_t>(f.size);
+  stats_.lastSizeBytes = size;
+  stats_.latestId = p.id;
+  stats_.latestPath = p.folder;
+  retained_.push_back(p.folder);
+  std::vector<std::string> dropped;
+  while (static_cast<int>(retained_.size()) > config_.getNumRetainedCheckpoints()) {
+    dropped.push_back(retained_.front());
+    retained_.pop_front();
+  }
+  auto minPause = config_.getMinPauseBetweenCheckpoints();
+  if (SteadyClock::now() + minPause > nextTrigger_) nextTrigger_ = SteadyClock::now() + minPause;
+  Hooks hooks = hooks_;
+  lock.unlock();
+  for (const auto& d : dropped) removeFolder(d);
+  if (hooks.notifySubtasks) hooks.notifySubtasks(p.id, true);
+}
+
+std::string CheckpointCoordinator::latestCompleted() const {
+  std::lock_guard lock(mutex_);
+  return retained_.empty() ? std::string() : retained_.back();
+}
+
+int64_t CheckpointCoordinator::lastTriggeredId() const {
+  std::lock_guard lock(mutex_);
+  return nextId_ - 1;
+}
+
+CheckpointCoordinator::Stats CheckpointCoordinator::stats() const {
+  std::lock_guard lock(mutex_);
+  return stats_;
+}
+
+void CheckpointCoordinator::shutdown(bool discard) {
+  std::deque<std::string> retained;
+  {
+    std::lock_guard lock(mutex_);
+    if (discard) retained.swap(retained_);
+  }
+  for (const auto& d : retained) removeFolder(d);
+  std::error_code ec;
+  if (fs::is_empty(jobFolder_, ec)) fs::remove(jobFolder_, ec);
+}
+
+}  // namespace weir::detail

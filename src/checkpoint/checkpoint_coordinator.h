@@ -1,0 +1,108 @@
+// The checkpoint coordinator of one job: triggers checkpoint n at the sources, collects
+// every subtask's acknowledgement (its state files, written on the coordinator's I/O
+// thread so tasks go on at once), writes _metadata last, keeps the retained
+// checkpoints, and tells every subtask how each checkpoint ended.
+#pragma once
+
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "checkpoint/checkpoint_storage.h"
+#include "weir/checkpoint_config.h"
+
+namespace weir::detail {
+
+class CheckpointCoordinator {
+ public:
+  using SteadyClock = std::chrono::steady_clock;
+  // What the coordinator asks of the running attempt.
+  struct Hooks {
+    std::function<void(int64_t id, int64_t timestampMillis)> triggerSources;
+    std::function<void(int64_t id, bool completed)> notifySubtasks;
+    std::function<void(const std::string& reason)> failJob;  // too many failed checkpoints
+  };
+  // Writes a subtask's state files into a chk-<n> folder; returns what it wrote.
+  using Upload = std::function<std::vector<StateFileInfo>(const std::string& folder)>;
+
+  // `jobFolder` is <checkpoint-dir>/<job-id>, made if missing.
+  CheckpointCoordinator(CheckpointConfig config, std::string jobFolder, std::string jobId, int maxParallelism,
+                        int64_t firstId);
+  ~CheckpointCoordinator();
+
+  // An attempt with `subtasks` subtasks starts; each checkpoint needs all of them.
+  void startAttempt(int subtasks, Hooks hooks);
+  // The attempt ended (its threads are gone): a checkpoint in progress is aborted.
+  void endAttempt();
+
+  // Triggers a checkpoint when one is due and `canTrigger`; aborts one that timed out.
+  // Returns when it wants to be called again.
+  SteadyClock::time_point tick(bool canTrigger);
+
+  // A subtask took the synchronous part of checkpoint `id`: `upload` runs on the I/O
+  // thread, then `done` (always, also when it failed or the checkpoint was aborted).
+  void acknowledge(int64_t id, Upload upload, std::function<void()> done);
+  // A subtask cannot take part in checkpoint `id`.
+  void decline(int64_t id, const std::string& reason);
+  // A subtask's input ended; it took part in checkpoints up to `lastSnapshotId` only.
+  void subtaskEnded(int64_t lastSnapshotId);
+
+  // The newest completed checkpoint's chk-<n> folder, or "" when none.
+  std::string latestCompleted() const;
+  int64_t lastTriggeredId() const;
+  struct Stats {
+    int64_t completed = 0, failed = 0, inProgress = 0;
+    int64_t lastDurationMillis = -1, lastSizeBytes = -1;
+    int64_t latestId = 0;
+    std::string latestPath;
+  };
+  Stats stats() const;
+  // The job ended: removes the job's checkpoints when `discard`, and its folder if empty.
+  void shutdown(bool discard);
+
+ private:
+  struct Pending {
+    int64_t id = 0;
+    int64_t timestampMillis = 0;
+    SteadyClock::time_point start;
+    std::string folder;
+    int acks = 0;
+    std::vector<StateFileInfo> files;
+  };
+
+  void abortLocked(std::unique_lock<std::mutex>& lock, const std::string& reason);
+  void completeLocked(std::unique_lock<std::mutex>& lock);
+  void runIo();
+
+  const CheckpointConfig config_;
+  const std::string jobFolder_;
+  const std::string jobId_;
+  const int maxParallelism_;
+
+  mutable std::mutex mutex_;
+  Hooks hooks_;                        // guarded by mutex_
+  int subtasks_ = 0;                   // guarded by mutex_
+  bool attemptRunning_ = false;        // guarded by mutex_
+  int64_t nextId_;                     // guarded by mutex_
+  std::optional<Pending> pending_;     // guarded by mutex_
+  SteadyClock::time_point nextTrigger_;   // guarded by mutex_
+  int consecutiveFailures_ = 0;        // guarded by mutex_
+  std::deque<std::string> retained_;   // guarded by mutex_; oldest first
+  Stats stats_;                        // guarded by mutex_
+
+  std::mutex ioMutex_;
+  std::condition_variable ioCv_;
+  std::deque<std::function<void()>> ioQueue_;  // guarded by ioMutex_
+  bool ioStop_ = false;                        // guarded by ioMutex_
+  std::thread io_;
+};
+
+}  // namespace weir::detail

@@ -1,0 +1,340 @@
+#include "checkpoint/checkpoint_storage.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+#define XXH_STATIC_LINKING_ONLY
+#include <xxhash.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include "weir/error.h"
+#include "weir/serializer.h"
+
+namespace weir::detail {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr std::string_view kStateMagic = "WEIRSTAT";
+constexpr std::string_view kMetadataMagic = "WEIR-CHECKPOINT";
+constexpr uint64_t kStateFormatVersion = 1;
+
+Error ioError(const std::string& what, const std::string& path, int err) {
+  return Error(ErrorCode::kIo, "checkpoint: cannot " + what + " '" + path + "': " + std::strerror(err));
+}
+Error corrupt(const std::string& path, const std::string& why) {
+  return Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' " + why);
+}
+
+std::string hex(uint64_t v) {
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(v));
+  return buf;
+}
+
+void fsyncDirectory(const std::string& dir) {
+  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
+  if (fd < 0) throw ioError("open folder", dir, errno);
+  int rc = ::fsync(fd);
+  int err = errno;
+  ::close(fd);
+  if (rc != 0) throw ioError("sync folder", dir, err);
+}
+
+// Streams bytes to a temporary file, checksumming them; commit() makes the file appear
+// under its name whole, or not at all.
+class AtomicFileWriter {
+ public:
+  explicit AtomicFileWriter(std::string path) : path_(std::move(path)), temp_(path_ + ".inprogress") {
+    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+    if (fd_ < 0) throw ioError("create", temp_, errno);
+    XXH3_64bits_reset(&hash_);
+  }
+  ~AtomicFileWriter() {
+    if (fd_ >= 0) ::close(fd_);
+    if (!committed_) ::unlink(temp_.c_str());
+  }
+
+  DataOutput& out() { return out_; }
+  // Writes out what out() holds once it is large.
+  void maybeFlush() {
+    if (out_.size() >= (1u << 20)) flush();
+  }
+  void commit() {
+    flush();
+    if (::fsync(fd_) != 0) throw ioError("sync", temp_, errno);
+    if (::close(fd_) != 0) {
+      fd_ = -1;
+      throw ioError("close", temp_, errno);
+    }
+    fd_ = -1;
+    if (::rename(temp_.c_str(), path_.c_str()) != 0) throw ioError("rename", temp_, errno);
+    committed_ = true;
+    fsyncDirectory(fs::path(path_).parent_path().string());
+  }
+  uint64_t size() const { return size_; }
+  uint64_t checksum() { return XXH3_64bits_digest(&hash_); }
+
+ private:
+  void flush() {
+    std::string_view data = out_.data();
+    XXH3_64bits_update(&hash_, data.data(), data.size());
+    size_t done = 0;
+    while (done < data.size()) {
+      ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
+      if (n < 0) {
+        if (errno == EINTR) continue;
+        throw ioError("write", temp_, errno);
+      }
+      done += static_cast<size_t>(n);
+    }
+    size_ += data.size();
+    out_.clear();
+  }
+
+  std::string path_;
+  std::string temp_;
+  int fd_ = -1;
+  bool committed_ = false;
+  uint64_t size_ = 0;
+  DataOutput out_;
+  XXH3_state_t hash_;
+};
+
+std::string readWholeFile(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' is missing or unreadable");
+  std::ostringstream buffer;
+  buffer << in.rdbuf();
+  return std::move(buffer).str();
+}
+
+// Size and XXH3-64 of a file, read in chunks.
+std::pair<uint64_t, uint64_t> sizeAndChecksum(const std::string& path) {
+  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' is missing: " + std::strerror(errno));
+  XXH3_state_t hash;
+  XXH3_64bits_reset(&hash);
+  std::vector<char> buffer(1 << 20);
+  uint64_t size = 0;
+  while (true) {
+    ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      int err = errno;
+      ::close(fd);
+      throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' cannot be read: " + std::strerror(err));
+    }
+    if (n == 0) break;
+    XXH3_64bits_update(&hash, buffer.data(), static_cast<size_t>(n));
+    size += static_cast<uint64_t>(n);
+  }
+  ::close(fd);
+  return {size, XXH3_64bits_digest(&hash)};
+}
+
+}  // namespace
+
+void writeStateFile(const std::string& dir, OperatorSnapshot& snapshot, StateFileInfo& info) {
+  AtomicFileWriter file((fs::path(dir) / info.file).string());
+  DataOutput& out = file.out();
+  out.writeRaw(kStateMagic.data(), kStateMagic.size());
+  out.writeVarint(kStateFormatVersion);
+  out.writeVarint(snapshot.operatorState.size());
+  info.operatorStates.clear();
+  for (const auto& state : snapshot.operatorState) {
+    info.operatorStates.push_back(state.name);
+    out.writeString(state.name);
+    out.write(static_cast<uint8_t>(state.mode));
+    out.writeVarint(state.elements.size());
+    for (const auto& e : state.elements) {
+      out.writeString(e);
+      file.maybeFlush();
+    }
+  }
+  info.keyedStates.clear();
+  for (auto& [name, state] : snapshot.keyed) {
+    info.keyedStates.push_back(name);
+    out.write(uint8_t{1});
+    out.writeString(name);
+    state->readEntries(info.keyGroups, [&](const StateEntry& e) {
+      out.writeVarint(static_cast<uint64_t>(e.keyGroup) + 1);
+      out.writeString(e.key);
+      out.writeString(e.value);
+      file.maybeFlush();
+    });
+    out.writeVarint(0);
+  }
+  out.write(uint8_t{0});
+  file.commit();
+  info.size = file.size();
+  info.checksum = file.checksum();
+}
+
+void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRange keyGroups,
+                   RestoredOperatorState& out, std::vector<OperatorStateSnapshot>& operatorState) {
+  const std::string path = (fs::path(dir) / info.file).string();
+  std::string bytes = readWholeFile(path);
+  try {
+    DataInput in(bytes);
+    std::string magic(kStateMagic.size(), '\0');
+    in.readRaw(magic.data(), magic.size(), "magic number");
+    if (magic != kStateMagic) throw corrupt(path, "is not a weir state file");
+    uint64_t version = in.readVarint("format version");
+    if (version != kStateFormatVersion)
+      throw corrupt(path, "has format version " + std::to_string(version) + "; this weir reads version " +
+                              std::to_string(kStateFormatVersion));
+    size_t lists = in.readLength("operator state count");
+    for (size_t i = 0; i < lists; ++i) {
+      OperatorStateSnapshot s;
+      s.name = in.readString();
+      s.mode = static_cast<OperatorStateMode>(in.read<uint8_t>());
+      size_t n = in.readLength("element count");
+      for (size_t k = 0; k < n; ++k) s.elements.push_back(in.readString());
+      operatorState.push_back(std::move(s));
+    }
+    while (in.read<uint8_t>() == 1) {
+      std::string name = in.readString();
+      auto& entries = out.keyed[name];
+      while (uint64_t group = in.readVarint("key group")) {
+        int keyGroup = static_cast<int>(group - 1);
+        std::string_view key = in.readStringView();
+        std::string_view value = in.readStringView();
+        if (keyGroups.contains(keyGroup)) entries.push_back({keyGroup, std::string(key), std::string(value)});
+      }
+    }
+    if (!in.atEnd()) throw corrupt(path, "has " + std::to_string(in.remaining()) + " stray bytes at its end");
+  } catch (const SerializationError& e) {
+    throw corrupt(path, std::string("is corrupt: ") + e.what());
+  }
+}
+
+void writeMetadata(const std::string& dir, const CheckpointMetadata& m) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const auto& f : m.files) {
+    files.push_back({{"operatorId", f.operatorId},
+                     {"operatorName", f.operatorName},
+                     {"subtask", f.subtask},
+                     {"parallelism", f.parallelism},
+                     {"keyGroups", {f.keyGroups.start, f.keyGroups.end}},
+                     {"file", f.file},
+                     {"size", f.size},
+                     {"checksum", hex(f.checksum)},
+                     {"keyedStates", f.keyedStates},
+                     {"operatorStates", f.operatorStates}});
+  }
+  nlohmann::json doc = {{"formatVersion", CheckpointMetadata::kFormatVersion},
+                        {"checkpointId", m.checkpointId},
+                        {"jobId", m.jobId},
+                        {"timestamp", m.timestampMillis},
+                        {"maxParallelism", m.maxParallelism},
+                        {"files", files}};
+  std::string body = doc.dump();
+  AtomicFileWriter file((fs::path(dir) / "_metadata").string());
+  std::string text = std::string(kMetadataMagic) + "\n" + body + "\nchecksum " +
+                     hex(XXH3_64bits(body.data(), body.size())) + "\n";
+  file.out().writeRaw(text.data(), text.size());
+  file.commit();
+}
+
+std::string checkpointFolder(const std::string& path) {
+  fs::path p(path);
+  if (p.filename() == "_metadata") return p.parent_path().string();
+  return p.string();
+}
+
+CheckpointMetadata readMetadata(const std::string& path) {
+  const std::string file = (fs::path(checkpointFolder(path)) / "_metadata").string();
+  std::error_code ec;
+  if (!fs::exists(file, ec)) throw Error(ErrorCode::kCheckpoint, "no checkpoint at '" + path + "': '" + file + "' is missing");
+  std::string text = readWholeFile(file);
+  auto first = text.find('\n');
+  auto last = text.rfind("\nchecksum ");
+  if (first == std::string::npos || text.substr(0, first) != kMetadataMagic)
+    throw corrupt(file, "is not a weir checkpoint metadata file (bad magic number)");
+  if (last == std::string::npos || last < first || text.back() != '\n')
+    throw corrupt(file, "is truncated (no checksum line)");
+  std::string body = text.substr(first + 1, last - first - 1);
+  std::string stored = text.substr(last + 10, text.size() - last - 11);
+  if (stored != hex(XXH3_64bits(body.data(), body.size())))
+    throw corrupt(file, "is corrupt (its checksum does not match)");
+  CheckpointMetadata m;
+  try {
+    auto doc = nlohmann::json::parse(body);
+    int version = doc.at("formatVersion").get<int>();
+    if (version != CheckpointMetadata::kFormatVersion)
+      throw corrupt(file, "has format version " + std::to_string(version) + "; this weir reads version " +
+                              std::to_string(CheckpointMetadata::kFormatVersion));
+    m.checkpointId = doc.at("checkpointId").get<int64_t>();
+    m.jobId = doc.at("jobId").get<std::string>();
+    m.timestampMillis = doc.at("timestamp").get<int64_t>();
+    m.maxParallelism = doc.at("maxParallelism").get<int>();
+    for (const auto& f : doc.at("files")) {
+      StateFileInfo info;
+      info.operatorId = f.at("operatorId").get<std::string>();
+      info.operatorName = f.at("operatorName").get<std::string>();
+      info.subtask = f.at("subtask").get<int>();
+      info.parallelism = f.at("parallelism").get<int>();
+      info.keyGroups = KeyGroupRange{f.at("keyGroups").at(0).get<int>(), f.at("keyGroups").at(1).get<int>()};
+      info.file = f.at("file").get<std::string>();
+      info.size = f.at("size").get<uint64_t>();
+      info.checksum = std::stoull(f.at("checksum").get<std::string>(), nullptr, 16);
+      info.keyedStates = f.at("keyedStates").get<std::vector<std::string>>();
+      info.operatorStates = f.at("operatorStates").get<std::vector<std::string>>();
+      if (info.file.find('/') != std::string::npos) throw corrupt(file, "names a state file outside its folder");
+      m.files.push_back(std::move(info));
+    }
+  } catch (const nlohmann::json::exception& e) {
+    throw corrupt(file, std::string("does not hold valid metadata: ") + e.what());
+  } catch (const std::invalid_argument&) {
+    throw corrupt(file, "holds a checksum that is not hexadecimal");
+  }
+  return m;
+}
+
+void verifyCheckpoint(const std::string& dir, const CheckpointMetadata& metadata) {
+  for (const auto& f : metadata.files) {
+    const std::string path = (fs::path(dir) / f.file).string();
+    auto [size, checksum] = sizeAndChecksum(path);
+    if (size != f.size)
+      throw corrupt(path, "has " + std::to_string(size) + " bytes, the checkpoint's metadata says " +
+                              std::to_string(f.size) + " (truncated or overwritten)");
+    if (checksum != f.checksum) throw corrupt(path, "is corrupt (its checksum does not match the metadata)");
+  }
+}
+
+std::string findLatestCheckpoint(const std::string& checkpointDir) {
+  std::error_code ec;
+  if (!fs::is_directory(checkpointDir, ec))
+    throw Error(ErrorCode::kInvalidArgument, "checkpoint directory '" + checkpointDir + "' does not exist");
+  std::string best;
+  fs::file_time_type bestTime{};
+  int64_t bestId = -1;
+  for (const auto& job : fs::directory_iterator(checkpointDir, ec)) {
+    if (!job.is_directory()) continue;
+    for (const auto& chk : fs::directory_iterator(job.path(), ec)) {
+      std::string name = chk.path().filename().string();
+      if (!chk.is_directory() || name.rfind("chk-", 0) != 0) continue;
+      auto meta = chk.path() / "_metadata";
+      if (!fs::exists(meta, ec)) continue;
+      auto time = fs::last_write_time(meta, ec);
+      int64_t id = std::strtoll(name.c_str() + 4, nullptr, 10);
+      if (best.empty() || time > bestTime || (time == bestTime && id > bestId)) {
+        best = chk.path().string();
+        bestTime = time;
+        bestId = id;
+      }
+    }
+  }
+  return best;
+}
+
+}  // namespace weir::detail

@@ -1,0 +1,422 @@
+// Fault injection: a job with keyed counts and event-time timers whose user function
+// throws at random records, restarted from its checkpoints, must commit exactly the
+// output of a failure-free run (checked against a brute force over the input).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "checkpoint/checkpoint_storage.h"
+#include "weir/weir.h"
+
+namespace weir {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+constexpr int64_t kKeys = 97;
+constexpr int64_t kWindow = 1000;  // a timer fires at the end of each key's 1000 ms window
+
+struct Event {
+  int64_t key = 0;
+  int64_t time = 0;
+};
+Event eventAt(int64_t i) { return Event{(i * 7919) % kKeys, i}; }
+
+struct Out {
+  int64_t key = 0;
+  int64_t value = 0;  // the key's count so far, or the time of a timer
+  bool timer = false;
+};
+
+// Throws at the records whose global sequence number (over all attempts) is listed.
+struct Failures {
+  static inline std::atomic<int64_t> processed{0};
+  static inline std::vector<int64_t> at;
+  static inline std::atomic<int> thrown{0};
+  static void reset(std::vector<int64_t> positions) {
+    processed = 0;
+    thrown = 0;
+    at = std::move(positions);
+    std::sort(at.begin(), at.end());
+  }
+  static void maybeThrow() {
+    int64_t k = processed.fetch_add(1);
+    if (std::binary_search(at.begin(), at.end(), k)) {
+      ++thrown;
+      throw std::runtime_error("injected failure at record " + std::to_string(k));
+    }
+  }
+};
+
+struct CountWithTimers : KeyedProcessFunction<int64_t, Event, Out> {
+  void open() override { count_ = &getRuntimeContext().getState(ValueStateDescriptor<int64_t>("count", 0)); }
+  void processElement(const Event& e, Context& ctx, Collector<Out>& out) override {
+    Failures::maybeThrow();
+    int64_t count = *count_->value() + 1;
+    count_->update(count);
+    out.collect({e.key, count, false});
+    ctx.timerService().registerEventTimeTimer((e.time / kWindow + 1) * kWindow - 1);
+  }
+  void onTimer(int64_t time, OnTimerContext& ctx, Collector<Out>& out) override {
+    out.collect({ctx.getCurrentKey(), time, true});
+  }
+
+ private:
+  ValueState<int64_t>* count_ = nullptr;
+};
+
+// What the sinks made visible, in order.
+struct Committed {
+  std::mutex mutex;
+  std::vector<Out> out;
+  std::set<std::string> transactions;
+  void add(const std::vector<Out>& records) {
+    std::lock_guard lock(mutex);
+    out.insert(out.end(), records.begin(), records.end());
+  }
+  // Commits a transaction once, however often it is asked to (idempotent, as a
+  // two-phase-commit sink's commit must be).
+  void commit(const std::string& transaction, const std::vector<Out>& records) {
+    std::lock_guard lock(mutex);
+    if (transactions.insert(transaction).second) out.insert(out.end(), records.begin(), records.end());
+  }
+};
+
+// An exactly-once sink by two-phase commit: what arrives between two barriers is one
+// transaction, pre-committed into operator state at the second barrier and committed
+// when that checkpoint completes (or again on restore, if the failure came first).
+class TransactionalSink final : public Sink<Out> {
+ public:
+  explicit TransactionalSink(std::shared_ptr<Committed> committed) : committed_(std::move(committed)) {}
+  std::unique_ptr<SinkWriter<Out>> createWriter(RuntimeContext& context) const override {
+    return std::make_unique<Writer>(committed_, context.getIndexOfThisSubtask());
+  }
+
+ private:
+  using Transaction = std::pair<std::string, std::vector<Out>>;
+
+  static std::string encode(const Transaction& t) {
+    std::string s = t.first;
+    for (const Out& o : t.second)
+      s += "|" + std::to_string(o.key) + "," + std::to_string(o.value) + "," + (o.timer ? "1" : "0");
+    return s;
+  }
+  static Transaction decode(const std::string& s) {
+    Transaction t;
+    std::stringstream in(s);
+    std::getline(in, t.first, '|');
+    for (std::string part; std::getline(in, part, '|');) {
+      Out o;
+      char c1, c2;
+      int timer;
+      std::stringstream(part) >> o.key >> c1 >> o.value >> c2 >> timer;
+      o.timer = timer == 1;
+      t.second.push_back(o);
+    }
+    return t;
+  }
+
+  class Writer final : public SinkWriter<Out>, public CheckpointedFunction, public CheckpointListener {
+   public:
+    Writer(std::shared_ptr<Committed> committed, int subtask) : committed_(std::move(committed)), subtask_(subtask) {}
+    void write(const Out& r) override { pending_.push_back(r); }
+    void flush(bool endOfInput) override {
+      if (endOfInput) open_[lastSnapshot_ + 1] = {name(lastSnapshot_ + 1), std::move(pending_)};
+    }
+    void initializeState(FunctionInitializationContext& context) override {
+      state_ = &context.getOperatorStateStore().getListState(ListStateDescriptor<std::string>("transactions"));
+      for (const auto& s : state_->get()) {
+        Transaction t = decode(s);
+        committed_->commit(t.first, t.second);
+      }
+      state_->clear();
+    }
+    void snapshotState(const FunctionSnapshotContext& context) override {
+      lastSnapshot_ = context.getCheckpointId();
+      open_[lastSnapshot_] = {name(lastSnapshot_), std::move(pending_)};
+      pending_.clear();
+      std::vector<std::string> encoded;
+      for (const auto& [id, t] : open_) encoded.push_back(encode(t));
+      state_->update(std::move(encoded));
+    }
+    void notifyCheckpointComplete(int64_t id) override {
+      while (!open_.empty() && open_.begin()->first <= id) {
+        committed_->commit(open_.begin()->second.first, open_.begin()->second.second);
+        open_.erase(open_.begin());
+      }
+    }
+
+   private:
+    std::string name(int64_t id) const { return std::to_string(subtask_) + "-" + std::to_string(id); }
+
+    std::shared_ptr<Committed> committed_;
+    int subtask_;
+    ListState<std::string>* state_ = nullptr;
+    std::vector<Out> pending_;
+    std::map<int64_t, Transaction> open_;  // pre-committed, by checkpoint id
+    int64_t lastSnapshot_ = 0;
+  };
+  std::shared_ptr<Committed> committed_;
+};
+
+// Makes every record visible at once (what a plain sink does).
+class ImmediateSink final : public Sink<Out> {
+ public:
+  explicit ImmediateSink(std::shared_ptr<Committed> committed) : committed_(std::move(committed)) {}
+  std::unique_ptr<SinkWriter<Out>> createWriter(RuntimeContext&) const override {
+    struct Writer final : SinkWriter<Out> {
+      std::shared_ptr<Committed> committed;
+      void write(const Out& r) override {
+        std::vector<Out> one{r};
+        committed->add(one);
+      }
+    };
+    auto w = std::make_unique<Writer>();
+    w->committed = committed_;
+    return w;
+  }
+
+ private:
+  std::shared_ptr<Committed> committed_;
+};
+
+// The checker: each key's counts must be exactly 1, 2, ..., n(key) in order, and each
+// (key, window) that has records must fire its timer exactly once.
+struct Verdict {
+  int64_t duplicates = 0;  // a count or timer seen again
+  int64_t losses = 0;      // a count or timer never seen
+  int64_t outOfOrder = 0;  // a count that is not the previous + 1 (and not a repeat)
+  bool exact() const { return duplicates == 0 && losses == 0 && outOfOrder == 0; }
+};
+
+Verdict check(const std::vector<Out>& out, int64_t n) {
+  std::map<int64_t, int64_t> expectedCount;
+  std::set<std::pair<int64_t, int64_t>> expectedTimers;
+  for (int64_t i = 0; i < n; ++i) {
+    Event e = eventAt(i);
+    ++expectedCount[e.key];
+    expectedTimers.insert({e.key, (e.time / kWindow + 1) * kWindow - 1});
+  }
+  Verdict v;
+  std::map<int64_t, int64_t> last;
+  std::map<int64_t, std::set<int64_t>> seen;
+  std::set<std::pair<int64_t, int64_t>> timers;
+  for (const Out& o : out) {
+    if (o.timer) {
+      if (!timers.insert({o.key, o.value}).second) ++v.duplicates;
+      continue;
+    }
+    if (!seen[o.key].insert(o.value).second) {
+      ++v.duplicates;
+    } else if (o.value != last[o.key] + 1) {
+      ++v.outOfOrder;
+    }
+    last[o.key] = std::max(last[o.key], o.value);
+  }
+  // A loss is a record whose count never showed (the key's final count falls short).
+  for (const auto& [key, count] : expectedCount) v.losses += std::max<int64_t>(0, count - last[key]);
+  for (const auto& t : expectedTimers) v.losses += timers.count(t) == 0 ? 1 : 0;
+  return v;
+}
+
+struct JobRun {
+  std::vector<Out> out;
+  std::optional<std::string> error;
+  JobMetrics metrics;
+};
+
+struct Options {
+  int parallelism = 1;
+  std::string backend = "heap";
+  bool checkpointing = true;
+  CheckpointingMode mode = CheckpointingMode::EXACTLY_ONCE;
+  bool transactional = true;
+  RestartStrategy restart = RestartStrategy::fixedDelayRestart(100, 5ms);
+  std::string checkpointDir;
+};
+
+JobRun runJob(const Options& o, int64_t n, double rate) {
+  StreamExecutionEnvironment env;
+  env.setParallelism(o.parallelism).setStateBackend(stateBackendFromName(o.backend));
+  env.setAutoWatermarkInterval(5ms);
+  env.setRestartStrategy(o.restart);
+  if (o.checkpointing) {
+    env.enableCheckpointing(20ms, o.mode);
+    if (!o.checkpointDir.empty()) env.getCheckpointConfig().setCheckpointStorage(o.checkpointDir);
+  }
+  auto committed = std::make_shared<Committed>();
+  auto stream = env.fromSource(DataGeneratorSource(eventAt, n, RateLimiterStrategy::perSecond(rate)),
+                               WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
+                                   [](const Event& e) { return e.time; }),
+                               "events")
+                    .keyBy([](const Event& e) { return e.key; })
+                    .process(CountWithTimers{});
+  if (o.transactional) stream.sinkTo(TransactionalSink(committed));
+  else stream.sinkTo(ImmediateSink(committed));
+  auto client = env.executeAsync("recovery");
+  JobRun run;
+  try {
+    client.wait();
+  } catch (const JobExecutionError& e) {
+    run.error = e.what();
+  }
+  run.metrics = client.getMetrics();
+  run.out = committed->out;
+  return run;
+}
+
+// 5 to 20 failures at records spread over the input, from a seed per case.
+std::vector<int64_t> failurePositions(uint64_t seed, int64_t n) {
+  std::mt19937_64 rng(seed);
+  int count = std::uniform_int_distribution<int>(5, 20)(rng);
+  std::vector<int64_t> at;
+  for (int i = 0; i < count; ++i) at.push_back(std::uniform_int_distribution<int64_t>(n / 20, n - 1)(rng));
+  return at;
+}
+
+class ExactlyOnceRecovery : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+
+TEST_P(ExactlyOnceRecovery, OutputEqualsAFailureFreeRun) {
+  auto [backend, parallelism] = GetParam();
+  const int64_t n = 40000;
+  uint64_t seed = std::hash<std::string>{}(backend) + static_cast<uint64_t>(parallelism);
+  auto failures = failurePositions(seed, n);
+  Failures::reset(failures);
+  Options o;
+  o.parallelism = parallelism;
+  o.backend = backend;
+  JobRun run = runJob(o, n, 40000);
+  ASSERT_FALSE(run.error) << *run.error;
+  Verdict v = check(run.out, n);
+  EXPECT_TRUE(v.exact()) << "seed " << seed << ": " << v.duplicates << " duplicates, " << v.losses << " losses, "
+                         << v.outOfOrder << " out of order";
+  EXPECT_EQ(Failures::thrown.load(), static_cast<int>(failures.size()));
+  // Two subtasks may fail in the same attempt: one restart covers both.
+  EXPECT_GT(run.metrics.numRestarts, 0);
+  EXPECT_LE(run.metrics.numRestarts, static_cast<int>(failures.size()));
+  EXPECT_GT(run.metrics.numberOfCompletedCheckpoints, 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(BackendsAndParallelism, ExactlyOnceRecovery,
+                         ::testing::Combine(::testing::Values("heap", "rocksdb"), ::testing::Values(1, 2, 4)),
+                         [](const auto& info) {
+                           return std::get<0>(info.param) + "_p" + std::to_string(std::get<1>(info.param));
+                         });
+
+// The checker can fail: with a plain sink in at-least-once mode it sees the records that
+// were replayed after each restart, but never a loss.
+TEST(RecoveryChecker, ReportsDuplicatesOfAtLeastOnceButNoLosses) {
+  const int64_t n = 20000;
+  Failures::reset(failurePositions(7, n));
+  Options o;
+  o.parallelism = 2;
+  o.mode = CheckpointingMode::AT_LEAST_ONCE;
+  o.transactional = false;
+  JobRun run = runJob(o, n, 40000);
+  ASSERT_FALSE(run.error) << *run.error;
+  Verdict v = check(run.out, n);
+  EXPECT_GT(v.duplicates, 0);
+  EXPECT_EQ(v.losses, 0);
+}
+
+// ... and without checkpoints a failure loses what the job had not yet emitted.
+TEST(RecoveryChecker, ReportsLossesWithoutCheckpointing) {
+  const int64_t n = 20000;
+  Failures::reset({n / 2});
+  Options o;
+  o.checkpointing = false;
+  o.restart = RestartStrategy::noRestart();
+  JobRun run = runJob(o, n, 1e9);
+  ASSERT_TRUE(run.error);
+  EXPECT_NE(run.error->find("injected failure"), std::string::npos) << *run.error;
+  EXPECT_GT(check(run.out, n).losses, 0);
+}
+
+// A snapshotState that throws declines the checkpoint; with no failure tolerated the job
+// restarts from the last good one and still commits exactly once.
+struct ThrowingSnapshot : RichMapFunction<Event, Event>, CheckpointedFunction {
+  static inline std::atomic<int> snapshots{0};
+  Event map(const Event& e) override { return e; }
+  void initializeState(FunctionInitializationContext&) override {}
+  void snapshotState(const FunctionSnapshotContext&) override {
+    if (++snapshots % 3 == 2) throw std::runtime_error("snapshot refused");
+  }
+};
+
+TEST(CheckpointFailures, AThrowingSnapshotFailsTheCheckpointAndTheJobRecovers) {
+  const int64_t n = 20000;
+  Failures::reset({});
+  ThrowingSnapshot::snapshots = 0;
+  StreamExecutionEnvironment env;
+  env.setAutoWatermarkInterval(5ms);
+  env.enableCheckpointing(20ms);
+  env.setRestartStrategy(RestartStrategy::fixedDelayRestart(100, 5ms));
+  auto committed = std::make_shared<Committed>();
+  env.fromSource(DataGeneratorSource(eventAt, n, RateLimiterStrategy::perSecond(40000)),
+                 WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
+                     [](const Event& e) { return e.time; }),
+                 "events")
+      .map(ThrowingSnapshot{})
+      .keyBy([](const Event& e) { return e.key; })
+      .process(CountWithTimers{})
+      .sinkTo(TransactionalSink(committed));
+  auto client = env.executeAsync("snapshot failures");
+  client.wait();
+  auto m = client.getMetrics();
+  EXPECT_GT(m.numberOfFailedCheckpoints, 0);
+  EXPECT_GT(m.numRestarts, 0);
+  Verdict v = check(committed->out, n);
+  EXPECT_TRUE(v.exact()) << v.duplicates << " duplicates, " << v.losses << " losses, " << v.outOfOrder
+                         << " out of order";
+}
+
+TEST(CheckpointFailures, TolerableFailuresKeepTheJobRunningAndTheLastCheckpointIntact) {
+  const int64_t n = 30000;
+  Failures::reset({});
+  fs::path dir = fs::temp_directory_path() / ("weir-recovery-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  StreamExecutionEnvironment env;
+  env.setAutoWatermarkInterval(5ms);
+  env.enableCheckpointing(20ms);
+  env.getCheckpointConfig().setCheckpointStorage(dir.string());
+  env.getCheckpointConfig().setTolerableCheckpointFailureNumber(1000);
+  env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
+  auto committed = std::make_shared<Committed>();
+  env.fromSource(DataGeneratorSource(eventAt, n, RateLimiterStrategy::perSecond(30000)),
+                 WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
+                     [](const Event& e) { return e.time; }),
+                 "events")
+      .keyBy([](const Event& e) { return e.key; })
+      .process(CountWithTimers{})
+      .sinkTo(TransactionalSink(committed));
+  auto client = env.executeAsync("unwritable");
+  while (client.getMetrics().numberOfCompletedCheckpoints < 2) std::this_thread::sleep_for(5ms);
+  // The job's folder becomes a file: no checkpoint folder can be made in it any more.
+  fs::path jobFolder = dir / client.getJobID();
+  fs::path aside = dir / "aside";
+  fs::rename(jobFolder, aside);
+  { std::ofstream(jobFolder.string()) << "not a folder"; }
+  int64_t failedBefore = client.getMetrics().numberOfFailedCheckpoints;
+  while (client.getMetrics().numberOfFailedCheckpoints < failedBefore + 3) std::this_thread::sleep_for(5ms);
+  EXPECT_EQ(client.getJobStatus(), JobStatus::RUNNING);
+  fs::remove(jobFolder);
+  fs::rename(aside, jobFolder);
+  std::string latest = client.getMetrics().latestCompletedCheckpointPath;
+  auto metadata = detail::readMetadata(latest);
+  EXPECT_NO_THROW(detail::verifyCheckpoint(latest, metadata));
+  client.cancel();
+  EXPECT_EQ(client.wait().status, JobStatus::CANCELED);
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace weir
