@@ -136,6 +136,8 @@ class TransactionalSink final : public Sink<Out> {
       for (const auto& s : state_->get()) {
         Transaction t = decode(s);
         committed_->commit(t.first, t.second);
+        // Names go on from the restored checkpoint's ids, so they stay unique.
+        lastSnapshot_ = std::max<int64_t>(lastSnapshot_, std::stoll(t.first.substr(t.first.find('-') + 1)));
       }
       state_->clear();
     }
@@ -243,8 +245,10 @@ struct Options {
   std::string checkpointDir;
 };
 
-JobRun runJob(const Options& o, int64_t n, double rate) {
+JobRun runJob(const Options& o, int64_t n, double rate, std::shared_ptr<Committed> committed = nullptr,
+              const std::string& restoreFrom = "") {
   StreamExecutionEnvironment env;
+  if (!restoreFrom.empty()) env.setRestorePath(restoreFrom);
   env.setParallelism(o.parallelism).setStateBackend(stateBackendFromName(o.backend));
   env.setAutoWatermarkInterval(5ms);
   env.setRestartStrategy(o.restart);
@@ -252,7 +256,7 @@ JobRun runJob(const Options& o, int64_t n, double rate) {
     env.enableCheckpointing(20ms, o.mode);
     if (!o.checkpointDir.empty()) env.getCheckpointConfig().setCheckpointStorage(o.checkpointDir);
   }
-  auto committed = std::make_shared<Committed>();
+  if (!committed) committed = std::make_shared<Committed>();
   auto stream = env.fromSource(DataGeneratorSource(eventAt, n, RateLimiterStrategy::perSecond(rate)),
                                WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
                                    [](const Event& e) { return e.time; }),
@@ -310,6 +314,64 @@ INSTANTIATE_TEST_SUITE_P(BackendsAndParallelism, ExactlyOnceRecovery,
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_p" + std::to_string(std::get<1>(info.param));
                          });
+
+// A retained checkpoint of a cancelled job, resumed at another parallelism: each key's
+// state moves with its key group, and the two runs' output together is exact.
+TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
+  const int64_t n = 30000;
+  Failures::reset({});
+  fs::path dir = fs::temp_directory_path() / ("weir-rescale-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto committed = std::make_shared<Committed>();
+  {
+    StreamExecutionEnvironment env;
+    env.setParallelism(2).setAutoWatermarkInterval(5ms);
+    env.enableCheckpointing(20ms);
+    env.getCheckpointConfig().setCheckpointStorage(dir.string());
+    env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
+    env.fromSource(DataGeneratorSource(eventAt, n, RateLimiterStrategy::perSecond(20000)),
+                   WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
+                       [](const Event& e) { return e.time; }),
+                   "events")
+        .keyBy([](const Event& e) { return e.key; })
+        .process(CountWithTimers{})
+        .sinkTo(TransactionalSink(committed));
+    auto client = env.executeAsync("first");
+    while (client.getMetrics().numberOfCompletedCheckpoints < 3) std::this_thread::sleep_for(5ms);
+    client.cancel();
+    EXPECT_EQ(client.wait().status, JobStatus::CANCELED);
+  }
+  std::string latest = detail::findLatestCheckpoint(dir.string());
+  ASSERT_FALSE(latest.empty());
+  size_t before = committed->out.size();
+  EXPECT_LT(before, static_cast<size_t>(n));
+  Options o;
+  o.parallelism = 3;
+  JobRun run = runJob(o, n, 1e9, committed, latest);
+  ASSERT_FALSE(run.error) << *run.error;
+  Verdict v = check(run.out, n);
+  EXPECT_TRUE(v.exact()) << v.duplicates << " duplicates, " << v.losses << " losses, " << v.outOfOrder
+                         << " out of order";
+  fs::remove_all(dir);
+}
+
+TEST(RetainedCheckpoint, AMissingOrDamagedCheckpointStopsTheStartNamingTheFile) {
+  fs::path dir = fs::temp_directory_path() / ("weir-badrestore-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "chk-3");
+  StreamExecutionEnvironment env;
+  env.setRestorePath((dir / "chk-3").string());
+  env.fromElements<int64_t>(1, 2, 3).sinkTo(DiscardingSink<int64_t>());
+  try {
+    env.execute();
+    FAIL() << "a checkpoint without metadata was restored";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCheckpoint);
+    EXPECT_NE(std::string(e.what()).find("_metadata"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
 
 // The checker can fail: with a plain sink in at-least-once mode it sees the records that
 // were replayed after each restart, but never a loss.

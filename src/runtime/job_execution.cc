@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <map>
 #include <random>
@@ -177,6 +178,28 @@ class Restore {
   }
 
   int64_t checkpointId() const { return metadata_.checkpointId; }
+
+  // The enumerator of source `node` for a new attempt at `parallelism`. Restored: the
+  // splits of the checkpoint's enumeration (at its parallelism) that no reader had been
+  // handed, for any reader that asks; what readers had goes back through their state.
+  std::unique_ptr<TrackingSplitEnumerator> enumeratorFor(const Transformation& node, int parallelism) const {
+    auto files = filesOf(node.id);
+    if (files == nullptr)
+      return std::make_unique<TrackingSplitEnumerator>(node.createEnumerator(parallelism),
+                                                       std::vector<std::string>{}, parallelism);
+    std::vector<std::string> assigned = assignedSplits(node.id);
+    std::set<std::string> skip(assigned.begin(), assigned.end());
+    int old = files->front()->parallelism;
+    auto original = node.createEnumerator(old);
+    std::deque<std::unique_ptr<SourceSplit>> remaining;
+    for (int reader = 0; reader < old; ++reader) {
+      while (auto split = original->nextSplit(reader)) {
+        if (!skip.contains(split->splitId())) remaining.push_back(std::move(split));
+      }
+    }
+    return std::make_unique<TrackingSplitEnumerator>(std::make_unique<SharedSplitEnumerator>(std::move(remaining)),
+                                                     std::move(assigned), parallelism);
+  }
 
   // Every split the checkpoint's readers of source `node` had been handed.
   std::vector<std::string> assignedSplits(int node) const {
@@ -444,8 +467,7 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
   for (auto& vertex : plan.vertices) {
     const auto& head = *nodes[static_cast<size_t>(vertex.nodes[0])];
     if (!vertex.isSource || !head.createEnumerator) continue;
-    auto enumerator = std::make_unique<TrackingSplitEnumerator>(head.createEnumerator(vertex.parallelism),
-                                                                restore.assignedSplits(head.id), vertex.parallelism);
+    auto enumerator = restore.enumeratorFor(head, vertex.parallelism);
     enumeratorOf[head.id] = enumerator.get();
     attempt->enumerators.push_back(std::move(enumerator));
   }

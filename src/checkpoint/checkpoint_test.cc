@@ -1,0 +1,196 @@
+// Restart strategies, and checkpoint files: what is written is read back, and any damage
+// to any file is found before its state is used.
+#include <gtest/gtest.h>
+
+#include <filesystem>
+#include <fstream>
+#include <random>
+
+#include "checkpoint/checkpoint_storage.h"
+#include "weir/restart_strategy.h"
+
+namespace weir::detail {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+
+TEST(RestartStrategy, FixedDelayRestartsUpToItsAttempts) {
+  RestartBackoff b(RestartStrategy::fixedDelayRestart(3, 250ms));
+  for (int i = 0; i < 3; ++i) EXPECT_EQ(b.onFailure(i * 1000), 250ms);
+  EXPECT_EQ(b.onFailure(5000), std::nullopt);
+  EXPECT_EQ(b.restarts(), 3);
+}
+
+TEST(RestartStrategy, NoRestartAndTheDefaults) {
+  EXPECT_EQ(RestartBackoff(RestartStrategy::noRestart()).onFailure(0), std::nullopt);
+  // Flink's defaults: none without checkpointing, fixed delay without limit (1 s) with it.
+  EXPECT_EQ(RestartStrategy::fallback().resolve(false).kind(), RestartStrategy::Kind::kNone);
+  auto withCheckpoints = RestartStrategy::fallback().resolve(true);
+  EXPECT_EQ(withCheckpoints.kind(), RestartStrategy::Kind::kFixedDelay);
+  EXPECT_EQ(withCheckpoints.attempts, std::numeric_limits<int>::max());
+  EXPECT_EQ(withCheckpoints.delay, 1s);
+  // A strategy the user chose stays.
+  EXPECT_EQ(RestartStrategy::noRestart().resolve(true).kind(), RestartStrategy::Kind::kNone);
+}
+
+TEST(RestartStrategy, FailureRateCountsFailuresWithinTheInterval) {
+  RestartBackoff b(RestartStrategy::failureRateRestart(2, 1000ms, 50ms));
+  EXPECT_EQ(b.onFailure(0), 50ms);
+  EXPECT_EQ(b.onFailure(400), 50ms);
+  EXPECT_EQ(b.onFailure(900), std::nullopt);  // three within one second
+  RestartBackoff spaced(RestartStrategy::failureRateRestart(2, 1000ms, 50ms));
+  EXPECT_EQ(spaced.onFailure(0), 50ms);
+  EXPECT_EQ(spaced.onFailure(600), 50ms);
+  EXPECT_EQ(spaced.onFailure(1200), 50ms);  // the first fell out of the interval
+}
+
+TEST(RestartStrategy, ExponentialDelayGrowsToItsMaximumAndResets) {
+  RestartBackoff b(RestartStrategy::exponentialDelayRestart(100ms, 1000ms, 2.0, 10000ms, 0.0));
+  std::vector<int64_t> delays;
+  for (int i = 0; i < 6; ++i) delays.push_back(b.onFailure(i * 100)->count());
+  EXPECT_EQ(delays, (std::vector<int64_t>{100, 200, 400, 800, 1000, 1000}));
+  EXPECT_EQ(b.onFailure(600 + 10000), 100ms);  // quiet for the reset threshold
+}
+
+TEST(RestartStrategy, JitterStaysWithinItsFactor) {
+  RestartBackoff b(RestartStrategy::exponentialDelayRestart(1000ms, 1000ms, 1.0, 100000ms, 0.1), 42);
+  bool varied = false;
+  for (int i = 0; i < 50; ++i) {
+    auto d = b.onFailure(i)->count();
+    EXPECT_GE(d, 900);
+    EXPECT_LE(d, 1100);
+    varied = varied || d != 1000;
+  }
+  EXPECT_TRUE(varied);
+}
+
+TEST(RestartStrategy, ParsesTheCliFormAndRejectsBadOnes) {
+  EXPECT_EQ(RestartStrategy::parse("none").kind(), RestartStrategy::Kind::kNone);
+  auto fixed = RestartStrategy::parse("fixed-delay:5:200");
+  EXPECT_EQ(fixed.attempts, 5);
+  EXPECT_EQ(fixed.delay, 200ms);
+  auto rate = RestartStrategy::parse("failure-rate:3:60000:100");
+  EXPECT_EQ(rate.maxFailuresPerInterval, 3);
+  EXPECT_EQ(rate.failureInterval, 60000ms);
+  EXPECT_EQ(RestartStrategy::parse("exponential-delay:10:1000").maxBackoff, 1000ms);
+  for (const char* bad : {"", "sometimes", "fixed-delay:5", "fixed-delay:x:1", "fixed-delay:-1:5", "failure-rate:0:1:1"}) {
+    EXPECT_THROW(RestartStrategy::parse(bad), Error) << bad;
+  }
+}
+
+class CheckpointFilesTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("weir-chk-test-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Two subtasks of one keyed operator with 8 key groups, and metadata naming them.
+  CheckpointMetadata writeCheckpoint() {
+    CheckpointMetadata m;
+    m.checkpointId = 7;
+    m.jobId = "job";
+    m.maxParallelism = 8;
+    for (int subtask = 0; subtask < 2; ++subtask) {
+      std::vector<OwnedStateEntry> entries;
+      for (int g = 0; g < 8; ++g) entries.push_back({g, "key" + std::to_string(g), "value" + std::to_string(g)});
+      OperatorSnapshot s;
+      s.keyed["count"] = std::make_unique<MaterializedSnapshot>(entries);
+      s.operatorState.push_back({"offsets", OperatorStateMode::kSplitDistribute, {"a" + std::to_string(subtask)}});
+      StateFileInfo info;
+      info.operatorId = "op";
+      info.operatorName = "Count";
+      info.subtask = subtask;
+      info.parallelism = 2;
+      info.keyGroups = KeyGroupRange{subtask * 4, subtask * 4 + 3};
+      info.file = "op-" + std::to_string(subtask) + "-state";
+      writeStateFile(dir_.string(), s, info);
+      m.files.push_back(info);
+    }
+    writeMetadata(dir_.string(), m);
+    return m;
+  }
+
+  fs::path dir_;
+};
+
+TEST_F(CheckpointFilesTest, WhatIsWrittenReadsBackPerKeyGroup) {
+  writeCheckpoint();
+  CheckpointMetadata m = readMetadata(dir_.string());
+  EXPECT_EQ(m.checkpointId, 7);
+  ASSERT_EQ(m.files.size(), 2u);
+  EXPECT_EQ(m.files[1].keyedStates, std::vector<std::string>{"count"});
+  EXPECT_NO_THROW(verifyCheckpoint(dir_.string(), m));
+  // Only key groups 4..7 of subtask 1's file (it wrote its own range only).
+  RestoredOperatorState restored;
+  std::vector<OperatorStateSnapshot> lists;
+  readStateFile(dir_.string(), m.files[1], KeyGroupRange{0, 5}, restored, lists);
+  ASSERT_EQ(restored.keyed["count"].size(), 2u);
+  EXPECT_EQ(restored.keyed["count"][0].keyGroup, 4);
+  EXPECT_EQ(restored.keyed["count"][1].value, "value5");
+  ASSERT_EQ(lists.size(), 1u);
+  EXPECT_EQ(lists[0].elements, std::vector<std::string>{"a1"});
+}
+
+TEST_F(CheckpointFilesTest, NoMetadataMeansNoCheckpoint) {
+  auto m = writeCheckpoint();
+  fs::remove(dir_ / "_metadata");
+  try {
+    readMetadata(dir_.string());
+    FAIL() << "a checkpoint without _metadata was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCheckpoint);
+    EXPECT_NE(std::string(e.what()).find("_metadata"), std::string::npos) << e.what();
+  }
+}
+
+// 50 trials: a byte flipped in, or a truncation of, one of the files; every one is found
+// by readMetadata or verifyCheckpoint, with the file named.
+TEST_F(CheckpointFilesTest, EveryFlippedByteOrTruncationIsDetected) {
+  std::mt19937 rng(12345);
+  for (int trial = 0; trial < 50; ++trial) {
+    fs::remove_all(dir_);
+    fs::create_directories(dir_);
+    writeCheckpoint();
+    std::vector<std::string> files = {"_metadata", "op-0-state", "op-1-state"};
+    std::string file = files[static_cast<size_t>(trial) % files.size()];
+    std::string path = (dir_ / file).string();
+    std::string bytes;
+    {
+      std::ifstream in(path, std::ios::binary);
+      bytes.assign(std::istreambuf_iterator<char>(in), {});
+    }
+    bool truncate = trial % 2 == 1;
+    if (truncate) {
+      bytes.resize(std::uniform_int_distribution<size_t>(0, bytes.size() - 1)(rng));
+    } else {
+      size_t at = std::uniform_int_distribution<size_t>(0, bytes.size() - 1)(rng);
+      bytes[at] = static_cast<char>(bytes[at] ^ (1 << std::uniform_int_distribution<int>(0, 7)(rng)));
+    }
+    std::ofstream(path, std::ios::binary | std::ios::trunc) << bytes;
+    try {
+      auto m = readMetadata(dir_.string());
+      verifyCheckpoint(dir_.string(), m);
+      FAIL() << "trial " << trial << ": damaged " << file << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCheckpoint) << e.what();
+      EXPECT_NE(std::string(e.what()).find(file), std::string::npos) << "trial " << trial << ": " << e.what();
+    }
+  }
+}
+
+TEST_F(CheckpointFilesTest, TheLatestCheckpointIsTheNewestWithMetadata) {
+  fs::path job = dir_ / "job";
+  for (int id : {1, 2, 3}) {
+    fs::create_directories(job / ("chk-" + std::to_string(id)));
+    if (id != 3) std::ofstream((job / ("chk-" + std::to_string(id)) / "_metadata").string()) << "x";
+  }
+  EXPECT_EQ(findLatestCheckpoint(dir_.string()), (job / "chk-2").string());
+  EXPECT_THROW(findLatestCheckpoint((dir_ / "missing").string()), Error);
+}
+
+}  // namespace
+}  // namespace weir::detail
