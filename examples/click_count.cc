@@ -108,10 +108,7 @@ int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
     throw Error(ErrorCode::kInvalidArgument, "--rate must not be negative, got " + CLI::detail::to_string(clicks.rate));
 
   StreamExecutionEnvironment env;
-  env.setMaxParallelism(options.maxParallelism);
-  env.setParallelism(options.parallelism > 0 ? options.parallelism : 2);
-  env.setRestOptions(options.rest);
-  env.setStateBackend(options.stateBackend);
+  configure(env, options, 2);
 
   auto limiter = clicks.rate > 0 ? RateLimiterStrategy::perSecond(clicks.rate) : RateLimiterStrategy::noOp();
   LatestCountSink sink;

@@ -35,10 +35,7 @@ struct Tokenizer : RichFlatMapFunction<std::string, WordCount> {
 
 int runWordCount(const JobOptions& options, const std::string& input, const std::string& output) {
   StreamExecutionEnvironment env;
-  env.setMaxParallelism(options.maxParallelism);
-  env.setParallelism(options.parallelism > 0 ? options.parallelism : 1);
-  env.setRestOptions(options.rest);
-  env.setStateBackend(options.stateBackend);
+  configure(env, options, 1);
 
   auto counts = env.fromSource(FileSource::forRecordStreamFormat(TextLineInputFormat(), input).build(),
                                WatermarkStrategy<std::string>::noWatermarks(), "lines")

@@ -2,6 +2,7 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <fcntl.h>
 #include <unistd.h>
 
 #include <array>
@@ -9,6 +10,8 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <random>
+#include <thread>
 #include <sstream>
 
 namespace {
@@ -187,6 +190,90 @@ TEST(Cli, CtrlCCancelsTheJobAndExits130) {
   EXPECT_EQ(WEXITSTATUS(status), 130) << rest;
   EXPECT_NE(rest.find("cancelling the job"), std::string::npos) << rest;
   EXPECT_NE(rest.find("cancelled after"), std::string::npos) << rest;
+}
+
+TEST(Cli, BadCheckpointOptionsNameTheOption) {
+  expectUsageError("run clicks --checkpoint-interval 0 --no-rest", "--checkpoint-interval");
+  expectUsageError("run clicks --checkpoint-interval -5 --no-rest", "--checkpoint-interval");
+  expectUsageError("run clicks --checkpoint-timeout -1 --checkpoint-interval 10 --no-rest", "--checkpoint-timeout");
+  expectUsageError("run clicks --checkpoint-timeout 100 --no-rest", "--checkpoint-interval");
+  expectUsageError("run clicks --checkpointing-mode sometimes --checkpoint-interval 10 --no-rest",
+                   "--checkpointing-mode");
+  expectUsageError("run clicks --restore yesterday --no-rest", "--restore");
+  expectUsageError("run clicks --restore latest --no-rest", "--checkpoint-dir");
+  expectUsageError("run clicks --checkpoint-interval 10 --checkpoint-dir /no/such/dir --no-rest", "/no/such/dir");
+  expectUsageError("run clicks --from-checkpoint /no/such/chk-1 --no-rest", "/no/such/chk-1");
+  expectUsageError("run clicks --unaligned --checkpoint-interval 10 --no-rest", "--unaligned");
+  expectUsageError("run clicks --restart-strategy sometimes --no-rest", "restart strategy");
+  Result r = weir("checkpoint inspect /no/such/chk-1");
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("/no/such/chk-1"), std::string::npos) << r.err;
+}
+
+// Runs `weir args` with stdout appended to `out` and stderr to `err`; returns its pid.
+pid_t spawnWeir(const std::string& args, const fs::path& out, const fs::path& err) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(fd, 1);
+    int errFd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(errFd, 2);
+    // exec: the shell becomes weir, so the pid is weir's.
+    std::string command = "exec " + std::string(WEIR_BINARY) + " " + args;
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// kill -9 at random moments, 10 times, each run resumed with --restore latest: once the
+// job completes, the last count printed for every word is its true count.
+TEST(Cli, AJobKilledTenTimesResumesFromItsLatestCheckpoint) {
+  fs::path dir = fs::temp_directory_path() / ("weir-kill-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "input");
+  fs::create_directories(dir / "checkpoints");
+  std::map<std::string, int64_t> truth;
+  std::mt19937 rng(2026);
+  for (int f = 0; f < 6; ++f) {
+    std::ofstream file(dir / "input" / ("part-" + std::to_string(f) + ".txt"));
+    for (int line = 0; line < 40000; ++line) {
+      for (int w = 0; w < 5; ++w) {
+        std::string word = "w" + std::to_string(std::uniform_int_distribution<int>(0, 299)(rng));
+        ++truth[word];
+        file << word << (w == 4 ? "\n" : " ");
+      }
+    }
+  }
+  fs::path out = dir / "out.txt";
+  std::string args = "run wordcount --input " + (dir / "input").string() + " --no-rest -p 2 --checkpoint-interval 30 " +
+                     "--checkpoint-dir " + (dir / "checkpoints").string() + " --restore latest";
+  for (int kill = 0; kill < 10; ++kill) {
+    pid_t pid = spawnWeir(args, out, dir / "err.txt");
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(60, 300)(rng)));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+  }
+  pid_t pid = spawnWeir(args, out, dir / "err.txt");
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  // It resumed (the check below could not tell a fresh start from a resume).
+  std::ifstream errIn(dir / "err.txt");
+  std::string err((std::istreambuf_iterator<char>(errIn)), {});
+  EXPECT_NE(err.find("resuming from checkpoint"), std::string::npos) << err;
+  std::map<std::string, int64_t> last;
+  std::ifstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    // A killed run may leave half a line, which the next run's output continues.
+    auto open = line.rfind("(\"");
+    auto comma = open == std::string::npos ? open : line.find("\", ", open);
+    if (open == std::string::npos || comma == std::string::npos) continue;
+    last[line.substr(open + 2, comma - open - 2)] = std::stoll(line.substr(comma + 3));
+  }
+  EXPECT_EQ(last, truth);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -12,6 +12,7 @@ namespace weir {
 namespace detail {
 // Writes whole lines atomically with respect to other print sinks in the process.
 void writeLines(const std::string& lines, bool toStderr);
+void flushLines(bool toStderr);
 }  // namespace detail
 
 template <class T>
@@ -42,6 +43,9 @@ class PrintSink final : public Sink<T> {
       }
       detail::writeLines(text, toStderr);
     }
+    // At every checkpoint barrier and at the end: what was printed reaches the stream
+    // (at-least-once output across a restart).
+    void flush(bool) override { detail::flushLines(toStderr); }
     std::string prefix;
     bool toStderr;
     std::string text;

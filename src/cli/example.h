@@ -2,13 +2,20 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include <CLI/CLI.hpp>
 
+#include "weir/checkpoint_config.h"
 #include "weir/rest_options.h"
+#include "weir/restart_strategy.h"
 #include "weir/state_backend.h"
+
+namespace weir {
+class StreamExecutionEnvironment;
+}
 
 namespace weir::cli {
 
@@ -18,7 +25,15 @@ struct JobOptions {
   int maxParallelism = 128;
   RestOptions rest;                    // served by default: see --rest-port
   std::shared_ptr<StateBackend> stateBackend = std::make_shared<HashMapStateBackend>();
+  // Checkpoints: on when checkpoint.getCheckpointInterval() is positive.
+  CheckpointConfig checkpoint;
+  std::optional<RestartStrategy> restartStrategy;  // unset: Flink's default
+  std::string restorePath;                          // a checkpoint to start from
 };
+
+// Applies the options every example shares to `env`; `parallelism` is the example's
+// default when -p is not given.
+void configure(StreamExecutionEnvironment& env, const JobOptions& options, int parallelism);
 
 struct Example {
   std::string name;

@@ -7,6 +7,7 @@
 #include <cstring>
 #include <string>
 
+#include "cli/checkpoint_commands.h"
 #include "cli/example.h"
 #include "cli/interrupt.h"
 #include "cli/rest_commands.h"
@@ -32,10 +33,10 @@ int run(int argc, char** argv) {
   std::vector<weir::cli::Example> examples{weir::cli::wordCountExample(), weir::cli::clickCountExample()};
 
   // Unknown commands and examples get a message that lists the known ones.
-  const std::vector<std::string> commands{"run", "list", "status", "cancel", "stop"};
+  const std::vector<std::string> commands{"run", "list", "status", "cancel", "stop", "checkpoint"};
   if (argc >= 2 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end())
     return usageError(std::string("unknown command '") + argv[1] +
-                      "'; the commands are: run, list, status, cancel, stop (see weir --help)");
+                      "'; the commands are: run, list, status, cancel, stop, checkpoint (see weir --help)");
   if (argc >= 3 && std::strcmp(argv[1], "run") == 0 && argv[2][0] != '-') {
     bool known = false;
     for (auto& e : examples) known = known || e.name == argv[2];
@@ -54,6 +55,7 @@ int run(int argc, char** argv) {
   std::string stateBackend = "heap";
   std::string rocksdbDir;
   std::function<int(const weir::cli::JobOptions&)> chosen;
+  weir::cli::CheckpointOptions checkpointOptions;
   for (auto& example : examples) {
     auto* sub = runCommand->add_subcommand(example.name, example.description);
     sub->add_option("-p,--parallelism", options.parallelism, "Default parallelism of the job's operators");
@@ -64,6 +66,7 @@ int run(int argc, char** argv) {
     sub->add_option("--state-backend", stateBackend, "Where keyed state lives: heap (default) or rocksdb");
     sub->add_option("--rocksdb-local-dir", rocksdbDir,
                     "Folder for RocksDB's files (default $TMPDIR or /tmp); each job makes its own folder in it");
+    checkpointOptions.addTo(*sub);
     auto runner = example.setup(*sub);
     sub->callback([&chosen, runner] { chosen = runner; });
   }
@@ -84,6 +87,17 @@ int run(int argc, char** argv) {
   addControl("cancel", "Cancel a running job", true, weir::cli::cancelJob);
   addControl("stop", "Stop a running job gracefully: its sources end and every operator drains", true,
              weir::cli::stopJob);
+
+  // Checkpoints on disk.
+  auto* checkpointCommand = app.add_subcommand("checkpoint", "Look at checkpoints: weir checkpoint inspect PATH");
+  checkpointCommand->require_subcommand(1);
+  std::string checkpointPath;
+  auto* inspect = checkpointCommand->add_subcommand(
+      "inspect", "Print a checkpoint's operators, states, key groups and sizes, and verify every file's checksum");
+  inspect->add_option("path", checkpointPath, "A chk-<n> folder or its _metadata file")->required();
+  inspect->callback([&control, &checkpointPath] {
+    control = [&checkpointPath] { return weir::cli::inspectCheckpoint(checkpointPath); };
+  });
 
   try {
     app.parse(argc, argv);
@@ -112,6 +126,7 @@ int run(int argc, char** argv) {
 
   try {
     options.stateBackend = weir::stateBackendFromName(stateBackend);
+    checkpointOptions.apply(options);
     if (!rocksdbDir.empty()) {
       if (stateBackend != "rocksdb") return usageError("--rocksdb-local-dir needs --state-backend rocksdb");
       weir::EmbeddedRocksDBStateBackend::Options rocks;

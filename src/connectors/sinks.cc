@@ -10,9 +10,18 @@
 
 namespace weir::detail {
 
-void writeLines(const std::string& lines, bool toStderr) {
+std::mutex& linesMutex() {
   static std::mutex& mutex = *new std::mutex;  // never destroyed: jobs may print at exit
-  std::lock_guard lock(mutex);
+  return mutex;
+}
+
+void flushLines(bool toStderr) {
+  std::lock_guard lock(linesMutex());
+  std::fflush(toStderr ? stderr : stdout);
+}
+
+void writeLines(const std::string& lines, bool toStderr) {
+  std::lock_guard lock(linesMutex());
   std::FILE* out = toStderr ? stderr : stdout;
   std::fwrite(lines.data(), 1, lines.size(), out);
 }

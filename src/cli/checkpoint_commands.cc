@@ -1,0 +1,118 @@
+#include "cli/checkpoint_commands.h"
+
+#include <cstdio>
+
+#include "checkpoint/checkpoint_storage.h"
+#include "weir/error.h"
+
+namespace weir::cli {
+
+namespace {
+
+Error bad(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
+
+}  // namespace
+
+int inspectCheckpoint(const std::string& path) {
+  detail::CheckpointMetadata m;
+  try {
+    m = detail::readMetadata(path);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "weir: %s\n", e.what());
+    return e.code() == ErrorCode::kCheckpoint && std::string(e.what()).find("no checkpoint") == 0 ? 2 : 1;
+  }
+  std::string folder = detail::checkpointFolder(path);
+  std::printf("checkpoint %lld of job %s\n", static_cast<long long>(m.checkpointId), m.jobId.c_str());
+  std::printf("taken at %lld ms since the epoch, max parallelism %d, %zu state files\n",
+              static_cast<long long>(m.timestampMillis), m.maxParallelism, m.files.size());
+  uint64_t total = 0;
+  for (const auto& f : m.files) {
+    total += f.size;
+    std::string states;
+    for (const auto& s : f.keyedStates) states += (states.empty() ? "" : ", ") + s;
+    for (const auto& s : f.operatorStates) states += (states.empty() ? "" : ", ") + s + " (operator)";
+    std::printf("  %s [%s] subtask %d/%d, key groups %d-%d, %llu bytes: %s\n", f.operatorName.c_str(),
+                f.operatorId.c_str(), f.subtask + 1, f.parallelism, f.keyGroups.start, f.keyGroups.end,
+                static_cast<unsigned long long>(f.size), states.empty() ? "(no state)" : states.c_str());
+  }
+  try {
+    detail::verifyCheckpoint(folder, m);
+  } catch (const Error& e) {
+    std::printf("verification FAILED: %s\n", e.what());
+    return 1;
+  }
+  std::printf("verified: %zu files, %llu bytes, sizes and checksums match\n", m.files.size(),
+              static_cast<unsigned long long>(total));
+  return 0;
+}
+
+void CheckpointOptions::addTo(CLI::App& app) {
+  app.add_option("--checkpoint-interval", interval_, "Take a checkpoint every this many milliseconds (default: none)");
+  app.add_option("--checkpointing-mode", mode_, "exactly-once (default) or at-least-once");
+  app.add_option("--checkpoint-dir", dir_, "Folder that keeps checkpoints (default: a temporary one)");
+  app.add_option("--checkpoint-timeout", timeout_, "Discard a checkpoint not complete after this many ms (default 600000)");
+  app.add_option("--min-pause", minPause_, "Least ms between a checkpoint's end and the next's start (default 0)");
+  app.add_option("--tolerable-checkpoint-failures", tolerable_,
+                 "Failed checkpoints in a row before the job fails (default 0)");
+  app.add_option("--retained-checkpoints", retained_, "Completed checkpoints kept (default 1)");
+  app.add_flag("--retain-on-cancellation", retainOnCancellation_, "Keep the checkpoints when the job is cancelled");
+  app.add_flag("--unaligned", unaligned_, "Unaligned checkpoints (not supported yet)");
+  app.add_option("--restart-strategy", restartStrategy_,
+                 "none | fixed-delay:ATTEMPTS:DELAY_MS | exponential-delay:INITIAL_MS:MAX_MS | "
+                 "failure-rate:MAX:INTERVAL_MS:DELAY_MS (default: fixed-delay without limit with checkpoints)");
+  app.add_option("--restore", restore_, "latest: resume from the newest checkpoint under --checkpoint-dir");
+  app.add_option("--from-checkpoint", fromCheckpoint_, "Resume from this checkpoint (a chk-<n> folder)");
+}
+
+void CheckpointOptions::apply(JobOptions& options) const {
+  auto& c = options.checkpoint;
+  auto given = [](int64_t v) { return v != kUnset; };
+  bool configures = given(timeout_) || given(minPause_) || given(tolerable_) || given(retained_) ||
+                    retainOnCancellation_ || !mode_.empty() || unaligned_;
+  if (unaligned_) throw bad("--unaligned: unaligned checkpoints are not supported yet");
+  if (given(interval_)) {
+    if (interval_ <= 0) throw bad("--checkpoint-interval must be positive, got " + std::to_string(interval_));
+    c.setCheckpointInterval(std::chrono::milliseconds(interval_));
+  } else if (configures) {
+    throw bad("checkpoint options need --checkpoint-interval");
+  }
+  if (mode_ == "at-least-once") c.setCheckpointingMode(CheckpointingMode::AT_LEAST_ONCE);
+  else if (!mode_.empty() && mode_ != "exactly-once")
+    throw bad("--checkpointing-mode must be exactly-once or at-least-once, got '" + mode_ + "'");
+  if (given(timeout_)) {
+    if (timeout_ <= 0) throw bad("--checkpoint-timeout must be positive, got " + std::to_string(timeout_));
+    c.setCheckpointTimeout(std::chrono::milliseconds(timeout_));
+  }
+  if (given(minPause_)) {
+    if (minPause_ < 0) throw bad("--min-pause must not be negative, got " + std::to_string(minPause_));
+    c.setMinPauseBetweenCheckpoints(std::chrono::milliseconds(minPause_));
+  }
+  if (given(tolerable_)) {
+    if (tolerable_ < 0 || tolerable_ > std::numeric_limits<int>::max())
+      throw bad("--tolerable-checkpoint-failures must be between 0 and 2^31-1, got " + std::to_string(tolerable_));
+    c.setTolerableCheckpointFailureNumber(static_cast<int>(tolerable_));
+  }
+  if (given(retained_)) {
+    if (retained_ < 1 || retained_ > 1000000)
+      throw bad("--retained-checkpoints must be between 1 and 1000000, got " + std::to_string(retained_));
+    c.setNumRetainedCheckpoints(static_cast<int>(retained_));
+  }
+  if (retainOnCancellation_) c.setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
+  if (!dir_.empty()) c.setCheckpointStorage(dir_);
+  if (!restartStrategy_.empty()) options.restartStrategy = RestartStrategy::parse(restartStrategy_);
+
+  if (!restore_.empty() && !fromCheckpoint_.empty()) throw bad("use --restore or --from-checkpoint, not both");
+  if (!fromCheckpoint_.empty()) options.restorePath = fromCheckpoint_;
+  if (!restore_.empty()) {
+    if (restore_ != "latest")
+      throw bad("unknown --restore target '" + restore_ + "'; use --restore latest or --from-checkpoint PATH");
+    if (dir_.empty()) throw bad("--restore latest needs --checkpoint-dir, where it looks for checkpoints");
+    options.restorePath = detail::findLatestCheckpoint(dir_);
+    if (options.restorePath.empty())
+      std::fprintf(stderr, "weir: no checkpoint under '%s' yet; starting from the beginning\n", dir_.c_str());
+    else
+      std::fprintf(stderr, "weir: resuming from checkpoint '%s'\n", options.restorePath.c_str());
+  }
+}
+
+}  // namespace weir::cli

@@ -1,0 +1,41 @@
+// `weir checkpoint inspect PATH`, and the checkpoint options of `weir run`.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/example.h"
+
+namespace weir::cli {
+
+// Prints a checkpoint's metadata and verifies every file. Exit code 0 when intact, 1
+// when a file is missing or damaged, 2 when there is no checkpoint at `path`.
+int inspectCheckpoint(const std::string& path);
+
+// The checkpoint and restart options of one `weir run <example>` subcommand.
+class CheckpointOptions {
+ public:
+  void addTo(CLI::App& app);
+  // Checks the values and puts them into `options`; throws weir::Error naming the option.
+  void apply(JobOptions& options) const;
+
+ private:
+  static constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
+  int64_t interval_ = kUnset;
+  std::string mode_;
+  std::string dir_;
+  int64_t timeout_ = kUnset;
+  int64_t minPause_ = kUnset;
+  int64_t tolerable_ = kUnset;
+  int64_t retained_ = kUnset;
+  bool retainOnCancellation_ = false;
+  bool unaligned_ = false;
+  std::string restartStrategy_;
+  std::string restore_;
+  std::string fromCheckpoint_;
+};
+
+}  // namespace weir::cli
