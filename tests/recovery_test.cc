@@ -30,11 +30,14 @@ struct Event {
 };
 Event eventAt(int64_t i) { return Event{(i * 7919) % kKeys, i}; }
 
+enum Kind : int32_t { kCount = 0, kTimer = 1, kWindowResult = 2 };
 struct Out {
   int64_t key = 0;
-  int64_t value = 0;  // the key's count so far, or the time of a timer
-  bool timer = false;
+  int64_t value = 0;  // kCount: the key's count so far; kTimer: its time; kWindowResult: records
+  int32_t kind = kCount;
+  int64_t window = 0;  // kWindowResult: the window's last timestamp
 };
+WEIR_STRUCT(Out, key, value, kind, window);
 
 // Throws at the records whose global sequence number (over all attempts) is listed.
 struct Failures {
@@ -62,11 +65,11 @@ struct CountWithTimers : KeyedProcessFunction<int64_t, Event, Out> {
     Failures::maybeThrow();
     int64_t count = *count_->value() + 1;
     count_->update(count);
-    out.collect({e.key, count, false});
+    out.collect({e.key, count, kCount, 0});
     ctx.timerService().registerEventTimeTimer((e.time / kWindow + 1) * kWindow - 1);
   }
   void onTimer(int64_t time, OnTimerContext& ctx, Collector<Out>& out) override {
-    out.collect({ctx.getCurrentKey(), time, true});
+    out.collect({ctx.getCurrentKey(), time, kTimer, 0});
   }
 
  private:
@@ -106,7 +109,8 @@ class TransactionalSink final : public Sink<Out> {
   static std::string encode(const Transaction& t) {
     std::string s = t.first;
     for (const Out& o : t.second)
-      s += "|" + std::to_string(o.key) + "," + std::to_string(o.value) + "," + (o.timer ? "1" : "0");
+      s += "|" + std::to_string(o.key) + "," + std::to_string(o.value) + "," + std::to_string(o.kind) + "," +
+           std::to_string(o.window);
     return s;
   }
   static Transaction decode(const std::string& s) {
@@ -115,10 +119,8 @@ class TransactionalSink final : public Sink<Out> {
     std::getline(in, t.first, '|');
     for (std::string part; std::getline(in, part, '|');) {
       Out o;
-      char c1, c2;
-      int timer;
-      std::stringstream(part) >> o.key >> c1 >> o.value >> c2 >> timer;
-      o.timer = timer == 1;
+      char c;
+      std::stringstream(part) >> o.key >> c >> o.value >> c >> o.kind >> c >> o.window;
       t.second.push_back(o);
     }
     return t;
@@ -190,44 +192,64 @@ class ImmediateSink final : public Sink<Out> {
   std::shared_ptr<Committed> committed_;
 };
 
-// The checker: each key's counts must be exactly 1, 2, ..., n(key) in order, and each
-// (key, window) that has records must fire its timer exactly once.
+// The checker: each key's counts must be exactly 1, 2, ..., n(key) in order, each
+// (key, window) that has records must fire its timer exactly once, and each tumbling
+// window's count must come exactly once and be right.
 struct Verdict {
-  int64_t duplicates = 0;  // a count or timer seen again
-  int64_t losses = 0;      // a count or timer never seen
-  int64_t outOfOrder = 0;  // a count that is not the previous + 1 (and not a repeat)
-  bool exact() const { return duplicates == 0 && losses == 0 && outOfOrder == 0; }
+  int64_t duplicates = 0;  // a count, timer or window result seen again
+  int64_t losses = 0;      // a count, timer or window result never seen
+  int64_t wrong = 0;       // a count that is not the previous + 1, or a wrong window count
+  bool exact() const { return duplicates == 0 && losses == 0 && wrong == 0; }
 };
+
+int64_t windowOf(int64_t time) { return (time / kWindow + 1) * kWindow - 1; }
 
 Verdict check(const std::vector<Out>& out, int64_t n) {
   std::map<int64_t, int64_t> expectedCount;
-  std::set<std::pair<int64_t, int64_t>> expectedTimers;
+  std::map<std::pair<int64_t, int64_t>, int64_t> expectedWindows;  // (key, window) -> records
   for (int64_t i = 0; i < n; ++i) {
     Event e = eventAt(i);
     ++expectedCount[e.key];
-    expectedTimers.insert({e.key, (e.time / kWindow + 1) * kWindow - 1});
+    ++expectedWindows[{e.key, windowOf(e.time)}];
   }
   Verdict v;
   std::map<int64_t, int64_t> last;
   std::map<int64_t, std::set<int64_t>> seen;
-  std::set<std::pair<int64_t, int64_t>> timers;
+  std::set<std::pair<int64_t, int64_t>> timers, windows;
   for (const Out& o : out) {
-    if (o.timer) {
+    if (o.kind == kTimer) {
       if (!timers.insert({o.key, o.value}).second) ++v.duplicates;
+      continue;
+    }
+    if (o.kind == kWindowResult) {
+      if (!windows.insert({o.key, o.window}).second) ++v.duplicates;
+      else if (expectedWindows[{o.key, o.window}] != o.value) ++v.wrong;
       continue;
     }
     if (!seen[o.key].insert(o.value).second) {
       ++v.duplicates;
     } else if (o.value != last[o.key] + 1) {
-      ++v.outOfOrder;
+      ++v.wrong;
     }
     last[o.key] = std::max(last[o.key], o.value);
   }
   // A loss is a record whose count never showed (the key's final count falls short).
   for (const auto& [key, count] : expectedCount) v.losses += std::max<int64_t>(0, count - last[key]);
-  for (const auto& t : expectedTimers) v.losses += timers.count(t) == 0 ? 1 : 0;
+  for (const auto& [kw, count] : expectedWindows) {
+    v.losses += timers.count(kw) == 0 ? 1 : 0;
+    v.losses += windows.count(kw) == 0 ? 1 : 0;
+  }
   return v;
 }
+
+// Stamps a window's result with the window (its timestamp is the window's last one).
+struct StampWindow : ProcessFunction<Out, Out> {
+  void processElement(const Out& o, Context& ctx, Collector<Out>& out) override {
+    Out stamped = o;
+    stamped.window = *ctx.timestamp();
+    out.collect(stamped);
+  }
+};
 
 struct JobRun {
   std::vector<Out> out;
@@ -245,6 +267,35 @@ struct Options {
   std::string checkpointDir;
 };
 
+// Refuses every third snapshot (a snapshotState that throws declines the checkpoint).
+struct ThrowingSnapshot : RichMapFunction<Event, Event>, CheckpointedFunction {
+  static inline std::atomic<int> snapshots{0};
+  Event map(const Event& e) override { return e; }
+  void initializeState(FunctionInitializationContext&) override {}
+  void snapshotState(const FunctionSnapshotContext&) override {
+    if (++snapshots % 3 == 2) throw std::runtime_error("snapshot refused");
+  }
+};
+
+// The job under test: per key a count and a timer per window (CountWithTimers), and
+// each key's records per tumbling window, both into `sink`.
+template <class S>
+void addJob(StreamExecutionEnvironment& env, int64_t n, double rate, S sink, bool refuseSnapshots = false) {
+  auto source = env.fromSource(DataGeneratorSource(eventAt, n, RateLimiterStrategy::perSecond(rate)),
+                               WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
+                                   [](const Event& e) { return e.time; }),
+                               "events");
+  DataStream<Event> events = source;
+  if (refuseSnapshots) events = source.map(ThrowingSnapshot{});
+  auto counts = events.keyBy([](const Event& e) { return e.key; }).process(CountWithTimers{});
+  auto windows = events.map([](const Event& e) { return Out{e.key, 1, kWindowResult, 0}; })
+                     .keyBy([](const Out& o) { return o.key; })
+                     .window(TumblingEventTimeWindows::of(std::chrono::milliseconds(kWindow)))
+                     .reduce([](const Out& a, const Out& b) { return Out{a.key, a.value + b.value, kWindowResult, 0}; })
+                     .process(StampWindow{});
+  counts.unionWith(windows).sinkTo(std::move(sink));
+}
+
 JobRun runJob(const Options& o, int64_t n, double rate, std::shared_ptr<Committed> committed = nullptr,
               const std::string& restoreFrom = "") {
   StreamExecutionEnvironment env;
@@ -257,14 +308,8 @@ JobRun runJob(const Options& o, int64_t n, double rate, std::shared_ptr<Committe
     if (!o.checkpointDir.empty()) env.getCheckpointConfig().setCheckpointStorage(o.checkpointDir);
   }
   if (!committed) committed = std::make_shared<Committed>();
-  auto stream = env.fromSource(DataGeneratorSource(eventAt, n, RateLimiterStrategy::perSecond(rate)),
-                               WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
-                                   [](const Event& e) { return e.time; }),
-                               "events")
-                    .keyBy([](const Event& e) { return e.key; })
-                    .process(CountWithTimers{});
-  if (o.transactional) stream.sinkTo(TransactionalSink(committed));
-  else stream.sinkTo(ImmediateSink(committed));
+  if (o.transactional) addJob(env, n, rate, TransactionalSink(committed));
+  else addJob(env, n, rate, ImmediateSink(committed));
   auto client = env.executeAsync("recovery");
   JobRun run;
   try {
@@ -301,7 +346,7 @@ TEST_P(ExactlyOnceRecovery, OutputEqualsAFailureFreeRun) {
   ASSERT_FALSE(run.error) << *run.error;
   Verdict v = check(run.out, n);
   EXPECT_TRUE(v.exact()) << "seed " << seed << ": " << v.duplicates << " duplicates, " << v.losses << " losses, "
-                         << v.outOfOrder << " out of order";
+                         << v.wrong << " wrong";
   EXPECT_EQ(Failures::thrown.load(), static_cast<int>(failures.size()));
   // Two subtasks may fail in the same attempt: one restart covers both.
   EXPECT_GT(run.metrics.numRestarts, 0);
@@ -330,13 +375,7 @@ TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
     env.enableCheckpointing(20ms);
     env.getCheckpointConfig().setCheckpointStorage(dir.string());
     env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
-    env.fromSource(DataGeneratorSource(eventAt, n, RateLimiterStrategy::perSecond(20000)),
-                   WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
-                       [](const Event& e) { return e.time; }),
-                   "events")
-        .keyBy([](const Event& e) { return e.key; })
-        .process(CountWithTimers{})
-        .sinkTo(TransactionalSink(committed));
+    addJob(env, n, 20000, TransactionalSink(committed));
     auto client = env.executeAsync("first");
     while (client.getMetrics().numberOfCompletedCheckpoints < 3) std::this_thread::sleep_for(5ms);
     client.cancel();
@@ -351,8 +390,7 @@ TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
   JobRun run = runJob(o, n, 1e9, committed, latest);
   ASSERT_FALSE(run.error) << *run.error;
   Verdict v = check(run.out, n);
-  EXPECT_TRUE(v.exact()) << v.duplicates << " duplicates, " << v.losses << " losses, " << v.outOfOrder
-                         << " out of order";
+  EXPECT_TRUE(v.exact()) << v.duplicates << " duplicates, " << v.losses << " losses, " << v.wrong << " wrong";
   fs::remove_all(dir);
 }
 
@@ -402,17 +440,8 @@ TEST(RecoveryChecker, ReportsLossesWithoutCheckpointing) {
   EXPECT_GT(check(run.out, n).losses, 0);
 }
 
-// A snapshotState that throws declines the checkpoint; with no failure tolerated the job
-// restarts from the last good one and still commits exactly once.
-struct ThrowingSnapshot : RichMapFunction<Event, Event>, CheckpointedFunction {
-  static inline std::atomic<int> snapshots{0};
-  Event map(const Event& e) override { return e; }
-  void initializeState(FunctionInitializationContext&) override {}
-  void snapshotState(const FunctionSnapshotContext&) override {
-    if (++snapshots % 3 == 2) throw std::runtime_error("snapshot refused");
-  }
-};
-
+// A refused snapshot declines the checkpoint; with no failure tolerated the job restarts
+// from the last good one and still commits exactly once.
 TEST(CheckpointFailures, AThrowingSnapshotFailsTheCheckpointAndTheJobRecovers) {
   const int64_t n = 20000;
   Failures::reset({});
@@ -422,22 +451,14 @@ TEST(CheckpointFailures, AThrowingSnapshotFailsTheCheckpointAndTheJobRecovers) {
   env.enableCheckpointing(20ms);
   env.setRestartStrategy(RestartStrategy::fixedDelayRestart(100, 5ms));
   auto committed = std::make_shared<Committed>();
-  env.fromSource(DataGeneratorSource(eventAt, n, RateLimiterStrategy::perSecond(40000)),
-                 WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
-                     [](const Event& e) { return e.time; }),
-                 "events")
-      .map(ThrowingSnapshot{})
-      .keyBy([](const Event& e) { return e.key; })
-      .process(CountWithTimers{})
-      .sinkTo(TransactionalSink(committed));
+  addJob(env, n, 40000, TransactionalSink(committed), true);
   auto client = env.executeAsync("snapshot failures");
   client.wait();
   auto m = client.getMetrics();
   EXPECT_GT(m.numberOfFailedCheckpoints, 0);
   EXPECT_GT(m.numRestarts, 0);
   Verdict v = check(committed->out, n);
-  EXPECT_TRUE(v.exact()) << v.duplicates << " duplicates, " << v.losses << " losses, " << v.outOfOrder
-                         << " out of order";
+  EXPECT_TRUE(v.exact()) << v.duplicates << " duplicates, " << v.losses << " losses, " << v.wrong << " wrong";
 }
 
 TEST(CheckpointFailures, TolerableFailuresKeepTheJobRunningAndTheLastCheckpointIntact) {
@@ -453,13 +474,7 @@ TEST(CheckpointFailures, TolerableFailuresKeepTheJobRunningAndTheLastCheckpointI
   env.getCheckpointConfig().setTolerableCheckpointFailureNumber(1000);
   env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
   auto committed = std::make_shared<Committed>();
-  env.fromSource(DataGeneratorSource(eventAt, n, RateLimiterStrategy::perSecond(30000)),
-                 WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
-                     [](const Event& e) { return e.time; }),
-                 "events")
-      .keyBy([](const Event& e) { return e.key; })
-      .process(CountWithTimers{})
-      .sinkTo(TransactionalSink(committed));
+  addJob(env, n, 30000, TransactionalSink(committed));
   auto client = env.executeAsync("unwritable");
   while (client.getMetrics().numberOfCompletedCheckpoints < 2) std::this_thread::sleep_for(5ms);
   // The job's folder becomes a file: no checkpoint folder can be made in it any more.
@@ -472,11 +487,12 @@ TEST(CheckpointFailures, TolerableFailuresKeepTheJobRunningAndTheLastCheckpointI
   EXPECT_EQ(client.getJobStatus(), JobStatus::RUNNING);
   fs::remove(jobFolder);
   fs::rename(aside, jobFolder);
+  client.cancel();
+  EXPECT_EQ(client.wait().status, JobStatus::CANCELED);
+  // The newest completed checkpoint (retained on cancellation) is whole.
   std::string latest = client.getMetrics().latestCompletedCheckpointPath;
   auto metadata = detail::readMetadata(latest);
   EXPECT_NO_THROW(detail::verifyCheckpoint(latest, metadata));
-  client.cancel();
-  EXPECT_EQ(client.wait().status, JobStatus::CANCELED);
   fs::remove_all(dir);
 }
 

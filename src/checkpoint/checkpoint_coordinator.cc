@@ -96,15 +96,16 @@ CheckpointCoordinator::SteadyClock::time_point CheckpointCoordinator::tick(bool 
   fs::create_directories(p.folder, ec);
   pending_ = std::move(p);
   ++stats_.inProgress;
+  auto next = nextTrigger_;
   if (ec) {
     abortLocked(lock, "its folder '" + pending_->folder + "' cannot be created: " + ec.message());
-    return nextTrigger_;
+    return next;
   }
   auto trigger = hooks_.triggerSources;
   int64_t id = pending_->id, ts = pending_->timestampMillis;
   lock.unlock();
   trigger(id, ts);
-  return nextTrigger_;
+  return next;
 }
 
 void CheckpointCoordinator::acknowledge(int64_t id, Upload upload, std::function<void()> done) {
@@ -177,29 +178,35 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, cons
   }
 }
 
-// Called with the lock held; returns with it released.
+// Called with the lock held; returns with it released. The checkpoint stays pending
+// while _metadata is written, so no other starts meanwhile.
 void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock) {
-  Pending p = std::move(*pending_);
-  pending_.reset();
+  const int64_t id = pending_->id;
+  const std::string folder = pending_->folder;
   CheckpointMetadata metadata;
-  metadata.checkpointId = p.id;
+  metadata.checkpointId = id;
   metadata.jobId = jobId_;
-  metadata.timestampMillis = p.timestampMillis;
+  metadata.timestampMillis = pending_->timestampMillis;
   metadata.maxParallelism = maxParallelism_;
-  metadata.files = std::move(p.files);
+  metadata.files = pending_->files;
   lock.unlock();
   std::string error;
   try {
-    writeMetadata(p.folder, metadata);
+    writeMetadata(folder, metadata);
   } catch (const std::exception& e) {
     error = e.what();
   }
   lock.lock();
+  if (!pending_ || pending_->id != id) {  // aborted meanwhile: its folder is being removed
+    lock.unlock();
+    return;
+  }
   if (!error.empty()) {
-    pending_ = std::move(p);
     abortLocked(lock, error);
     return;
   }
+  Pending p = std::move(*pending_);
+  pending_.reset();
   --stats_.inProgress;
   ++stats_.completed;
   consecutiveFailures_ = 0;

@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <utility>
 #include <vector>
 
 namespace weir::detail {
@@ -21,35 +22,56 @@ class ChunkedVector {
   static constexpr uint32_t kChunkSize = 1u << kShift;
   using Chunk = std::array<T, kChunkSize>;
 
+ private:
+  // A chunk and the number of snapshots that hold it. A snapshot lets go with a
+  // release, and the owner checks with an acquire before writing in place, so the
+  // snapshot's reads (on any thread) happen before the owner's next write.
+  struct Box {
+    Box() = default;
+    explicit Box(const Chunk& c) : chunk(c) {}
+    Chunk chunk{};
+    mutable std::atomic<int> snapshots{0};
+  };
+
+ public:
   // An immutable view of the vector at one moment.
   class Snapshot {
    public:
     Snapshot() = default;
+    Snapshot(const Snapshot& other) : chunks_(other.chunks_), size_(other.size_) { hold(); }
+    Snapshot(Snapshot&& other) noexcept = default;
+    Snapshot& operator=(Snapshot other) noexcept {
+      std::swap(chunks_, other.chunks_);
+      std::swap(size_, other.size_);
+      return *this;
+    }
+    ~Snapshot() {
+      for (const auto& box : chunks_)
+        if (box) box->snapshots.fetch_sub(1, std::memory_order_release);
+    }
     size_t size() const { return size_; }
-    const T& operator[](size_t i) const { return (*chunks_[i >> kShift])[i & (kChunkSize - 1)]; }
+    const T& operator[](size_t i) const { return chunks_[i >> kShift]->chunk[i & (kChunkSize - 1)]; }
 
    private:
     friend class ChunkedVector;
-    std::vector<std::shared_ptr<const Chunk>> chunks_;
+    void hold() {
+      for (const auto& box : chunks_) box->snapshots.fetch_add(1, std::memory_order_relaxed);
+    }
+    std::vector<std::shared_ptr<const Box>> chunks_;
     size_t size_ = 0;
   };
 
   size_t size() const { return size_; }
-  const T& operator[](size_t i) const { return (*chunks_[i >> kShift])[i & (kChunkSize - 1)]; }
-  // The element, for writing: copies its chunk first if a snapshot shares it.
+  const T& operator[](size_t i) const { return chunks_[i >> kShift]->chunk[i & (kChunkSize - 1)]; }
+  // The element, for writing: copies its chunk first if a snapshot holds it.
   T& mutableAt(size_t i) {
-    auto& chunk = chunks_[i >> kShift];
-    if (chunk.use_count() > 1) [[unlikely]] {
-      chunk = std::make_shared<Chunk>(*chunk);
-    } else {
-      // A snapshot that just let go of this chunk read it before: see its reads.
-      std::atomic_thread_fence(std::memory_order_acquire);
-    }
-    return (*chunk)[i & (kChunkSize - 1)];
+    auto& box = chunks_[i >> kShift];
+    if (box->snapshots.load(std::memory_order_acquire) > 0) [[unlikely]] box = std::make_shared<Box>(box->chunk);
+    return box->chunk[i & (kChunkSize - 1)];
   }
   // Grows to at least `n` elements (new ones value-initialized).
   void growTo(size_t n) {
-    while (chunks_.size() * kChunkSize < n) chunks_.push_back(std::make_shared<Chunk>());
+    while (chunks_.size() * kChunkSize < n) chunks_.push_back(std::make_shared<Box>());
     if (n > size_) size_ = n;
   }
   void push_back(T value) {
@@ -61,11 +83,12 @@ class ChunkedVector {
     Snapshot s;
     s.chunks_.assign(chunks_.begin(), chunks_.end());
     s.size_ = size_;
+    s.hold();
     return s;
   }
 
  private:
-  std::vector<std::shared_ptr<Chunk>> chunks_;
+  std::vector<std::shared_ptr<Box>> chunks_;
   size_t size_ = 0;
 };
 

@@ -1,7 +1,8 @@
 // Keyed event-time windows: assigns each record to its windows, aggregates it into the
 // (key, window) accumulator, fires a window when the watermark passes its end, fires it
 // again for late records within the allowed lateness, and drops its state after that.
-// Window contents and timers live on the heap until the state backends land.
+// Window contents and timers live on the heap (not yet on the state backends); a
+// checkpoint copies them out.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -10,6 +11,7 @@
 #include <queue>
 
 #include "weir/detail/function_traits.h"
+#include "weir/detail/operator_snapshot.h"
 #include "weir/detail/stream_operator.h"
 #include "weir/windows.h"
 
@@ -69,13 +71,54 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
         lateTag_(lateTag), policy_(std::move(policy)) {}
 
   void open() override {
+    if (auto* restored = this->context().restored()) restore(*restored);
     this->callUser([&] { openFunction(policy_.fn, this->context_); });
   }
   void close() override {
     this->callUser([&] { closeFunction(policy_.fn); });
   }
 
-  std::string checkpointUnsupportedReason() const override { return "window contents are not checkpointed yet"; }
+  std::string checkpointUnsupportedReason() const override {
+    if constexpr (!Serializable<K> || !Serializable<Acc>)
+      return "its key type " + demangledTypeName(typeid(K)) + " or window contents " + demangledTypeName(typeid(Acc)) +
+             " have no weir::Serializer, which checkpoints need";
+    return "";
+  }
+  // Every window's contents and every pending timer, copied out.
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    this->callUser([&] { snapshotFunction(policy_.fn, checkpointId, timestamp); });
+    StreamOperator::snapshotState(checkpointId, timestamp, out);
+    if constexpr (Serializable<K> && Serializable<Acc>) {
+      const int maxParallelism = this->context().getMaxNumberOfParallelSubtasks();
+      auto keyGroup = [&](const K& k) { return assignToKeyGroup(KeyHash<K>{}(k), maxParallelism); };
+      std::vector<OwnedStateEntry> windows;
+      DataOutput key, value;
+      for (const auto& [kw, acc] : state_) {
+        key.clear();
+        value.clear();
+        writeKeyAndWindow(kw.first, kw.second, key);
+        Serializer<Acc>::serialize(acc, value);
+        windows.push_back({keyGroup(kw.first), key.data(), value.data()});
+      }
+      std::vector<OwnedStateEntry> timers;
+      for (auto queue = timers_; !queue.empty(); queue.pop()) {
+        const Timer& t = queue.top();
+        key.clear();
+        writeKeyAndWindow(t.key, t.window, key);
+        key.write(t.time);
+        key.write(t.cleanup);
+        timers.push_back({keyGroup(t.key), key.data(), {}});
+      }
+      out.keyed[kWindowsState] = std::make_unique<MaterializedSnapshot>(std::move(windows));
+      out.keyed[kTimersState] = std::make_unique<MaterializedSnapshot>(std::move(timers));
+    }
+  }
+  void notifyCheckpointComplete(int64_t checkpointId) override {
+    this->callUser([&] { notifyFunction(policy_.fn, checkpointId, true); });
+  }
+  void notifyCheckpointAborted(int64_t checkpointId) override {
+    this->callUser([&] { notifyFunction(policy_.fn, checkpointId, false); });
+  }
 
   void addSideOutput(int tagIndex, std::unique_ptr<SideOutputBase> out) override {
     if (tagIndex == lateTag_) late_ = out.get();
@@ -175,6 +218,39 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
     }
   };
 
+  using Acc = typename Policy::Acc;
+  static constexpr const char* kWindowsState = "_windows";
+
+  static void writeKeyAndWindow(const K& key, const TimeWindow& w, DataOutput& out) {
+    Serializer<K>::serialize(key, out);
+    out.write(w.start);
+    out.write(w.end);
+  }
+  static std::pair<K, TimeWindow> readKeyAndWindow(DataInput& in, int keyGroup) {
+    K key = decodeState<K>(in, kWindowsState, keyGroup);
+    TimeWindow w;
+    w.start = in.read<int64_t>();
+    w.end = in.read<int64_t>();
+    return {std::move(key), w};
+  }
+
+  void restore(RestoredOperatorState& restored) {
+    if constexpr (Serializable<K> && Serializable<Acc>) {
+      for (const auto& e : restored.takeKeyed(kWindowsState)) {
+        DataInput in(e.key);
+        auto kw = readKeyAndWindow(in, e.keyGroup);
+        state_.insert_or_assign(std::move(kw), decodeState<Acc>(e.value, kWindowsState, e.keyGroup));
+      }
+      for (const auto& e : restored.takeKeyed(kTimersState)) {
+        DataInput in(e.key);
+        auto [key, window] = readKeyAndWindow(in, e.keyGroup);
+        int64_t time = in.read<int64_t>();
+        bool cleanup = in.read<bool>();
+        timers_.push(Timer{time, cleanup, std::move(key), window});
+      }
+    }
+  }
+
   void dropLate(T& record, int64_t timestamp) {
     if (late_) {
       sideOutputs_.setTimestamp(true, timestamp);
@@ -190,7 +266,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
   int lateTag_;
   Policy policy_;
   int64_t watermark_ = INT64_MIN;
-  absl::flat_hash_map<std::pair<K, TimeWindow>, typename Policy::Acc, StateHash> state_;
+  absl::flat_hash_map<std::pair<K, TimeWindow>, Acc, StateHash> state_;
   std::priority_queue<Timer, std::vector<Timer>, Later> timers_;
   std::vector<OUT> buffer_;
   std::vector<int64_t> timestamps_;
