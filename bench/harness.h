@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <string>
 #include <utility>
@@ -55,6 +56,21 @@ inline void printFigure(const std::string& name, const std::vector<std::pair<std
 }
 inline void printFigure(const std::string& name, const std::vector<std::pair<std::string, double>>& fields) {
   printFigure(name, {}, fields);
+}
+
+// splitmix64's finalizer: spreads sequence numbers into random-looking keys (the order
+// in which user ids arrive).
+inline uint64_t mix(uint64_t z) {
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+// Record i of keyed_sum and checkpoint_overhead: (a key of `keys`, a small value).
+using KeyedRecord = std::pair<int64_t, int64_t>;
+inline KeyedRecord keyedRecord(int64_t i, int64_t keys) {
+  return {static_cast<int64_t>(mix(static_cast<uint64_t>(i)) % static_cast<uint64_t>(keys)), i & 7};
 }
 
 // Keeps a value alive so the optimizer cannot drop the loop that computed it.

@@ -16,6 +16,7 @@
 #include <atomic>
 
 #include "harness.h"
+#include "checkpoint_bench.h"
 #include "state_bench.h"
 #include "weir/detail/channel.h"
 #include "weir/weir.h"
@@ -52,19 +53,6 @@ void chain() {
   double e = static_cast<double>(n) / engine, b = static_cast<double>(n) / baseline;
   printFigure("chain", {{"parallelism", 1}, {"records", static_cast<double>(n)}, {"records_per_s", e},
                         {"baseline_records_per_s", b}, {"ratio", b / e}});
-}
-
-// splitmix64's finalizer: record i gets a key that looks random (as user ids in a real
-// stream do) but is the same in every run.
-inline uint64_t mix(uint64_t z) {
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
-
-using KeyedRecord = std::pair<int64_t, int64_t>;
-inline KeyedRecord keyedRecord(int64_t i, int64_t keys) {
-  return {static_cast<int64_t>(mix(static_cast<uint64_t>(i)) % static_cast<uint64_t>(keys)), i & 7};
 }
 
 void keyedSum() {
@@ -320,7 +308,8 @@ int main(int argc, char** argv) {
       {"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}, {"rest_overhead", rest},
       {"tumbling_count", tumblingCount}, {"sliding_sum", slidingSum},
       {"value_state", [] { valueState(gRuns); }}, {"map_state", [] { mapState(gRuns); }},
-      {"list_state", [] { listState(gRuns); }}, {"state_memory", [] { stateMemory(gRuns); }}};
+      {"list_state", [] { listState(gRuns); }}, {"state_memory", [] { stateMemory(gRuns); }},
+      {"checkpoint_size", [] { checkpointSize(gRuns); }}, {"checkpoint_overhead", [] { checkpointOverhead(gRuns); }}};
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];

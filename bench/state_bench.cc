@@ -21,15 +21,9 @@
 namespace weir::bench {
 namespace {
 
-inline uint64_t mixKey(uint64_t z) {
-  z += 0x9e3779b97f4a7c15ull;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
-}
 
 // The key of record i: spread evenly over `keys` keys.
-inline int64_t keyOf(int64_t i, int64_t keys) { return static_cast<int64_t>(mixKey(static_cast<uint64_t>(i)) % static_cast<uint64_t>(keys)); }
+inline int64_t keyOf(int64_t i, int64_t keys) { return static_cast<int64_t>(mix(static_cast<uint64_t>(i)) % static_cast<uint64_t>(keys)); }
 
 // One keyed operator's state on `backend`, driven the way a keyed operator drives it.
 class Harness {
@@ -173,7 +167,7 @@ void mapStateCase(const char* backend, int64_t records, int runs) {
   int64_t next = 0, sum = 0;
   double s = medianSeconds(runs, [&] {
     for (int64_t i = 0; i < records; ++i, ++next) {
-      uint64_t r = mixKey(static_cast<uint64_t>(next));
+      uint64_t r = mix(static_cast<uint64_t>(next));
       h.setKey(static_cast<int64_t>(r % 10'000));
       int64_t userKey = static_cast<int64_t>((r >> 32) % 100);
       map.put(userKey, next);
@@ -258,7 +252,7 @@ std::pair<double, double> stateMemoryRun(std::shared_ptr<StateBackend> backend, 
     auto t0 = std::chrono::steady_clock::now();
     StreamExecutionEnvironment env;
     env.setStateBackend(std::move(backend));
-    env.fromSource(DataGeneratorSource([](int64_t i) { return static_cast<int64_t>(mixKey(static_cast<uint64_t>(i))); }, keys),
+    env.fromSource(DataGeneratorSource([](int64_t i) { return static_cast<int64_t>(mix(static_cast<uint64_t>(i))); }, keys),
                    WatermarkStrategy<int64_t>::noWatermarks(), "keys")
         .keyBy([](int64_t k) { return k; })
         .process(Remember{})

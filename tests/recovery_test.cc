@@ -498,3 +498,72 @@ TEST(CheckpointFailures, TolerableFailuresKeepTheJobRunningAndTheLastCheckpointI
 
 }  // namespace
 }  // namespace weir
+
+namespace weir {
+namespace {
+
+// A function that cannot restore: every restart fails again, until the strategy gives up.
+struct RefusesRestore : RichMapFunction<Event, Event>, CheckpointedFunction {
+  Event map(const Event& e) override {
+    Failures::maybeThrow();
+    return e;
+  }
+  void initializeState(FunctionInitializationContext& context) override {
+    context.getOperatorStateStore().getListState(ListStateDescriptor<int64_t>("nothing"));
+    if (context.isRestored()) throw std::runtime_error("restore refused");
+  }
+  void snapshotState(const FunctionSnapshotContext&) override {}
+};
+
+TEST(CheckpointFailures, AFailingRestoreFailsTheJobOnceTheRestartsAreUsedUp) {
+  Failures::reset({3000});
+  StreamExecutionEnvironment env;
+  env.enableCheckpointing(10ms);
+  env.setRestartStrategy(RestartStrategy::fixedDelayRestart(3, 5ms));
+  env.fromSource(DataGeneratorSource(eventAt, 20000, RateLimiterStrategy::perSecond(20000)),
+                 WatermarkStrategy<Event>::noWatermarks(), "events")
+      .map(RefusesRestore{})
+      .name("refuses")
+      .sinkTo(DiscardingSink<Event>());
+  auto client = env.executeAsync("restore fails");
+  try {
+    client.wait();
+    FAIL() << "the job finished although it could not restore";
+  } catch (const JobExecutionError& e) {
+    std::string what = e.what();
+    EXPECT_NE(what.find("restore refused"), std::string::npos) << what;
+    EXPECT_NE(what.find("refuses"), std::string::npos) << what;
+  }
+  EXPECT_EQ(client.getMetrics().numRestarts, 3);
+}
+
+// close() throwing after a bounded job drained: the output is complete and committed
+// once, and the job fails (a restart would replay committed output).
+struct FailsToClose : RichMapFunction<Event, Event> {
+  Event map(const Event& e) override { return e; }
+  void close() override { throw std::runtime_error("close failed"); }
+};
+
+TEST(CheckpointFailures, ACloseThatThrowsAfterTheEndFailsTheJobWithoutDuplicates) {
+  const int64_t n = 10000;
+  Failures::reset({});
+  StreamExecutionEnvironment env;
+  env.setAutoWatermarkInterval(5ms);
+  env.enableCheckpointing(20ms);
+  env.setRestartStrategy(RestartStrategy::fixedDelayRestart(100, 5ms));
+  auto committed = std::make_shared<Committed>();
+  auto source = env.fromSource(DataGeneratorSource(eventAt, n, RateLimiterStrategy::perSecond(40000)),
+                               WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
+                                   [](const Event& e) { return e.time; }),
+                               "events");
+  source.map(FailsToClose{}).name("fails to close").sinkTo(DiscardingSink<Event>());
+  addJob(env, n, 40000, TransactionalSink(committed));
+  auto client = env.executeAsync("close fails");
+  EXPECT_THROW(client.wait(), JobExecutionError);
+  EXPECT_EQ(client.getMetrics().numRestarts, 0);
+  Verdict v = check(committed->out, n);
+  EXPECT_TRUE(v.exact()) << v.duplicates << " duplicates, " << v.losses << " losses, " << v.wrong << " wrong";
+}
+
+}  // namespace
+}  // namespace weir

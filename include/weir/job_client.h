@@ -58,6 +58,11 @@ struct JobMetrics {
   int64_t numberOfInProgressCheckpoints = 0;
   int64_t lastCheckpointDuration = -1;  // ms; -1 before the first
   int64_t lastCheckpointSize = -1;      // bytes of state files; -1 before the first
+  // Of the last completed checkpoint, the slowest subtask's (ms): the synchronous part on
+  // the task thread, writing the files, and waiting for barriers on every input.
+  int64_t lastCheckpointSyncDuration = -1;
+  int64_t lastCheckpointAsyncDuration = -1;
+  int64_t lastCheckpointAlignmentTime = -1;
   int64_t latestCompletedCheckpointId = 0;
   std::string latestCompletedCheckpointPath;  // its chk-<n> folder; empty when none
   int numRestarts = 0;

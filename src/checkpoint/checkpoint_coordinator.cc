@@ -1,5 +1,6 @@
 #include "checkpoint/checkpoint_coordinator.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "weir/error.h"
@@ -108,7 +109,8 @@ CheckpointCoordinator::SteadyClock::time_point CheckpointCoordinator::tick(bool 
   return next;
 }
 
-void CheckpointCoordinator::acknowledge(int64_t id, Upload upload, std::function<void()> done) {
+void CheckpointCoordinator::acknowledge(int64_t id, int64_t syncNanos, int64_t alignmentNanos, Upload upload,
+                                        std::function<void()> done) {
   std::string folder;
   {
     std::lock_guard lock(mutex_);
@@ -120,14 +122,17 @@ void CheckpointCoordinator::acknowledge(int64_t id, Upload upload, std::function
   }
   {
     std::lock_guard lock(ioMutex_);
-    ioQueue_.push_back([this, id, folder, upload = std::move(upload), done = std::move(done)] {
+    ioQueue_.push_back([this, id, folder, syncNanos, alignmentNanos, upload = std::move(upload),
+                        done = std::move(done)] {
       std::vector<StateFileInfo> files;
       std::string error;
+      auto start = SteadyClock::now();
       try {
         files = upload(folder);
       } catch (const std::exception& e) {
         error = e.what();
       }
+      int64_t asyncNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start).count();
       done();  // the snapshots are gone: the task may close its state
       std::unique_lock lock(mutex_);
       if (!pending_ || pending_->id != id) return;
@@ -136,6 +141,9 @@ void CheckpointCoordinator::acknowledge(int64_t id, Upload upload, std::function
         return;
       }
       for (auto& f : files) pending_->files.push_back(std::move(f));
+      pending_->syncNanos = std::max(pending_->syncNanos, syncNanos);
+      pending_->asyncNanos = std::max(pending_->asyncNanos, asyncNanos);
+      pending_->alignmentNanos = std::max(pending_->alignmentNanos, alignmentNanos);
       if (++pending_->acks == subtasks_) completeLocked(lock);
     });
   }
@@ -159,6 +167,12 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, cons
   pending_.reset();
   --stats_.inProgress;
   ++stats_.failed;
+  Record failed;
+  failed.id = p.id;
+  failed.triggerTimestampMillis = p.timestampMillis;
+  failed.durationMillis = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - p.start).count();
+  failed.failureMessage = reason;
+  recordLocked(std::move(failed));
   ++consecutiveFailures_;
   bool tooMany = consecutiveFailures_ > config_.getTolerableCheckpointFailureNumber();
   Hooks hooks = hooks_;
@@ -215,8 +229,20 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock) {
   int64_t size = 0;
   for (const auto& f : metadata.files) size += static_cast<int64_t>(f.size);
   stats_.lastSizeBytes = size;
+  stats_.lastSyncMillis = p.syncNanos / 1'000'000;
+  stats_.lastAsyncMillis = p.asyncNanos / 1'000'000;
+  stats_.lastAlignmentMillis = p.alignmentNanos / 1'000'000;
   stats_.latestId = p.id;
   stats_.latestPath = p.folder;
+  Record done;
+  done.id = p.id;
+  done.completed = true;
+  done.triggerTimestampMillis = p.timestampMillis;
+  done.durationMillis = stats_.lastDurationMillis;
+  done.sizeBytes = size;
+  done.alignmentMillis = stats_.lastAlignmentMillis;
+  done.path = p.folder;
+  recordLocked(std::move(done));
   retained_.push_back(p.folder);
   std::vector<std::string> dropped;
   while (static_cast<int>(retained_.size()) > config_.getNumRetainedCheckpoints()) {
@@ -229,6 +255,11 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock) {
   lock.unlock();
   for (const auto& d : dropped) removeFolder(d);
   if (hooks.notifySubtasks) hooks.notifySubtasks(p.id, true);
+}
+
+void CheckpointCoordinator::recordLocked(Record record) {
+  stats_.history.push_front(std::move(record));
+  if (stats_.history.size() > kHistorySize) stats_.history.pop_back();
 }
 
 std::string CheckpointCoordinator::latestCompleted() const {

@@ -47,9 +47,10 @@ class CheckpointCoordinator {
   // Returns when it wants to be called again.
   SteadyClock::time_point tick(bool canTrigger);
 
-  // A subtask took the synchronous part of checkpoint `id`: `upload` runs on the I/O
-  // thread, then `done` (always, also when it failed or the checkpoint was aborted).
-  void acknowledge(int64_t id, Upload upload, std::function<void()> done);
+  // A subtask took the synchronous part of checkpoint `id` (in `syncNanos`, after
+  // `alignmentNanos` of waiting for barriers): `upload` runs on the I/O thread, then
+  // `done` (always, also when it failed or the checkpoint was aborted).
+  void acknowledge(int64_t id, int64_t syncNanos, int64_t alignmentNanos, Upload upload, std::function<void()> done);
   // A subtask cannot take part in checkpoint `id`.
   void decline(int64_t id, const std::string& reason);
   // A subtask's input ended; it took part in checkpoints up to `lastSnapshotId` only.
@@ -58,13 +59,29 @@ class CheckpointCoordinator {
   // The newest completed checkpoint's chk-<n> folder, or "" when none.
   std::string latestCompleted() const;
   int64_t lastTriggeredId() const;
+  // One checkpoint as the REST API's history shows it.
+  struct Record {
+    int64_t id = 0;
+    bool completed = false;
+    int64_t triggerTimestampMillis = 0;
+    int64_t durationMillis = 0;
+    int64_t sizeBytes = 0;
+    int64_t alignmentMillis = 0;
+    std::string path;            // completed: its chk-<n> folder
+    std::string failureMessage;  // failed: why
+  };
+  static constexpr size_t kHistorySize = 10;
   struct Stats {
     int64_t completed = 0, failed = 0, inProgress = 0;
     int64_t lastDurationMillis = -1, lastSizeBytes = -1;
+    // Of the last completed checkpoint, the largest over its subtasks.
+    int64_t lastSyncMillis = -1, lastAsyncMillis = -1, lastAlignmentMillis = -1;
     int64_t latestId = 0;
     std::string latestPath;
+    std::deque<Record> history;  // newest first, at most kHistorySize
   };
   Stats stats() const;
+  const CheckpointConfig& config() const { return config_; }
   // The job ended: removes the job's checkpoints when `discard`, and its folder if empty.
   void shutdown(bool discard);
 
@@ -76,9 +93,11 @@ class CheckpointCoordinator {
     std::string folder;
     int acks = 0;
     std::vector<StateFileInfo> files;
+    int64_t syncNanos = 0, asyncNanos = 0, alignmentNanos = 0;  // the largest of any subtask
   };
 
   void abortLocked(std::unique_lock<std::mutex>& lock, const std::string& reason);
+  void recordLocked(Record record);
   void completeLocked(std::unique_lock<std::mutex>& lock);
   void runIo();
 

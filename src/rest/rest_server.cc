@@ -398,11 +398,50 @@ class RestServer::Impl {
     return out;
   }
 
+  // Flink's /jobs/:jobid/checkpoints: counts, the latest completed and failed, history.
+  json checkpoints(const Entry& e) const {
+    auto stats = e.job->checkpointStats();
+    if (!stats) {
+      return {{"counts", {{"restored", 0}, {"total", 0}, {"in_progress", 0}, {"completed", 0}, {"failed", 0}}},
+              {"summary", json::object()},
+              {"latest", {{"completed", nullptr}, {"savepoint", nullptr}, {"failed", nullptr}, {"restored", nullptr}}},
+              {"history", json::array()}};
+    }
+    auto entry = [](const detail::CheckpointCoordinator::Record& r) {
+      json j = {{"id", r.id},
+                {"status", r.completed ? "COMPLETED" : "FAILED"},
+                {"is_savepoint", false},
+                {"trigger_timestamp", r.triggerTimestampMillis},
+                {"end_to_end_duration", r.durationMillis},
+                {"state_size", r.sizeBytes},
+                {"checkpointed_size", r.sizeBytes},
+                {"alignment_buffered", 0},
+                {"checkpoint_type", "CHECKPOINT"}};
+      if (r.completed) j["external_path"] = r.path;
+      else j["failure_message"] = r.failureMessage;
+      return j;
+    };
+    json latestCompleted = nullptr, latestFailed = nullptr, history = json::array();
+    for (const auto& r : stats->history) {
+      history.push_back(entry(r));
+      if (r.completed && latestCompleted.is_null()) latestCompleted = entry(r);
+      if (!r.completed && latestFailed.is_null()) latestFailed = entry(r);
+    }
+    return {{"counts", {{"restored", e.job->metrics().numRestarts}, {"total", stats->completed + stats->failed + stats->inProgress},
+                        {"in_progress", stats->inProgress}, {"completed", stats->completed}, {"failed", stats->failed}}},
+            {"summary", json::object()},
+            {"latest", {{"completed", latestCompleted}, {"savepoint", nullptr}, {"failed", latestFailed},
+                        {"restored", nullptr}}},
+            {"history", history}};
+  }
+
   std::string prometheusText() const {
     prometheus::Registry registry;
-    auto gauge = [&](const std::string& name, const std::string& help) -> prometheus::Family<prometheus::Gauge>& {
-      return prometheus::BuildGauge().Name("weir_task_" + name).Help(help).Register(registry);
+    auto family = [&](const std::string& name, const std::string& help) -> prometheus::Family<prometheus::Gauge>& {
+      return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
     };
+    auto gauge = [&](const std::string& name, const std::string& help) -> auto& { return family("weir_task_" + name, help); };
+    auto jobGauge = [&](const std::string& name, const std::string& help) -> auto& { return family("weir_job_" + name, help); };
     auto& in = gauge("numRecordsIn", "Records a subtask received from its input channels");
     auto& out = gauge("numRecordsOut", "Records a subtask emitted");
     auto& inRate = gauge("numRecordsInPerSecond", "Records received per second");
@@ -413,12 +452,26 @@ class RestServer::Impl {
     auto& inWatermark = gauge("currentInputWatermark", "Event-time watermark a subtask received (ms)");
     auto& outWatermark = gauge("currentOutputWatermark", "Event-time watermark a source subtask emitted (ms)");
     auto& lateDropped = gauge("numLateRecordsDropped", "Records too late for every window they belonged to");
-    auto& restarts = prometheus::BuildGauge().Name("weir_job_numRestarts").Help("Restarts of the job").Register(registry);
-    auto& uptime = prometheus::BuildGauge().Name("weir_job_uptime").Help("Milliseconds the job has run").Register(registry);
+    auto& restarts = jobGauge("numRestarts", "Restarts of the job");
+    auto& completed = jobGauge("numberOfCompletedCheckpoints", "Checkpoints completed");
+    auto& failed = jobGauge("numberOfFailedCheckpoints", "Checkpoints that failed or expired");
+    auto& inProgress = jobGauge("numberOfInProgressCheckpoints", "Checkpoints in progress");
+    auto& lastDuration = jobGauge("lastCheckpointDuration", "Milliseconds the last completed checkpoint took");
+    auto& lastSize = jobGauge("lastCheckpointSize", "Bytes of state files of the last completed checkpoint");
+    auto& alignment = jobGauge("checkpointAlignmentTime", "Milliseconds the last checkpoint waited for barriers");
+    auto& uptime = jobGauge("uptime", "Milliseconds the job has run");
     for (const auto& e : jobs_) {
       const auto& job = *e->job;
       std::map<std::string, std::string> jobLabels{{"job_id", job.jobId()}, {"job_name", label(job.jobName())}};
-      restarts.Add(jobLabels).Set(0);
+      restarts.Add(jobLabels).Set(job.metrics().numRestarts);
+      if (auto stats = job.checkpointStats()) {
+        completed.Add(jobLabels).Set(static_cast<double>(stats->completed));
+        failed.Add(jobLabels).Set(static_cast<double>(stats->failed));
+        inProgress.Add(jobLabels).Set(static_cast<double>(stats->inProgress));
+        lastDuration.Add(jobLabels).Set(static_cast<double>(stats->lastDurationMillis));
+        lastSize.Add(jobLabels).Set(static_cast<double>(stats->lastSizeBytes));
+        alignment.Add(jobLabels).Set(static_cast<double>(stats->lastAlignmentMillis));
+      }
       int64_t end = job.endTimeMillis();
       uptime.Add(jobLabels).Set(static_cast<double>((end < 0 ? nowMillis() : end) - job.startTimeMillis()));
       const auto& vs = job.vertices();
@@ -573,15 +626,25 @@ class RestServer::Impl {
       if (auto* e = job(req, res)) sendJson(res, exceptions(*e));
     }));
     http_.Get(R"(/jobs/([^/]+)/checkpoints)", locked([this](const httplib::Request& req, httplib::Response& res) {
-      if (!job(req, res)) return;
-      // Checkpoints are not built yet: the shape Flink answers for a job that has none.
-      sendJson(res, {{"counts", {{"restored", 0}, {"total", 0}, {"in_progress", 0}, {"completed", 0}, {"failed", 0}}},
-                     {"summary", json::object()},
-                     {"latest", {{"completed", nullptr}, {"savepoint", nullptr}, {"failed", nullptr}, {"restored", nullptr}}},
-                     {"history", json::array()}});
+      if (auto* e = job(req, res)) sendJson(res, checkpoints(*e));
     }));
     http_.Get(R"(/jobs/([^/]+)/checkpoints/config)", locked([this](const httplib::Request& req, httplib::Response& res) {
-      if (auto* e = job(req, res)) sendError(res, 404, "Checkpointing is not enabled for job " + e->job->jobId() + ".");
+      auto* e = job(req, res);
+      if (!e) return;
+      const CheckpointConfig* c = e->job->checkpointConfig();
+      if (c == nullptr) return sendError(res, 404, "Checkpointing is not enabled for job " + e->job->jobId() + ".");
+      bool retain = c->getExternalizedCheckpointCleanup() == ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION;
+      sendJson(res, {{"mode", c->getCheckpointingMode() == CheckpointingMode::EXACTLY_ONCE ? "exactly_once"
+                                                                                              : "at_least_once"},
+                     {"interval", c->getCheckpointInterval().count()},
+                     {"timeout", c->getCheckpointTimeout().count()},
+                     {"min_pause", c->getMinPauseBetweenCheckpoints().count()},
+                     {"max_concurrent", c->getMaxConcurrentCheckpoints()},
+                     {"externalization", {{"enabled", true}, {"delete_on_cancellation", !retain}}},
+                     {"tolerable_failed_checkpoints", c->getTolerableCheckpointFailureNumber()},
+                     {"unaligned_checkpoints", false},
+                     {"checkpoint_storage", c->getCheckpointStorage().empty() ? "temporary folder"
+                                                                               : c->getCheckpointStorage()}});
     }));
     http_.Get(R"(/jobs/([^/]+)/metrics)", locked([this](const httplib::Request& req, httplib::Response& res) {
       auto* e = job(req, res);
@@ -589,7 +652,15 @@ class RestServer::Impl {
       int64_t end = e->job->endTimeMillis();
       std::map<std::string, double> all{
           {"uptime", static_cast<double>((end < 0 ? nowMillis() : end) - e->job->startTimeMillis())},
-          {"numRestarts", 0}};
+          {"numRestarts", e->job->metrics().numRestarts}};
+      if (auto stats = e->job->checkpointStats()) {
+        all["numberOfCompletedCheckpoints"] = static_cast<double>(stats->completed);
+        all["numberOfFailedCheckpoints"] = static_cast<double>(stats->failed);
+        all["numberOfInProgressCheckpoints"] = static_cast<double>(stats->inProgress);
+        all["lastCheckpointDuration"] = static_cast<double>(stats->lastDurationMillis);
+        all["lastCheckpointSize"] = static_cast<double>(stats->lastSizeBytes);
+        all["checkpointAlignmentTime"] = static_cast<double>(stats->lastAlignmentMillis);
+      }
       answerMetrics(all, req, res);
     }));
     http_.Get(R"(/jobs/([^/]+)/vertices/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {

@@ -59,6 +59,41 @@ bool eventually(F condition) {
   return false;
 }
 
+TEST(RestServer, ShowsCheckpointCountsHistoryConfigAndMetrics) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.enableCheckpointing(50ms);
+  env.fromSource(DataGeneratorSource([](int64_t i) { return std::pair<int64_t, int64_t>{i % 100, 1}; },
+                                     kUnboundedCount, RateLimiterStrategy::perSecond(100000)),
+                 WatermarkStrategy<std::pair<int64_t, int64_t>>::noWatermarks(), "numbers")
+      .keyBy([](const std::pair<int64_t, int64_t>& p) { return p.first; })
+      .sum<1>()
+      .sinkTo(DiscardingSink<std::pair<int64_t, int64_t>>());
+  auto job = env.executeAsync("checkpointed job");
+  Server server(job);
+  const std::string jid = job.getJobID();
+  ASSERT_TRUE(eventually([&] { return server.get("/jobs/" + jid + "/checkpoints")["counts"]["completed"] >= 2; }));
+  auto cp = server.get("/jobs/" + jid + "/checkpoints");
+  const auto& latest = cp["latest"]["completed"];
+  EXPECT_EQ(latest["status"], "COMPLETED");
+  EXPECT_GT(latest["state_size"].get<int64_t>(), 0);
+  EXPECT_NE(latest["external_path"].get<std::string>().find("chk-" + std::to_string(latest["id"].get<int64_t>())),
+            std::string::npos);
+  ASSERT_FALSE(cp["history"].empty());
+  EXPECT_EQ(cp["history"][0]["id"], latest["id"]);  // newest first
+  auto config = server.get("/jobs/" + jid + "/checkpoints/config");
+  EXPECT_EQ(config["mode"], "exactly_once");
+  EXPECT_EQ(config["interval"], 50);
+  EXPECT_EQ(config["timeout"], 600000);
+  auto metrics = server.get("/jobs/" + jid + "/metrics?get=numberOfCompletedCheckpoints,lastCheckpointSize");
+  ASSERT_EQ(metrics.size(), 2u);
+  EXPECT_GE(std::stod(metrics[0]["value"].get<std::string>()), 2);
+  auto prometheus = server.client->Get("/metrics");
+  ASSERT_TRUE(prometheus);
+  EXPECT_NE(prometheus->body.find("weir_job_numberOfCompletedCheckpoints{job_id=\"" + jid + "\""), std::string::npos);
+  job.cancel();
+  job.wait();
+}
+
 TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
   auto job = startSlowJob(env);

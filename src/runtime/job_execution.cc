@@ -700,7 +700,7 @@ void JobExecution::runAttempt(const std::shared_ptr<Attempt>& attempt) {
       for (auto& t : attempt->subtasks) {
         if (!t->source) continue;
         Subtask* task = t.get();
-        task->mailbox.put([this, task, id, timestamp] { performCheckpoint(*task, id, timestamp); });
+        task->mailbox.put([this, task, id, timestamp] { performCheckpoint(*task, id, timestamp, 0); });
       }
     };
     hooks.notifySubtasks = [attempt](int64_t id, bool completed) {
@@ -824,11 +824,14 @@ void JobExecution::runInputs(Subtask& task) {
   std::vector<bool> arrived(n, false);  // barrier `aligning` came on this input
   size_t endedCount = 0;
   int64_t aligning = 0;  // the checkpoint whose barriers are arriving; 0: none
+  auto firstBarrier = std::chrono::steady_clock::now();
   auto takeIfAligned = [&] {
     if (aligning == 0) return;
     for (size_t i = 0; i < n; ++i)
       if (!ended[i] && !arrived[i]) return;
-    performCheckpoint(task, aligning, nowMillis());
+    auto alignment = std::chrono::steady_clock::now() - firstBarrier;
+    performCheckpoint(task, aligning, nowMillis(),
+                      std::chrono::duration_cast<std::chrono::nanoseconds>(alignment).count());
     aligning = 0;
     arrived.assign(n, false);
   };
@@ -857,6 +860,7 @@ void JobExecution::runInputs(Subtask& task) {
             // A newer checkpoint: an older one still aligning cannot complete any more.
             aligning = id;
             arrived.assign(n, false);
+            firstBarrier = std::chrono::steady_clock::now();
           }
           arrived[i] = true;
           takeIfAligned();
@@ -874,7 +878,8 @@ void JobExecution::runInputs(Subtask& task) {
 // The synchronous part of a checkpoint on the task thread: every operator's state as it
 // is now, then the barrier goes on downstream. The files are written on the
 // coordinator's I/O thread while the task goes on.
-void JobExecution::performCheckpoint(Subtask& task, int64_t id, int64_t timestamp) {
+void JobExecution::performCheckpoint(Subtask& task, int64_t id, int64_t timestamp, int64_t alignmentNanos) {
+  auto syncStart = std::chrono::steady_clock::now();
   auto snapshots = std::make_shared<std::vector<OperatorSnapshot>>(task.operators.size());
   std::string error;
   try {
@@ -886,6 +891,8 @@ void JobExecution::performCheckpoint(Subtask& task, int64_t id, int64_t timestam
   }
   task.lastSnapshotId.store(id);
   for (auto* writer : task.writers) writer->broadcastBarrier(id);
+  int64_t syncNanos =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - syncStart).count();
   if (!error.empty()) {
     snapshots->clear();
     coordinator_->decline(id, error);
@@ -927,7 +934,7 @@ void JobExecution::performCheckpoint(Subtask& task, int64_t id, int64_t timestam
     --task.pendingUploads;
     task.uploadCv.notify_all();
   };
-  coordinator_->acknowledge(id, std::move(upload), std::move(done));
+  coordinator_->acknowledge(id, syncNanos, alignmentNanos, std::move(upload), std::move(done));
 }
 
 void JobExecution::fail(Attempt& attempt, std::exception_ptr error) {
@@ -953,7 +960,9 @@ void JobExecution::fail(Attempt& attempt, std::exception_ptr error) {
     }
     failureInfo_ = std::move(info);
   }
-  stopAttempt(attempt);
+  // Once drained, the other subtasks only wait to be told the output is final and to
+  // close: let them, so every sink commits what it has.
+  if (!attempt.drained.load()) stopAttempt(attempt);
 }
 
 void JobExecution::stop() {
@@ -1047,6 +1056,15 @@ JobExecutionResult JobExecution::wait() {
   return result;
 }
 
+std::optional<CheckpointCoordinator::Stats> JobExecution::checkpointStats() const {
+  if (!coordinator_) return std::nullopt;
+  return coordinator_->stats();
+}
+
+const CheckpointConfig* JobExecution::checkpointConfig() const {
+  return coordinator_ ? &coordinator_->config() : nullptr;
+}
+
 JobMetrics JobExecution::metrics() const {
   JobMetrics m;
   m.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - startTime_);
@@ -1086,6 +1104,9 @@ JobMetrics JobExecution::metrics() const {
     m.numberOfInProgressCheckpoints = stats.inProgress;
     m.lastCheckpointDuration = stats.lastDurationMillis;
     m.lastCheckpointSize = stats.lastSizeBytes;
+    m.lastCheckpointSyncDuration = stats.lastSyncMillis;
+    m.lastCheckpointAsyncDuration = stats.lastAsyncMillis;
+    m.lastCheckpointAlignmentTime = stats.lastAlignmentMillis;
     m.latestCompletedCheckpointId = stats.latestId;
     m.latestCompletedCheckpointPath = stats.latestPath;
   }

@@ -116,6 +116,9 @@ class JobExecution {
   int64_t endTimeMillis() const;
   JobExecutionResult wait();
   JobMetrics metrics() const;
+  // Checkpoint counts, latest and history; null without checkpointing.
+  std::optional<CheckpointCoordinator::Stats> checkpointStats() const;
+  const CheckpointConfig* checkpointConfig() const;
 
  private:
   // One run of the job's subtasks; a restart makes a new one from the latest checkpoint.
@@ -143,7 +146,7 @@ class JobExecution {
   void runInputs(Subtask& task);
   void awaitDrained(Attempt& attempt, Subtask& task);
   void awaitUploads(Subtask& task);
-  void performCheckpoint(Subtask& task, int64_t id, int64_t timestamp);
+  void performCheckpoint(Subtask& task, int64_t id, int64_t timestamp, int64_t alignmentNanos);
   void fail(Attempt& attempt, std::exception_ptr error);
   void stopAttempt(Attempt& attempt);
   bool onJobThread() const;

@@ -1,0 +1,115 @@
+#include "checkpoint_bench.h"
+
+#include <cstdlib>
+#include <thread>
+
+#include "harness.h"
+#include "weir/weir.h"
+
+namespace weir::bench {
+
+namespace {
+
+using namespace std::chrono_literals;
+
+struct Write {
+  int64_t key;
+  int64_t version;
+};
+
+// Keeps a 100-byte value per key, rewritten by every record of the key.
+struct Keep : KeyedProcessFunction<int64_t, Write, int64_t> {
+  void open() override { value_ = &getRuntimeContext().getState(ValueStateDescriptor<std::string>("value")); }
+  void processElement(const Write& w, Context&, Collector<int64_t>&) override {
+    std::string v(100, static_cast<char>('a' + w.version % 26));
+    value_->update(std::move(v));
+  }
+  ValueState<std::string>* value_ = nullptr;
+};
+
+struct Figures {
+  double sync = 0, async = 0, alignment = 0, total = 0, size = 0;
+};
+
+// Fills `keys` keys, then keeps rewriting them slowly until three checkpoints completed;
+// the figures of the last one.
+Figures measure(std::shared_ptr<const StateBackend> backend, int64_t keys) {
+  StreamExecutionEnvironment env;
+  env.setParallelism(1).setStateBackend(std::move(backend));
+  env.enableCheckpointing(500ms);
+  env.fromSource(DataGeneratorSource([keys](int64_t i) { return Write{i % keys, i / keys}; }, kUnboundedCount,
+                                     RateLimiterStrategy::perSecond(2'000'000)),
+                 WatermarkStrategy<Write>::noWatermarks(), "writes")
+      .keyBy([](const Write& w) { return w.key; })
+      .process(Keep{})
+      .sinkTo(DiscardingSink<int64_t>());
+  auto client = env.executeAsync("checkpoint_size");
+  // Wait until every key is written once, then for three checkpoints after that.
+  auto written = [&] {
+    uint64_t n = 0;
+    for (const auto& v : client.getMetrics().vertices) n += v.numSourceRecords;
+    return static_cast<int64_t>(n);
+  };
+  while (written() < keys) std::this_thread::sleep_for(20ms);
+  int64_t start = client.getMetrics().numberOfCompletedCheckpoints;
+  while (client.getMetrics().numberOfCompletedCheckpoints < start + 3) std::this_thread::sleep_for(20ms);
+  auto m = client.getMetrics();
+  client.cancel();
+  client.wait();
+  return {static_cast<double>(m.lastCheckpointSyncDuration), static_cast<double>(m.lastCheckpointAsyncDuration),
+          static_cast<double>(m.lastCheckpointAlignmentTime), static_cast<double>(m.lastCheckpointDuration),
+          static_cast<double>(m.lastCheckpointSize)};
+}
+
+}  // namespace
+
+void checkpointSize(int runs) {
+  std::vector<int64_t> sizes = {100'000, 1'000'000};  // x ~100 bytes: 10 MB, 100 MB
+  if (std::getenv("WEIR_BENCH_LARGE")) sizes.push_back(10'000'000);
+  const char* only = std::getenv("WEIR_BENCH_BACKEND");
+  for (int64_t keys : sizes) {
+    for (std::string backend : {"heap", "rocksdb"}) {
+      if (only && backend != only) continue;
+      std::vector<Figures> all;
+      for (int r = 0; r < std::max(1, runs / 2); ++r) all.push_back(measure(stateBackendFromName(backend), keys));
+      auto median = [&](double Figures::*f) {
+        std::vector<double> v;
+        for (auto& x : all) v.push_back(x.*f);
+        std::sort(v.begin(), v.end());
+        return v[v.size() / 2];
+      };
+      printFigure("checkpoint_size", {{"backend", backend}, {"kind", "full"}},
+                  {{"keys", static_cast<double>(keys)}, {"state_bytes", 100.0 * static_cast<double>(keys)},
+                   {"size_bytes", median(&Figures::size)}, {"sync_ms", median(&Figures::sync)},
+                   {"async_ms", median(&Figures::async)}, {"alignment_ms", median(&Figures::alignment)},
+                   {"duration_ms", median(&Figures::total)}});
+    }
+  }
+}
+
+void checkpointOverhead(int runs) {
+  const int64_t n = 60'000'000, keys = 100'000;
+  for (int p : {1, 2}) {
+    auto job = [&](bool checkpoints) {
+      return [&, checkpoints, p] {
+        StreamExecutionEnvironment env;
+        env.setParallelism(p);
+        if (checkpoints) env.enableCheckpointing(1s);
+        env.fromSource(DataGeneratorSource([](int64_t i) { return keyedRecord(i, keys); }, n),
+                       WatermarkStrategy<KeyedRecord>::noWatermarks(), "gen")
+            .keyBy([](const KeyedRecord& r) { return r.first; })
+            .sum<1>()
+            .sinkTo(DiscardingSink<KeyedRecord>());
+        auto client = env.executeAsync("checkpoint_overhead");
+        client.wait();
+      };
+    };
+    auto [with, without] = medianSecondsInterleaved(runs, job(true), job(false));
+    double e = static_cast<double>(n) / with, b = static_cast<double>(n) / without;
+    printFigure("checkpoint_overhead", {{"parallelism", p}, {"records", static_cast<double>(n)},
+                                        {"keys", static_cast<double>(keys)}, {"interval_ms", 1000},
+                                        {"records_per_s", e}, {"baseline_records_per_s", b}, {"ratio", b / e}});
+  }
+}
+
+}  // namespace weir::bench

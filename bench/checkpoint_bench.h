@@ -1,0 +1,14 @@
+// Benchmarks of checkpoints.
+#pragma once
+
+namespace weir::bench {
+
+// Duration (synchronous part, asynchronous part, alignment) and size of a checkpoint of
+// keyed state of about 10 MB and 100 MB (1 GB with WEIR_BENCH_LARGE=1), heap and
+// RocksDB (`checkpoint_size`).
+void checkpointSize(int runs);
+// keyed_sum's throughput with a checkpoint every second against none
+// (`checkpoint_overhead`).
+void checkpointOverhead(int runs);
+
+}  // namespace weir::bench
