@@ -69,7 +69,7 @@ void CheckpointCoordinator::startAttempt(int subtasks, Hooks hooks) {
 void CheckpointCoordinator::endAttempt() {
   std::unique_lock lock(mutex_);
   attemptRunning_ = false;
-  if (pending_) abortLocked(lock, "the job's tasks stopped");
+  if (pending_) abortLocked(lock, "the job's tasks stopped", false);
   hooks_ = {};
 }
 
@@ -158,11 +158,12 @@ void CheckpointCoordinator::decline(int64_t id, const std::string& reason) {
 void CheckpointCoordinator::subtaskEnded(int64_t lastSnapshotId) {
   std::unique_lock lock(mutex_);
   if (pending_ && pending_->id > lastSnapshotId)
-    abortLocked(lock, "a task finished before the checkpoint reached it");
+    abortLocked(lock, "a task finished before the checkpoint reached it", false);
 }
 
 // Called with the lock held; returns with it released.
-void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, const std::string& reason) {
+void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, const std::string& reason,
+                                        bool failure) {
   Pending p = std::move(*pending_);
   pending_.reset();
   --stats_.inProgress;
@@ -173,8 +174,8 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, cons
   failed.durationMillis = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - p.start).count();
   failed.failureMessage = reason;
   recordLocked(std::move(failed));
-  ++consecutiveFailures_;
-  bool tooMany = consecutiveFailures_ > config_.getTolerableCheckpointFailureNumber();
+  if (failure) ++consecutiveFailures_;
+  bool tooMany = failure && consecutiveFailures_ > config_.getTolerableCheckpointFailureNumber();
   Hooks hooks = hooks_;
   int tolerable = config_.getTolerableCheckpointFailureNumber();
   lock.unlock();

@@ -96,7 +96,9 @@ class CheckpointCoordinator {
     int64_t syncNanos = 0, asyncNanos = 0, alignmentNanos = 0;  // the largest of any subtask
   };
 
-  void abortLocked(std::unique_lock<std::mutex>& lock, const std::string& reason);
+  // `failure`: counts toward tolerableCheckpointFailureNumber (a checkpoint given up
+  // because a task finished or the attempt ended does not, as in Flink).
+  void abortLocked(std::unique_lock<std::mutex>& lock, const std::string& reason, bool failure = true);
   void recordLocked(Record record);
   void completeLocked(std::unique_lock<std::mutex>& lock);
   void runIo();

@@ -177,8 +177,6 @@ class Restore {
     return out;
   }
 
-  int64_t checkpointId() const { return metadata_.checkpointId; }
-
   // The enumerator of source `node` for a new attempt at `parallelism`. Restored: the
   // splits of the checkpoint's enumeration (at its parallelism) that no reader had been
   // handed, for any reader that asks; what readers had goes back through their state.
@@ -394,9 +392,9 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
   job->jobId_ = randomJobId();
   int64_t firstId = 1;
   if (!graph.restorePath.empty()) {
-    Restore check(plan, graph.restorePath);  // readable, verified, and of this job's operators
+    // The first attempt (below) verifies it and checks it against the job's operators.
     plan.restorePath = checkpointFolder(graph.restorePath);
-    firstId = check.checkpointId() + 1;
+    firstId = readMetadata(plan.restorePath).checkpointId + 1;
   }
   if (plan.checkpointing) {
     std::string root = config.getCheckpointStorage();
@@ -599,18 +597,18 @@ void JobExecution::destroy(JobExecution* job) {
 
 bool JobExecution::onJobThread() const {
   auto self = std::this_thread::get_id();
-  if (supervisor_.get_id() == self) return true;
   std::lock_guard lock(mutex_);
+  if (supervisorId_ == self) return true;
   if (!attempt_) return false;
-  for (const auto& t : attempt_->subtasks)
-    if (t->thread.get_id() == self) return true;
-  return false;
+  return std::find(attempt_->threadIds.begin(), attempt_->threadIds.end(), self) != attempt_->threadIds.end();
 }
 
 void JobExecution::launch() {
   startMillis_ = nowMillis();
   startTime_ = std::chrono::steady_clock::now();
+  std::lock_guard lock(mutex_);  // supervise() starts by taking it: the id is set first
   supervisor_ = std::thread([this] { supervise(); });
+  supervisorId_ = supervisor_.get_id();
 }
 
 void JobExecution::supervise() {
@@ -690,9 +688,13 @@ void JobExecution::supervise() {
 
 void JobExecution::runAttempt(const std::shared_ptr<Attempt>& attempt) {
   attempt->running.store(static_cast<int>(attempt->subtasks.size()));
-  for (auto& task : attempt->subtasks) {
-    Subtask* t = task.get();
-    t->thread = std::thread([this, a = attempt.get(), t] { run(*a, *t); });
+  {
+    std::lock_guard lock(mutex_);
+    for (auto& task : attempt->subtasks) {
+      Subtask* t = task.get();
+      t->thread = std::thread([this, a = attempt.get(), t] { run(*a, *t); });
+      attempt->threadIds.push_back(t->thread.get_id());
+    }
   }
   if (coordinator_) {
     CheckpointCoordinator::Hooks hooks;

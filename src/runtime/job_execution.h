@@ -126,6 +126,7 @@ class JobExecution {
     std::vector<std::unique_ptr<Subtask>> subtasks;
     std::vector<std::unique_ptr<ChannelBase>> channels;
     std::vector<std::unique_ptr<TrackingSplitEnumerator>> enumerators;
+    std::vector<std::thread::id> threadIds;  // guarded by JobExecution::mutex_; set at launch
     std::atomic<bool> cancelled{false};  // every subtask was told to stop at once
     std::atomic<bool> stopping{false};   // sources were told to end their input
     std::atomic<int> running{0};        // subtask threads not yet finished
@@ -161,6 +162,7 @@ class JobExecution {
   int64_t startMillis_ = 0;
   std::chrono::steady_clock::time_point startTime_;
   std::thread supervisor_;
+  std::thread::id supervisorId_;       // guarded by mutex_; set by launch()
   std::mutex joinMutex_;               // one thread joins the supervisor at a time
 
   mutable std::mutex mutex_;
