@@ -9,7 +9,9 @@
 // The two inputs are not ordered with respect to each other.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <optional>
@@ -18,6 +20,8 @@
 #include <vector>
 
 #include "weir/broadcast_state.h"
+#include "weir/detail/operator_state.h"
+#include "weir/serializer.h"
 #include "weir/clock.h"
 #include "weir/functions.h"
 #include "weir/keyed_process_function.h"
@@ -31,7 +35,10 @@ namespace detail {
 // were given to broadcast(...).
 class BroadcastStates {
  public:
-  explicit BroadcastStates(std::vector<std::string> declared) : declared_(std::move(declared)) {}
+  // `checkpointProblem`: why these states cannot be checkpointed (a type without a
+  // Serializer), or empty.
+  BroadcastStates(std::vector<std::string> declared, std::string checkpointProblem = "")
+      : declared_(std::move(declared)), checkpointProblem_(std::move(checkpointProblem)) {}
 
   template <class K, class V>
   BroadcastState<K, V>& get(const MapStateDescriptor<K, V>& d) {
@@ -42,7 +49,30 @@ class BroadcastStates {
         throw Error(ErrorCode::kState, "broadcast state '" + name +
                                            "' was not declared: pass its descriptor to broadcast(...)");
       }
-      it = states_.emplace(name, Entry{typeid(BroadcastState<K, V>), std::make_shared<BroadcastState<K, V>>()}).first;
+      auto state = std::make_shared<BroadcastState<K, V>>();
+      Entry entry{typeid(BroadcastState<K, V>), state, nullptr};
+      if constexpr (Serializable<K> && Serializable<V>) {
+        if (auto r = restored_.find(name); r != restored_.end()) {
+          for (const auto& bytes : r->second) {
+            DataInput in(bytes);
+            K key = Serializer<K>::deserialize(in);
+            state->put(std::move(key), Serializer<V>::deserialize(in));
+          }
+          restored_.erase(r);
+        }
+        entry.serialize = [s = state.get()] {
+          std::vector<std::string> out;
+          DataOutput bytes;
+          for (const auto& [k, v] : s->immutableEntries()) {
+            bytes.clear();
+            Serializer<K>::serialize(k, bytes);
+            Serializer<V>::serialize(v, bytes);
+            out.push_back(bytes.data());
+          }
+          return out;
+        };
+      }
+      it = states_.emplace(name, std::move(entry)).first;
     }
     if (it->second.type != typeid(BroadcastState<K, V>)) {
       throw Error(ErrorCode::kState, "broadcast state '" + name + "' is asked for with other key or value types");
@@ -50,13 +80,39 @@ class BroadcastStates {
     return *static_cast<BroadcastState<K, V>*>(it->second.state.get());
   }
 
+  const std::string& checkpointProblem() const { return checkpointProblem_; }
+
+  // Every state as operator state "_broadcast/<name>" (each entry's key and value
+  // bytes). Every instance holds the same copy, so each writes it and a restore takes
+  // the union; restored states not used again are passed on.
+  std::vector<OperatorStateSnapshot> snapshot() const {
+    std::vector<OperatorStateSnapshot> out;
+    for (const auto& [name, entry] : states_)
+      if (entry.serialize) out.push_back({kPrefix + name, OperatorStateMode::kUnion, entry.serialize()});
+    for (const auto& [name, elements] : restored_) out.push_back({kPrefix + name, OperatorStateMode::kUnion, elements});
+    return out;
+  }
+  void restore(const std::vector<OperatorStateSnapshot>& lists) {
+    for (const auto& l : lists) {
+      if (l.name.rfind(kPrefix, 0) != 0) continue;
+      auto& elements = restored_[l.name.substr(kPrefix.size())];
+      elements.insert(elements.end(), l.elements.begin(), l.elements.end());
+      std::sort(elements.begin(), elements.end());  // the copies of all old instances: once
+      elements.erase(std::unique(elements.begin(), elements.end()), elements.end());
+    }
+  }
+
  private:
+  inline static const std::string kPrefix = "_broadcast/";
   struct Entry {
     std::type_index type;
     std::shared_ptr<void> state;
+    std::function<std::vector<std::string>()> serialize;  // null: its types have no Serializer
   };
   std::vector<std::string> declared_;
+  std::string checkpointProblem_;
   std::map<std::string, Entry> states_;
+  std::map<std::string, std::vector<std::string>> restored_;  // by name, until asked for
 };
 
 // What both sides' contexts share: the element's timestamp, time, side outputs and

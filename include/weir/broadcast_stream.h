@@ -18,17 +18,22 @@ template <class T>
 class BroadcastStream {
  public:
   using Type = T;
-  BroadcastStream(std::shared_ptr<detail::GraphBuilder> graph, int id, std::vector<std::string> declared)
-      : graph_(std::move(graph)), id_(id), declared_(std::move(declared)) {}
+  BroadcastStream(std::shared_ptr<detail::GraphBuilder> graph, int id, std::vector<std::string> declared,
+                  std::string checkpointProblem)
+      : graph_(std::move(graph)), id_(id), declared_(std::move(declared)),
+        checkpointProblem_(std::move(checkpointProblem)) {}
   int id() const { return id_; }
   const std::shared_ptr<detail::GraphBuilder>& graph() const { return graph_; }
   // The names of the broadcast states given to broadcast(...).
   const std::vector<std::string>& declaredStates() const { return declared_; }
+  // Why its states cannot be checkpointed, or empty.
+  const std::string& checkpointProblem() const { return checkpointProblem_; }
 
  private:
   std::shared_ptr<detail::GraphBuilder> graph_;
   int id_;
   std::vector<std::string> declared_;
+  std::string checkpointProblem_;
 };
 
 namespace detail {
@@ -57,8 +62,9 @@ class BroadcastConnectedStream {
     static_assert(std::is_base_of_v<BroadcastProcessFunction<IN1, IN2, OUT>, F>,
                   "connect(broadcast).process(f): f must derive from BroadcastProcessFunction<IN1, IN2, OUT>");
     return detail::addTwoInputOperator<OUT>(
-        first_.graph(), first_.id(), second_.id(), "Co-Process-Broadcast", [fn, declared = second_.declaredStates()] {
-          return std::make_unique<detail::BroadcastProcessOperator<IN1, IN2, F>>(fn, declared);
+        first_.graph(), first_.id(), second_.id(), "Co-Process-Broadcast",
+        [fn, declared = second_.declaredStates(), problem = second_.checkpointProblem()] {
+          return std::make_unique<detail::BroadcastProcessOperator<IN1, IN2, F>>(fn, declared, problem);
         });
   }
 
@@ -83,9 +89,9 @@ class KeyedBroadcastConnectedStream {
                   "KeyedBroadcastProcessFunction<K, IN1, IN2, OUT>");
     return detail::addTwoInputOperator<OUT>(
         first_.graph(), first_.id(), second_.id(), "Co-Process-Broadcast-Keyed",
-        [fn, sel = first_.keySelector(), declared = second_.declaredStates()] {
-          return std::make_unique<detail::KeyedBroadcastProcessOperator<IN1, IN2, K, KeySelector, F>>(sel, fn,
-                                                                                                      declared);
+        [fn, sel = first_.keySelector(), declared = second_.declaredStates(), problem = second_.checkpointProblem()] {
+          return std::make_unique<detail::KeyedBroadcastProcessOperator<IN1, IN2, K, KeySelector, F>>(
+              sel, fn, declared, problem);
         });
   }
 
@@ -100,8 +106,17 @@ template <class... Descriptors>
 BroadcastStream<T> DataStream<T>::broadcast(const Descriptors&... descriptors) const {
   static_assert((std::is_base_of_v<StateDescriptor, Descriptors> && ...),
                 "broadcast(d...): every argument must be a MapStateDescriptor<K, V>");
+  std::string problem;
+  auto check = [&problem](const auto& d) {
+    using D = std::decay_t<decltype(d)>;
+    if constexpr (!Serializable<typename D::KeyType> || !Serializable<typename D::ValueType>) {
+      if (problem.empty())
+        problem = "broadcast state '" + d.getName() + "' holds a key or value type without a weir::Serializer";
+    }
+  };
+  (check(descriptors), ...);
   return BroadcastStream<T>(graph_, partition(detail::PartitionerKind::kBroadcast).id(),
-                            std::vector<std::string>{descriptors.getName()...});
+                            std::vector<std::string>{descriptors.getName()...}, std::move(problem));
 }
 
 template <class T>

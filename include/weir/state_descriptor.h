@@ -56,6 +56,8 @@ class ListStateDescriptor : public StateDescriptor {
 template <class UK, class UV>
 class MapStateDescriptor : public StateDescriptor {
  public:
+  using KeyType = UK;
+  using ValueType = UV;
   using StateDescriptor::StateDescriptor;
 };
 

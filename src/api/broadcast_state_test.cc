@@ -241,3 +241,53 @@ TEST(BroadcastState, ApplyToKeyedStateOnTheHeapNeedsNoSerializer) {
 
 }  // namespace
 }  // namespace weir
+
+namespace weir {
+namespace {
+
+// What a checkpoint keeps of broadcast state: every instance writes its copy, a restore
+// takes the union of the old instances' copies once, and a state nobody asked for again
+// is passed on to the next checkpoint.
+TEST(BroadcastState, ACheckpointedCopyRestoresOnceFromTheUnionOfAllInstances) {
+  MapStateDescriptor<int64_t, std::string> names("names");
+  MapStateDescriptor<int64_t, int64_t> unused("unused");
+  detail::BroadcastStates before({"names", "unused"});
+  before.get(names).put(1, "one");
+  before.get(names).put(2, "two");
+  before.get(unused).put(7, 49);
+  auto copy = before.snapshot();
+  ASSERT_EQ(copy.size(), 2u);
+  // Three old instances held the same copy: a union list holds it three times.
+  std::vector<detail::OperatorStateSnapshot> restored;
+  for (int i = 0; i < 3; ++i) restored.insert(restored.end(), copy.begin(), copy.end());
+  detail::BroadcastStates after({"names", "unused"});
+  after.restore(restored);
+  EXPECT_EQ(after.get(names).immutableEntries(), (std::map<int64_t, std::string>{{1, "one"}, {2, "two"}}));
+  auto next = after.snapshot();  // "unused" was not asked for: passed on, once
+  ASSERT_EQ(next.size(), 2u);
+  for (const auto& s : next) EXPECT_EQ(s.elements.size(), s.name == "_broadcast/names" ? 2u : 1u) << s.name;
+}
+
+TEST(BroadcastState, CheckpointingRefusesStateWithoutASerializer) {
+  struct Opaque {
+    int x = 0;
+  };
+  StreamExecutionEnvironment env;
+  env.enableCheckpointing(std::chrono::milliseconds(100));
+  MapStateDescriptor<int64_t, Opaque> opaque("opaque");
+  auto rules = env.fromElements<int64_t>(1, 2).broadcast(opaque);
+  struct Noop : BroadcastProcessFunction<int64_t, int64_t, int64_t> {
+    void processElement(const int64_t&, ReadOnlyContext&, Collector<int64_t>&) override {}
+    void processBroadcastElement(const int64_t&, Context&, Collector<int64_t>&) override {}
+  };
+  env.fromElements<int64_t>(1, 2).connect(rules).process(Noop{}).sinkTo(DiscardingSink<int64_t>());
+  try {
+    env.execute();
+    FAIL() << "a broadcast state without a Serializer was accepted for checkpointing";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'opaque'"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace weir

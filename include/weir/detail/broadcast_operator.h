@@ -35,11 +35,19 @@ class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F
   using OUT = typename F::OutputType;
 
  public:
-  BroadcastProcessOperator(F fn, std::vector<std::string> declared)
-      : CollectingOperator<IN1, OUT, F>(std::move(fn)), states_(std::move(declared)) {}
+  BroadcastProcessOperator(F fn, std::vector<std::string> declared, std::string checkpointProblem = "")
+      : CollectingOperator<IN1, OUT, F>(std::move(fn)), states_(std::move(declared), std::move(checkpointProblem)) {}
 
   OutputBase* secondInput() override { return &second_; }
-  std::string checkpointUnsupportedReason() const override { return "broadcast state is not checkpointed yet"; }
+  std::string checkpointUnsupportedReason() const override { return states_.checkpointProblem(); }
+  void open() override {
+    if (auto* restored = this->context().restored()) states_.restore(restored->operatorState);
+    CollectingOperator<IN1, OUT, F>::open();
+  }
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    CollectingOperator<IN1, OUT, F>::snapshotState(checkpointId, timestamp, out);
+    for (auto& s : states_.snapshot()) out.operatorState.push_back(std::move(s));
+  }
 
   void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
     typename F::ReadOnlyContext ctx(&states_, &this->sideOutputs_, &watermark_, this->context().clock().get());
@@ -72,11 +80,23 @@ class KeyedBroadcastProcessOperator final
   using Base = KeyedFunctionOperator<IN1, OUT, K, KeySelector, F>;
 
  public:
-  KeyedBroadcastProcessOperator(KeySelector keySelector, F fn, std::vector<std::string> declared)
-      : Base(std::move(keySelector), std::move(fn)), states_(std::move(declared)) {}
+  KeyedBroadcastProcessOperator(KeySelector keySelector, F fn, std::vector<std::string> declared,
+                                std::string checkpointProblem = "")
+      : Base(std::move(keySelector), std::move(fn)), states_(std::move(declared), std::move(checkpointProblem)) {}
 
   OutputBase* secondInput() override { return &second_; }
-  std::string checkpointUnsupportedReason() const override { return "broadcast state is not checkpointed yet"; }
+  std::string checkpointUnsupportedReason() const override {
+    std::string keyed = Base::checkpointUnsupportedReason();
+    return keyed.empty() ? states_.checkpointProblem() : keyed;
+  }
+  void open() override {
+    if (auto* restored = this->context().restored()) states_.restore(restored->operatorState);
+    Base::open();
+  }
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    Base::snapshotState(checkpointId, timestamp, out);
+    for (auto& s : states_.snapshot()) out.operatorState.push_back(std::move(s));
+  }
 
   void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
     typename F::ReadOnlyContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
