@@ -27,24 +27,37 @@ struct Keep : KeyedProcessFunction<int64_t, Write, int64_t> {
   ValueState<std::string>* value_ = nullptr;
 };
 
+// Throws once, at the first record after `armed` is set.
+struct FailOnce : RichMapFunction<Write, Write> {
+  explicit FailOnce(std::shared_ptr<std::atomic<bool>> a) : armed(std::move(a)) {}
+  std::shared_ptr<std::atomic<bool>> armed;
+  Write map(const Write& w) override {
+    if (armed->exchange(false)) throw std::runtime_error("injected failure");
+    return w;
+  }
+};
+
 struct Figures {
   double sync = 0, async = 0, alignment = 0, total = 0, size = 0;
 };
 
-// Fills `keys` keys, then keeps rewriting them slowly until three checkpoints completed;
-// the figures of the last one.
-Figures measure(std::shared_ptr<const StateBackend> backend, int64_t keys) {
+// Starts a job that fills `keys` keys and then keeps rewriting them, with a checkpoint
+// every 500 ms (the map throws once when `armed` is set); returns once every key was
+// written and `checkpoints` more checkpoints completed.
+JobClient startFilled(const std::string& backend, int64_t keys, int checkpoints,
+                      std::shared_ptr<std::atomic<bool>> armed, RestartStrategy restart) {
   StreamExecutionEnvironment env;
-  env.setParallelism(1).setStateBackend(std::move(backend));
+  env.setParallelism(1).setStateBackend(stateBackendFromName(backend));
   env.enableCheckpointing(500ms);
+  env.setRestartStrategy(restart);
   env.fromSource(DataGeneratorSource([keys](int64_t i) { return Write{i % keys, i / keys}; }, kUnboundedCount,
                                      RateLimiterStrategy::perSecond(2'000'000)),
                  WatermarkStrategy<Write>::noWatermarks(), "writes")
+      .map(FailOnce(std::move(armed)))
       .keyBy([](const Write& w) { return w.key; })
       .process(Keep{})
       .sinkTo(DiscardingSink<int64_t>());
-  auto client = env.executeAsync("checkpoint_size");
-  // Wait until every key is written once, then for three checkpoints after that.
+  auto client = env.executeAsync("checkpointed writes");
   auto written = [&] {
     uint64_t n = 0;
     for (const auto& v : client.getMetrics().vertices) n += v.numSourceRecords;
@@ -52,7 +65,13 @@ Figures measure(std::shared_ptr<const StateBackend> backend, int64_t keys) {
   };
   while (written() < keys) std::this_thread::sleep_for(20ms);
   int64_t start = client.getMetrics().numberOfCompletedCheckpoints;
-  while (client.getMetrics().numberOfCompletedCheckpoints < start + 3) std::this_thread::sleep_for(20ms);
+  while (client.getMetrics().numberOfCompletedCheckpoints < start + checkpoints) std::this_thread::sleep_for(20ms);
+  return client;
+}
+
+// The figures of the third checkpoint after the state was filled.
+Figures measure(const std::string& backend, int64_t keys) {
+  auto client = startFilled(backend, keys, 3, std::make_shared<std::atomic<bool>>(false), RestartStrategy::noRestart());
   auto m = client.getMetrics();
   client.cancel();
   client.wait();
@@ -71,7 +90,7 @@ void checkpointSize(int runs) {
     for (std::string backend : {"heap", "rocksdb"}) {
       if (only && backend != only) continue;
       std::vector<Figures> all;
-      for (int r = 0; r < std::max(1, runs / 2); ++r) all.push_back(measure(stateBackendFromName(backend), keys));
+      for (int r = 0; r < std::max(1, runs / 2); ++r) all.push_back(measure(backend, keys));
       auto median = [&](double Figures::*f) {
         std::vector<double> v;
         for (auto& x : all) v.push_back(x.*f);
@@ -83,6 +102,33 @@ void checkpointSize(int runs) {
                    {"size_bytes", median(&Figures::size)}, {"sync_ms", median(&Figures::sync)},
                    {"async_ms", median(&Figures::async)}, {"alignment_ms", median(&Figures::alignment)},
                    {"duration_ms", median(&Figures::total)}});
+    }
+  }
+}
+
+void recovery(int runs) {
+  std::vector<int64_t> sizes = {1'000'000};  // x ~100 bytes: 100 MB
+  if (std::getenv("WEIR_BENCH_LARGE")) sizes.push_back(10'000'000);
+  const char* only = std::getenv("WEIR_BENCH_BACKEND");
+  for (int64_t keys : sizes) {
+    for (std::string backend : {"heap", "rocksdb"}) {
+      if (only && backend != only) continue;
+      std::vector<double> seconds;
+      double size = 0;
+      for (int r = 0; r < std::max(1, runs / 2); ++r) {
+        auto armed = std::make_shared<std::atomic<bool>>(false);
+        auto client = startFilled(backend, keys, 2, armed, RestartStrategy::fixedDelayRestart(1, 0ms));
+        size = static_cast<double>(client.getMetrics().lastCheckpointSize);
+        armed->store(true);
+        while (client.getMetrics().lastRecoveryDuration < 0) std::this_thread::sleep_for(5ms);
+        seconds.push_back(static_cast<double>(client.getMetrics().lastRecoveryDuration) / 1000.0);
+        client.cancel();
+        client.wait();
+      }
+      std::sort(seconds.begin(), seconds.end());
+      printFigure("recovery", {{"backend", backend}},
+                  {{"keys", static_cast<double>(keys)}, {"checkpoint_bytes", size},
+                   {"recovery_s", seconds[seconds.size() / 2]}});
     }
   }
 }

@@ -11,4 +11,8 @@ void checkpointSize(int runs);
 // (`checkpoint_overhead`).
 void checkpointOverhead(int runs);
 
+// Time from a failure to every subtask running again with its state restored, for keyed
+// state of 100 MB (1 GB with WEIR_BENCH_LARGE=1), heap and RocksDB (`recovery`).
+void recovery(int runs);
+
 }  // namespace weir::bench

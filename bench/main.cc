@@ -309,7 +309,8 @@ int main(int argc, char** argv) {
       {"tumbling_count", tumblingCount}, {"sliding_sum", slidingSum},
       {"value_state", [] { valueState(gRuns); }}, {"map_state", [] { mapState(gRuns); }},
       {"list_state", [] { listState(gRuns); }}, {"state_memory", [] { stateMemory(gRuns); }},
-      {"checkpoint_size", [] { checkpointSize(gRuns); }}, {"checkpoint_overhead", [] { checkpointOverhead(gRuns); }}};
+      {"checkpoint_size", [] { checkpointSize(gRuns); }}, {"checkpoint_overhead", [] { checkpointOverhead(gRuns); }},
+      {"recovery", [] { recovery(gRuns); }}};
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];

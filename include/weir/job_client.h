@@ -66,6 +66,9 @@ struct JobMetrics {
   int64_t latestCompletedCheckpointId = 0;
   std::string latestCompletedCheckpointPath;  // its chk-<n> folder; empty when none
   int numRestarts = 0;
+  // From the last failure to every subtask of the restarted job open again, its state
+  // restored (ms; the restart delay included); -1 before the first restart.
+  int64_t lastRecoveryDuration = -1;
 };
 
 // Copies share the job. Dropping the last handle of a running job cancels it and waits

@@ -746,6 +746,12 @@ void JobExecution::run(Attempt& attempt, Subtask& task) {
       needsClose[i] = true;
       task.operators[i]->open();
     }
+    if (attempt.opened.fetch_add(1) + 1 == static_cast<int>(attempt.subtasks.size())) {
+      std::lock_guard lock(mutex_);
+      if (restarts_ > 0)
+        lastRecoveryMillis_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  std::chrono::steady_clock::now() - lastFailure_).count();
+    }
     if (task.source) runSource(task);
     else runInputs(task);
     if (coordinator_) awaitDrained(attempt, task);
@@ -946,6 +952,7 @@ void JobExecution::fail(Attempt& attempt, std::exception_ptr error) {
     // stopping do not turn the cancellation into a failure.
     if (attempt.failure || userCancelled_) return;
     attempt.failure = error;
+    lastFailure_ = std::chrono::steady_clock::now();
     FailureInfo info;
     info.message = describeError(error, &failureCode_);
     info.timestampMillis = nowMillis();
@@ -1083,6 +1090,7 @@ JobMetrics JobExecution::metrics() const {
     std::lock_guard lock(mutex_);
     attempt = attempt_;
     m.numRestarts = restarts_;
+    m.lastRecoveryDuration = lastRecoveryMillis_;
   }
   if (attempt) {
     for (const auto& t : attempt->subtasks) {

@@ -131,6 +131,7 @@ class JobExecution {
     std::atomic<bool> stopping{false};   // sources were told to end their input
     std::atomic<int> running{0};        // subtask threads not yet finished
     std::atomic<int> inputsEnded{0};    // subtasks whose input ended
+    std::atomic<int> opened{0};         // subtasks whose operators are open (state restored)
     std::atomic<bool> drained{false};   // all had: operators were told the final checkpoint
     std::exception_ptr failure;         // guarded by JobExecution::mutex_; its first failure
   };
@@ -177,6 +178,8 @@ class JobExecution {
   bool restarting_ = false;            // guarded by mutex_
   bool ended_ = false;                 // guarded by mutex_
   int restarts_ = 0;                   // guarded by mutex_
+  std::chrono::steady_clock::time_point lastFailure_;  // guarded by mutex_
+  int64_t lastRecoveryMillis_ = -1;    // guarded by mutex_: failure to every subtask open again
   JobStatus finalStatus_ = JobStatus::RUNNING;  // guarded by mutex_; set when the job ends
   std::chrono::milliseconds runtime_{0};        // guarded by mutex_
 };
