@@ -1,5 +1,5 @@
 // A subtask's mailbox: actions other threads want run on the subtask's own thread
-// (cancellation now; checkpoint triggers, timers and commit notices later).
+// (cancellation, checkpoint triggers, checkpoint completion and abort notices).
 #pragma once
 
 #include <atomic>
