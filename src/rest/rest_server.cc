@@ -333,13 +333,13 @@ class RestServer::Impl {
 
   json exceptions(const Entry& e) const {
     auto failure = e.job->failure();
-    json entries = json::array();
-    if (failure) {
-      entries.push_back({{"exceptionName", failure->exceptionName},
-                         {"stacktrace", failure->message},
-                         {"timestamp", failure->timestampMillis},
-                         {"taskName", failure->taskName.empty() ? json(nullptr) : json(failure->taskName)},
-                         {"location", failure->location.empty() ? json(nullptr) : json(failure->location)},
+    json entries = json::array();  // one per failed attempt, newest first
+    for (const auto& f : e.job->failures()) {
+      entries.push_back({{"exceptionName", f.exceptionName},
+                         {"stacktrace", f.message},
+                         {"timestamp", f.timestampMillis},
+                         {"taskName", f.taskName.empty() ? json(nullptr) : json(f.taskName)},
+                         {"location", f.location.empty() ? json(nullptr) : json(f.location)},
                          {"taskManagerId", "embedded"}});
     }
     return {{"root-exception", failure ? json(failure->message) : json(nullptr)},

@@ -94,6 +94,32 @@ TEST(RestServer, ShowsCheckpointCountsHistoryConfigAndMetrics) {
   job.wait();
 }
 
+TEST(RestServer, ExceptionHistoryKeepsEveryFailedAttempt) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.enableCheckpointing(20ms);
+  env.setRestartStrategy(RestartStrategy::fixedDelayRestart(2, 5ms));
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, kUnboundedCount, RateLimiterStrategy::perSecond(10000)),
+                 WatermarkStrategy<int64_t>::noWatermarks(), "numbers")
+      .map([](int64_t i) -> int64_t {
+        if (i == 50) throw std::runtime_error("bad record 50");
+        return i;
+      })
+      .name("picky")
+      .sinkTo(DiscardingSink<int64_t>());
+  auto job = env.executeAsync("failing job");
+  Server server(job);
+  EXPECT_THROW(job.wait(), JobExecutionError);
+  EXPECT_EQ(job.getMetrics().numRestarts, 2);
+  auto ex = server.get("/jobs/" + job.getJobID() + "/exceptions");
+  const auto& entries = ex["exceptionHistory"]["entries"];
+  ASSERT_EQ(entries.size(), 3u);  // the first run and both restarts
+  for (const auto& entry : entries) {
+    EXPECT_NE(entry["stacktrace"].get<std::string>().find("bad record 50"), std::string::npos);
+    EXPECT_EQ(entry["taskName"], "picky");
+  }
+  EXPECT_GE(entries[0]["timestamp"].get<int64_t>(), entries[2]["timestamp"].get<int64_t>());
+}
+
 TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
   auto job = startSlowJob(env);

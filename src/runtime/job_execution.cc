@@ -967,7 +967,8 @@ void JobExecution::fail(Attempt& attempt, std::exception_ptr error) {
     } catch (...) {
       info.exceptionName = "unknown";
     }
-    failureInfo_ = std::move(info);
+    failureHistory_.push_front(std::move(info));
+    if (failureHistory_.size() > kFailureHistory) failureHistory_.pop_back();
   }
   // Once drained, the other subtasks only wait to be told the output is final and to
   // close: let them, so every sink commits what it has.
@@ -1014,7 +1015,13 @@ std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
 
 std::optional<FailureInfo> JobExecution::failure() const {
   std::lock_guard lock(mutex_);
-  return failureInfo_;
+  if (failureHistory_.empty()) return std::nullopt;
+  return failureHistory_.front();
+}
+
+std::vector<FailureInfo> JobExecution::failures() const {
+  std::lock_guard lock(mutex_);
+  return {failureHistory_.begin(), failureHistory_.end()};
 }
 
 int64_t JobExecution::endTimeMillis() const {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -111,6 +112,9 @@ class JobExecution {
   // Per vertex, per subtask.
   std::vector<std::vector<SubtaskSample>> sample() const;
   std::optional<FailureInfo> failure() const;
+  // Every failure so far (one per failed attempt), newest first, at most kFailureHistory.
+  static constexpr size_t kFailureHistory = 16;
+  std::vector<FailureInfo> failures() const;
   // Wall-clock start and end (milliseconds since the epoch); end is -1 while running.
   int64_t startTimeMillis() const { return startMillis_; }
   int64_t endTimeMillis() const;
@@ -170,7 +174,7 @@ class JobExecution {
   std::condition_variable cv_;         // wakes the supervisor
   std::shared_ptr<Attempt> attempt_;   // guarded by mutex_; the current one
   int64_t endMillis_ = -1;             // guarded by mutex_
-  std::optional<FailureInfo> failureInfo_;  // guarded by mutex_; the latest failure
+  std::deque<FailureInfo> failureHistory_;  // guarded by mutex_; newest first
   std::exception_ptr failure_;         // guarded by mutex_; what failed the job in the end
   std::string failureMessage_;         // guarded by mutex_
   ErrorCode failureCode_ = ErrorCode::kInternal;  // guarded by mutex_
