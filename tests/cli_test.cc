@@ -255,6 +255,23 @@ TEST(Cli, AJobKilledTenTimesResumesFromItsLatestCheckpoint) {
     int status = 0;
     ::waitpid(pid, &status, 0);
   }
+  // What the killed runs left: the newest checkpoint is whole, as `inspect` verifies.
+  std::string newest;
+  fs::file_time_type newestTime{};
+  for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints")) {
+    if (e.path().filename() != "_metadata") continue;
+    if (newest.empty() || e.last_write_time() > newestTime) {
+      newest = e.path().parent_path().string();
+      newestTime = e.last_write_time();
+    }
+  }
+  ASSERT_FALSE(newest.empty()) << "no run lived long enough to complete a checkpoint";
+  Result inspect = weir("checkpoint inspect " + newest);
+  EXPECT_EQ(inspect.exitCode, 0) << inspect.out << inspect.err;
+  EXPECT_NE(inspect.out.find("verified:"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("_source_splits"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("_rolling"), std::string::npos) << inspect.out;
+
   pid_t pid = spawnWeir(args, out, dir / "err.txt");
   int status = 0;
   ::waitpid(pid, &status, 0);

@@ -1,5 +1,8 @@
 #include "checkpoint/checkpoint_coordinator.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <filesystem>
 
@@ -16,8 +19,17 @@ int64_t nowMillis() {
       .count();
 }
 
+// _metadata goes first: a folder whose removal is cut short (the process dies) is no
+// longer a checkpoint, rather than one with files missing.
 void removeFolder(const std::string& folder) {
   std::error_code ec;
+  if (fs::remove(fs::path(folder) / "_metadata", ec)) {
+    int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // make it last
+    if (fd >= 0) {
+      ::fsync(fd);
+      ::close(fd);
+    }
+  }
   fs::remove_all(folder, ec);
 }
 
