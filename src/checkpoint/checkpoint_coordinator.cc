@@ -167,10 +167,9 @@ void CheckpointCoordinator::decline(int64_t id, const std::string& reason) {
   if (pending_ && pending_->id == id) abortLocked(lock, reason);
 }
 
-void CheckpointCoordinator::subtaskEnded(int64_t lastSnapshotId) {
-  std::unique_lock lock(mutex_);
-  if (pending_ && pending_->id > lastSnapshotId)
-    abortLocked(lock, "a task finished before the checkpoint reached it", false);
+int64_t CheckpointCoordinator::pendingId() const {
+  std::lock_guard lock(mutex_);
+  return pending_ ? pending_->id : 0;
 }
 
 // Called with the lock held; returns with it released.

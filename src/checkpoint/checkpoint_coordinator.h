@@ -53,8 +53,8 @@ class CheckpointCoordinator {
   void acknowledge(int64_t id, int64_t syncNanos, int64_t alignmentNanos, Upload upload, std::function<void()> done);
   // A subtask cannot take part in checkpoint `id`.
   void decline(int64_t id, const std::string& reason);
-  // A subtask's input ended; it took part in checkpoints up to `lastSnapshotId` only.
-  void subtaskEnded(int64_t lastSnapshotId);
+  // The checkpoint in progress, or 0.
+  int64_t pendingId() const;
 
   // The newest completed checkpoint's chk-<n> folder, or "" when none.
   std::string latestCompleted() const;
@@ -97,7 +97,7 @@ class CheckpointCoordinator {
   };
 
   // `failure`: counts toward tolerableCheckpointFailureNumber (a checkpoint given up
-  // because a task finished or the attempt ended does not, as in Flink).
+  // because the attempt ended does not, as in Flink).
   void abortLocked(std::unique_lock<std::mutex>& lock, const std::string& reason, bool failure = true);
   void recordLocked(Record record);
   void completeLocked(std::unique_lock<std::mutex>& lock);

@@ -699,8 +699,9 @@ void JobExecution::runAttempt(const std::shared_ptr<Attempt>& attempt) {
   if (coordinator_) {
     CheckpointCoordinator::Hooks hooks;
     hooks.triggerSources = [this, attempt](int64_t id, int64_t timestamp) {
+      // Sources, and subtasks past their input (no barrier reaches them any more).
       for (auto& t : attempt->subtasks) {
-        if (!t->source) continue;
+        if (!t->source && !t->inputEnded.load()) continue;
         Subtask* task = t.get();
         task->mailbox.put([this, task, id, timestamp] { performCheckpoint(*task, id, timestamp, 0); });
       }
@@ -726,7 +727,7 @@ void JobExecution::runAttempt(const std::shared_ptr<Attempt>& attempt) {
   while (attempt->running.load() > 0) {
     auto next = far;
     if (coordinator_) {
-      bool canTrigger = attempt->inputsEnded.load() == 0 && !attempt->stopping.load();
+      bool canTrigger = !attempt->drained.load();
       next = coordinator_->tick(canTrigger);
     }
     std::unique_lock lock(mutex_);
@@ -786,9 +787,14 @@ void JobExecution::awaitUploads(Subtask& task) {
 
 // With checkpointing, a subtask whose input ended waits until every subtask's has: only
 // then is nothing left to replay, and operators are told that a final checkpoint
-// completed (exactly-once sinks commit the rest).
+// completed (exactly-once sinks commit the rest). Meanwhile checkpoints go on: it takes
+// them when the coordinator asks (its state is final), and at once for one in progress
+// whose barrier cannot reach it any more — every input ended before delivering it, so
+// every upstream subtask took that checkpoint after its own end as well.
 void JobExecution::awaitDrained(Attempt& attempt, Subtask& task) {
-  coordinator_->subtaskEnded(task.lastSnapshotId.load());
+  task.inputEnded.store(true);
+  int64_t pending = coordinator_->pendingId();
+  if (pending > task.lastSnapshotId.load()) performCheckpoint(task, pending, nowMillis(), 0);
   if (attempt.inputsEnded.fetch_add(1) + 1 == static_cast<int>(attempt.subtasks.size())) {
     attempt.drained.store(true);
     int64_t finalId = coordinator_->lastTriggeredId() + 1;
@@ -887,6 +893,7 @@ void JobExecution::runInputs(Subtask& task) {
 // is now, then the barrier goes on downstream. The files are written on the
 // coordinator's I/O thread while the task goes on.
 void JobExecution::performCheckpoint(Subtask& task, int64_t id, int64_t timestamp, int64_t alignmentNanos) {
+  if (id <= task.lastSnapshotId.load()) return;  // asked twice (mail and end of input)
   auto syncStart = std::chrono::steady_clock::now();
   auto snapshots = std::make_shared<std::vector<OperatorSnapshot>>(task.operators.size());
   std::string error;

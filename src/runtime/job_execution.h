@@ -43,6 +43,7 @@ struct Subtask {
 
   // Checkpoints.
   std::atomic<int64_t> lastSnapshotId{0};  // the newest checkpoint it took part in
+  std::atomic<bool> inputEnded{false};     // it is past its input: checkpoints are triggered here
   bool drained = false;                    // every subtask's input ended (task thread)
   std::mutex uploadMutex;
   std::condition_variable uploadCv;
