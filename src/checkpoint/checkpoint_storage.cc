@@ -179,28 +179,38 @@ void writeStateFile(const std::string& dir, OperatorSnapshot& snapshot, StateFil
   info.checksum = file.checksum();
 }
 
-void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRange keyGroups,
-                   RestoredOperatorState& out, std::vector<OperatorStateSnapshot>& operatorState) {
-  const std::string path = (fs::path(dir) / info.file).string();
-  std::string bytes = readWholeFile(path);
-  try {
-    DataInput in(bytes);
-    std::string magic(kStateMagic.size(), '\0');
-    in.readRaw(magic.data(), magic.size(), "magic number");
-    if (magic != kStateMagic) throw corrupt(path, "is not a weir state file");
-    uint64_t version = in.readVarint("format version");
-    if (version != kStateFormatVersion)
-      throw corrupt(path, "has format version " + std::to_string(version) + "; this weir reads version " +
-                              std::to_string(kStateFormatVersion));
-    size_t lists = in.readLength("operator state count");
-    for (size_t i = 0; i < lists; ++i) {
-      OperatorStateSnapshot s;
-      s.name = in.readString();
-      s.mode = static_cast<OperatorStateMode>(in.read<uint8_t>());
-      size_t n = in.readLength("element count");
-      for (size_t k = 0; k < n; ++k) s.elements.push_back(in.readString());
-      operatorState.push_back(std::move(s));
-    }
+namespace {
+
+// The first `size` bytes of a file (all of it if shorter).
+std::string readPrefix(const std::string& path, size_t size) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' is missing or unreadable");
+  std::string bytes(size, '\0');
+  in.read(bytes.data(), static_cast<std::streamsize>(size));
+  bytes.resize(static_cast<size_t>(in.gcount()));
+  return bytes;
+}
+
+// Parses a state file: its operator state, and (when `keyed`) its keyed entries in
+// `keyGroups`. Throws SerializationError on bytes that end early.
+void parseStateFile(std::string_view bytes, const std::string& path, bool keyed, KeyGroupRange keyGroups,
+                    RestoredOperatorState& out, std::vector<OperatorStateSnapshot>& operatorState) {
+  DataInput in(bytes);
+  std::string magic(kStateMagic.size(), '\0');
+  in.readRaw(magic.data(), magic.size(), "magic number");
+  if (magic != kStateMagic) throw corrupt(path, "is not a weir state file");
+  uint64_t version = in.readVarint("format version");
+  if (version != kStateFormatVersion)
+    throw corrupt(path, "has format version " + std::to_string(version) + "; this weir reads version " +
+                            std::to_string(kStateFormatVersion));
+  std::vector<OperatorStateSnapshot> lists(in.readLength("operator state count"));
+  for (auto& s : lists) {
+    s.name = in.readString();
+    s.mode = static_cast<OperatorStateMode>(in.read<uint8_t>());
+    size_t n = in.readLength("element count");
+    for (size_t k = 0; k < n; ++k) s.elements.push_back(in.readString());
+  }
+  if (keyed) {
     while (in.read<uint8_t>() == 1) {
       std::string name = in.readString();
       auto& entries = out.keyed[name];
@@ -212,6 +222,34 @@ void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRa
       }
     }
     if (!in.atEnd()) throw corrupt(path, "has " + std::to_string(in.remaining()) + " stray bytes at its end");
+  }
+  for (auto& s : lists) operatorState.push_back(std::move(s));
+}
+
+}  // namespace
+
+void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRange keyGroups,
+                   RestoredOperatorState& out, std::vector<OperatorStateSnapshot>& operatorState) {
+  const std::string path = (fs::path(dir) / info.file).string();
+  const bool keyed = keyGroups.size() > 0 && keyGroups.start <= info.keyGroups.end &&
+                     info.keyGroups.start <= keyGroups.end;
+  try {
+    if (keyed) {
+      std::string bytes = readWholeFile(path);
+      parseStateFile(bytes, path, true, keyGroups, out, operatorState);
+      return;
+    }
+    // None of its key groups are wanted: only the operator state at its start is read,
+    // from a prefix that grows until it holds it.
+    for (size_t size = 64 * 1024;; size *= 4) {
+      std::string bytes = readPrefix(path, std::min<uint64_t>(size, info.size));
+      try {
+        parseStateFile(bytes, path, false, keyGroups, out, operatorState);
+        return;
+      } catch (const SerializationError&) {
+        if (bytes.size() >= info.size) throw;
+      }
+    }
   } catch (const SerializationError& e) {
     throw corrupt(path, std::string("is corrupt: ") + e.what());
   }

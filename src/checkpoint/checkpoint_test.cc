@@ -135,6 +135,25 @@ TEST_F(CheckpointFilesTest, WhatIsWrittenReadsBackPerKeyGroup) {
   EXPECT_EQ(lists[0].elements, std::vector<std::string>{"a1"});
 }
 
+// A file none of whose key groups are wanted gives its operator state only, read from a
+// prefix of the file however large that state is.
+TEST_F(CheckpointFilesTest, AFileOutsideTheWantedKeyGroupsGivesItsOperatorStateOnly) {
+  OperatorSnapshot s;
+  s.keyed["count"] = std::make_unique<MaterializedSnapshot>(std::vector<OwnedStateEntry>{{1, "k", "v"}});
+  std::string big(300 * 1024, 'x');  // larger than the first prefix read
+  s.operatorState.push_back({"offsets", OperatorStateMode::kSplitDistribute, {big, "small"}});
+  StateFileInfo info;
+  info.keyGroups = KeyGroupRange{0, 3};
+  info.file = "op-0-state";
+  writeStateFile(dir_.string(), s, info);
+  RestoredOperatorState restored;
+  std::vector<OperatorStateSnapshot> lists;
+  readStateFile(dir_.string(), info, KeyGroupRange{4, 7}, restored, lists);
+  EXPECT_TRUE(restored.keyed.empty());
+  ASSERT_EQ(lists.size(), 1u);
+  EXPECT_EQ(lists[0].elements, (std::vector<std::string>{big, "small"}));
+}
+
 TEST_F(CheckpointFilesTest, NoMetadataMeansNoCheckpoint) {
   auto m = writeCheckpoint();
   fs::remove(dir_ / "_metadata");
