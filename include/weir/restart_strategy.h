@@ -41,7 +41,6 @@ class RestartStrategy {
   Kind kind() const { return kind_; }
   // What the default turns into for a job with or without checkpointing.
   RestartStrategy resolve(bool checkpointing) const;
-  std::string describe() const;
 
   int attempts = 0;
   Millis delay{0};

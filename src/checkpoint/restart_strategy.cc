@@ -99,22 +99,6 @@ RestartStrategy RestartStrategy::parse(const std::string& text) {
             "exponential-delay:INITIAL_MS:MAX_MS, failure-rate:MAX:INTERVAL_MS:DELAY_MS");
 }
 
-std::string RestartStrategy::describe() const {
-  switch (kind_) {
-    case Kind::kDefault: return "default";
-    case Kind::kNone: return "none";
-    case Kind::kFixedDelay:
-      return "fixed-delay (" + std::to_string(attempts) + " attempts, " + std::to_string(delay.count()) + " ms)";
-    case Kind::kExponentialDelay:
-      return "exponential-delay (" + std::to_string(initialBackoff.count()) + " ms to " +
-             std::to_string(maxBackoff.count()) + " ms)";
-    case Kind::kFailureRate:
-      return "failure-rate (" + std::to_string(maxFailuresPerInterval) + " per " +
-             std::to_string(failureInterval.count()) + " ms, " + std::to_string(delay.count()) + " ms)";
-  }
-  return "";
-}
-
 namespace detail {
 
 std::optional<std::chrono::milliseconds> RestartBackoff::onFailure(int64_t nowMillis) {

@@ -1,6 +1,7 @@
 #include "cli/checkpoint_commands.h"
 
 #include <cstdio>
+#include <filesystem>
 
 #include "checkpoint/checkpoint_storage.h"
 #include "weir/error.h"
@@ -14,14 +15,16 @@ Error bad(const std::string& message) { return Error(ErrorCode::kInvalidArgument
 }  // namespace
 
 int inspectCheckpoint(const std::string& path) {
+  std::string folder = detail::checkpointFolder(path);
+  std::error_code ec;
+  bool present = std::filesystem::exists(std::filesystem::path(folder) / "_metadata", ec);
   detail::CheckpointMetadata m;
   try {
     m = detail::readMetadata(path);
   } catch (const Error& e) {
     std::fprintf(stderr, "weir: %s\n", e.what());
-    return e.code() == ErrorCode::kCheckpoint && std::string(e.what()).find("no checkpoint") == 0 ? 2 : 1;
+    return present ? 1 : 2;  // damaged, or no checkpoint there at all
   }
-  std::string folder = detail::checkpointFolder(path);
   std::printf("checkpoint %lld of job %s\n", static_cast<long long>(m.checkpointId), m.jobId.c_str());
   std::printf("taken at %lld ms since the epoch, max parallelism %d, %zu state files\n",
               static_cast<long long>(m.timestampMillis), m.maxParallelism, m.files.size());

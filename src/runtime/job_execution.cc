@@ -989,7 +989,6 @@ void JobExecution::stop() {
     if (ended_ || !attempt_) return;
     attempt = attempt_;
   }
-  attempt->stopping.store(true);
   for (auto& t : attempt->subtasks) {
     if (!t->source) continue;
     Subtask* task = t.get();

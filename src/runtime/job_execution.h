@@ -133,7 +133,6 @@ class JobExecution {
     std::vector<std::unique_ptr<TrackingSplitEnumerator>> enumerators;
     std::vector<std::thread::id> threadIds;  // guarded by JobExecution::mutex_; set at launch
     std::atomic<bool> cancelled{false};  // every subtask was told to stop at once
-    std::atomic<bool> stopping{false};   // sources were told to end their input
     std::atomic<int> running{0};        // subtask threads not yet finished
     std::atomic<int> inputsEnded{0};    // subtasks whose input ended
     std::atomic<int> opened{0};         // subtasks whose operators are open (state restored)
