@@ -795,8 +795,16 @@ void JobExecution::awaitDrained(Attempt& attempt, Subtask& task) {
   task.inputEnded.store(true);
   int64_t pending = coordinator_->pendingId();
   if (pending > task.lastSnapshotId.load()) performCheckpoint(task, pending, nowMillis(), 0);
-  if (attempt.inputsEnded.fetch_add(1) + 1 == static_cast<int>(attempt.subtasks.size())) {
-    attempt.drained.store(true);
+  bool last = attempt.inputsEnded.fetch_add(1) + 1 == static_cast<int>(attempt.subtasks.size());
+  if (last) {
+    // Decided under the lock fail() takes: an attempt that already failed is never
+    // drained (its output is not final, the restart replays it), and one that is drained
+    // is never stopped by a later failure.
+    std::lock_guard lock(mutex_);
+    last = !attempt.failure && !userCancelled_;
+    if (last) attempt.drained.store(true);
+  }
+  if (last) {
     int64_t finalId = coordinator_->lastTriggeredId() + 1;
     for (auto& t : attempt.subtasks) {
       Subtask* other = t.get();
@@ -953,11 +961,13 @@ void JobExecution::performCheckpoint(Subtask& task, int64_t id, int64_t timestam
 }
 
 void JobExecution::fail(Attempt& attempt, std::exception_ptr error) {
+  bool drained = false;
   {
     std::lock_guard lock(mutex_);
     // An attempt's first failure counts; once the user cancelled, failures while
     // stopping do not turn the cancellation into a failure.
     if (attempt.failure || userCancelled_) return;
+    drained = attempt.drained.load();
     attempt.failure = error;
     lastFailure_ = std::chrono::steady_clock::now();
     FailureInfo info;
@@ -979,7 +989,7 @@ void JobExecution::fail(Attempt& attempt, std::exception_ptr error) {
   }
   // Once drained, the other subtasks only wait to be told the output is final and to
   // close: let them, so every sink commits what it has.
-  if (!attempt.drained.load()) stopAttempt(attempt);
+  if (!drained) stopAttempt(attempt);
 }
 
 void JobExecution::stop() {
