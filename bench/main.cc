@@ -144,6 +144,25 @@ struct TimedEvent {
   int64_t time;
 };
 
+// The engine's side of tumbling_count and session_count: count per key in the windows
+// `assigner` makes, over n generated events.
+template <class Event, class Assigner>
+void countPerWindow(int parallelism, Event event, int64_t n, Assigner assigner, const char* name) {
+  using Count = std::pair<int64_t, int64_t>;
+  StreamExecutionEnvironment env;
+  env.setParallelism(parallelism);
+  env.fromSource(DataGeneratorSource(event, n),
+                 WatermarkStrategy<TimedEvent>::forMonotonousTimestamps().withTimestampAssigner(
+                     [](const TimedEvent& e) { return e.time; }),
+                 "events")
+      .map([](const TimedEvent& e) { return Count{e.key, 1}; })
+      .keyBy([](const Count& c) { return c.first; })
+      .window(assigner)
+      .reduce([](const Count& a, const Count& b) { return Count{a.first, a.second + b.second}; })
+      .sinkTo(DiscardingSink<Count>());
+  env.execute(name);
+}
+
 void tumblingCount() {
   const int64_t n = 20'000'000;
   const int64_t perMs = 2000;  // 2 M events per second of event time: 10 s of windows
@@ -168,22 +187,9 @@ void tumblingCount() {
       doNotOptimize(checksum);
     };
     for (int p : {1, 2}) {
-      auto [engine, base] = medianSecondsInterleaved(gRuns, [&] {
-        StreamExecutionEnvironment env;
-        env.setParallelism(p);
-        env.fromSource(DataGeneratorSource(event, n),
-                       WatermarkStrategy<TimedEvent>::forMonotonousTimestamps().withTimestampAssigner(
-                           [](const TimedEvent& e) { return e.time; }),
-                       "events")
-            .map([](const TimedEvent& e) { return std::pair<int64_t, int64_t>{e.key, 1}; })
-            .keyBy([](const std::pair<int64_t, int64_t>& c) { return c.first; })
-            .window(TumblingEventTimeWindows::of(std::chrono::seconds(1)))
-            .reduce([](const std::pair<int64_t, int64_t>& a, const std::pair<int64_t, int64_t>& b) {
-              return std::pair<int64_t, int64_t>{a.first, a.second + b.second};
-            })
-            .sinkTo(DiscardingSink<std::pair<int64_t, int64_t>>());
-        env.execute("tumbling_count");
-      }, baseline);
+      auto [engine, base] = medianSecondsInterleaved(
+          gRuns, [&] { countPerWindow(p, event, n, TumblingEventTimeWindows::of(std::chrono::seconds(1)), "tumbling_count"); },
+          baseline);
       double e = static_cast<double>(n) / engine, b = static_cast<double>(n) / base;
       printFigure("tumbling_count", {{"parallelism", p}, {"keys", static_cast<double>(keys)},
                                      {"records", static_cast<double>(n)}, {"records_per_s", e},
@@ -231,6 +237,54 @@ void slidingSum() {
                               {"records_per_s", static_cast<double>(n) / sliding},
                               {"tumbling_records_per_s", static_cast<double>(n) / tumbling},
                               {"ratio", sliding / tumbling}});
+}
+
+// Count per key in event-time sessions with a 10 s gap, 10,000 keys. Keys take turns:
+// even keys have records in even 20-second periods, odd keys in odd ones, so every key
+// has a session per active period that closes 10 s after it. The baseline keeps each
+// key's open session and folds a closed one into a checksum, as the engine emits it.
+void sessionCount() {
+  const int64_t n = 20'000'000, perMs = 200, keys = 10'000, gapMs = 10'000, periodMs = 20'000;
+  auto event = [](int64_t i) {
+    int64_t time = i / perMs;
+    int64_t half = static_cast<int64_t>(mix(static_cast<uint64_t>(i)) % (keys / 2));
+    return TimedEvent{half * 2 + (time / periodMs) % 2, time};
+  };
+  auto baseline = [&] {
+    struct Open {
+      int64_t end = -1;
+      int64_t count = 0;
+    };
+    std::unordered_map<int64_t, Open> open;  // as tumbling_count's baseline keeps its counts
+    int64_t checksum = 0, sessions = 0;
+    for (int64_t i = 0; i < n; ++i) {
+      TimedEvent e = event(i);
+      Open& o = open[e.key];
+      if (e.time > o.end && o.count > 0) {  // the gap passed: the key's session closed
+        checksum += e.key ^ o.count;
+        ++sessions;
+        o.count = 0;
+      }
+      o.end = std::max(o.end, e.time + gapMs);
+      ++o.count;
+    }
+    for (auto& [k, o] : open)
+      if (o.count > 0) checksum += k ^ o.count, ++sessions;
+    doNotOptimize(checksum);
+    doNotOptimize(sessions);
+  };
+  for (int p : {1, 2}) {
+    auto [engine, base] = medianSecondsInterleaved(
+        gRuns,
+        [&] {
+          countPerWindow(p, event, n, EventTimeSessionWindows::withGap(std::chrono::milliseconds(gapMs)), "session_count");
+        },
+        baseline);
+    double e = static_cast<double>(n) / engine, b = static_cast<double>(n) / base;
+    printFigure("session_count", {{"parallelism", p}, {"keys", static_cast<double>(keys)},
+                                  {"records", static_cast<double>(n)}, {"records_per_s", e},
+                                  {"baseline_records_per_s", b}, {"ratio", b / e}});
+  }
 }
 
 // Runs `job` on an environment with the REST server off, then on with a client polling
@@ -306,7 +360,7 @@ int main(int argc, char** argv) {
   using namespace weir::bench;
   std::map<std::string, void (*)()> benches{
       {"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}, {"rest_overhead", rest},
-      {"tumbling_count", tumblingCount}, {"sliding_sum", slidingSum},
+      {"tumbling_count", tumblingCount}, {"sliding_sum", slidingSum}, {"session_count", sessionCount},
       {"value_state", [] { valueState(gRuns); }}, {"map_state", [] { mapState(gRuns); }},
       {"list_state", [] { listState(gRuns); }}, {"state_memory", [] { stateMemory(gRuns); }},
       {"checkpoint_size", [] { checkpointSize(gRuns); }}, {"checkpoint_overhead", [] { checkpointOverhead(gRuns); }},

@@ -30,12 +30,12 @@ struct Event {
 };
 Event eventAt(int64_t i) { return Event{(i * 7919) % kKeys, i}; }
 
-enum Kind : int32_t { kCount = 0, kTimer = 1, kWindowResult = 2 };
+enum Kind : int32_t { kCount = 0, kTimer = 1, kWindowResult = 2, kSessionResult = 3 };
 struct Out {
   int64_t key = 0;
-  int64_t value = 0;  // kCount: the key's count so far; kTimer: its time; kWindowResult: records
+  int64_t value = 0;  // kCount: the key's count so far; kTimer: its time; window or session: records
   int32_t kind = kCount;
-  int64_t window = 0;  // kWindowResult: the window's last timestamp
+  int64_t window = 0;  // a window's or session's last timestamp
 };
 WEIR_STRUCT(Out, key, value, kind, window);
 
@@ -211,6 +211,32 @@ struct Verdict {
 
 int64_t windowOf(int64_t time) { return (time / kWindow + 1) * kWindow - 1; }
 
+// Sessions per key: a key's records are kKeys ms apart; a gap of kKeys joins them (the
+// windows touch) except in every third second, where each record is a session alone.
+int64_t sessionGap(int64_t time) { return (time / kWindow) % 3 == 2 ? kKeys - 10 : kKeys; }
+
+// (key, session's last timestamp) -> records, by the definition of sessions.
+std::map<std::pair<int64_t, int64_t>, int64_t> expectedSessions(int64_t n) {
+  std::map<int64_t, std::vector<std::pair<int64_t, int64_t>>> sessions;  // key -> [start, end) in order
+  std::map<std::pair<int64_t, int64_t>, int64_t> counts;                  // (key, start) -> records
+  for (int64_t i = 0; i < n; ++i) {  // each key's records come in time order
+    Event e = eventAt(i);
+    auto& list = sessions[e.key];
+    int64_t end = e.time + sessionGap(e.time);
+    if (!list.empty() && e.time <= list.back().second) {
+      list.back().second = std::max(list.back().second, end);
+      ++counts[{e.key, list.back().first}];
+    } else {
+      list.push_back({e.time, end});
+      ++counts[{e.key, e.time}];
+    }
+  }
+  std::map<std::pair<int64_t, int64_t>, int64_t> expected;
+  for (auto& [key, list] : sessions)
+    for (auto& [start, end] : list) expected[{key, end - 1}] = counts[{key, start}];
+  return expected;
+}
+
 Verdict check(const std::vector<Out>& out, int64_t n) {
   std::map<int64_t, int64_t> expectedCount;
   std::map<std::pair<int64_t, int64_t>, int64_t> expectedWindows;  // (key, window) -> records
@@ -219,10 +245,11 @@ Verdict check(const std::vector<Out>& out, int64_t n) {
     ++expectedCount[e.key];
     ++expectedWindows[{e.key, windowOf(e.time)}];
   }
+  auto expectedSessionCounts = expectedSessions(n);
   Verdict v;
   std::map<int64_t, int64_t> last;
   std::map<int64_t, std::set<int64_t>> seen;
-  std::set<std::pair<int64_t, int64_t>> timers, windows;
+  std::set<std::pair<int64_t, int64_t>> timers, windows, sessions;
   for (const Out& o : out) {
     if (o.kind == kTimer) {
       if (!timers.insert({o.key, o.value}).second) ++v.duplicates;
@@ -231,6 +258,11 @@ Verdict check(const std::vector<Out>& out, int64_t n) {
     if (o.kind == kWindowResult) {
       if (!windows.insert({o.key, o.window}).second) ++v.duplicates;
       else if (expectedWindows[{o.key, o.window}] != o.value) ++v.wrong;
+      continue;
+    }
+    if (o.kind == kSessionResult) {
+      if (!sessions.insert({o.key, o.window}).second) ++v.duplicates;
+      else if (expectedSessionCounts[{o.key, o.window}] != o.value) ++v.wrong;
       continue;
     }
     if (!seen[o.key].insert(o.value).second) {
@@ -246,6 +278,7 @@ Verdict check(const std::vector<Out>& out, int64_t n) {
     v.losses += timers.count(kw) == 0 ? 1 : 0;
     v.losses += windows.count(kw) == 0 ? 1 : 0;
   }
+  for (const auto& [kw, count] : expectedSessionCounts) v.losses += sessions.count(kw) == 0 ? 1 : 0;
   return v;
 }
 
@@ -300,7 +333,14 @@ void addJob(StreamExecutionEnvironment& env, int64_t n, double rate, S sink, boo
                      .window(TumblingEventTimeWindows::of(std::chrono::milliseconds(kWindow)))
                      .reduce([](const Out& a, const Out& b) { return Out{a.key, a.value + b.value, kWindowResult, 0}; })
                      .process(StampWindow{});
-  counts.unionWith(windows).sinkTo(std::move(sink));
+  auto sessions = events.map([](const Event& e) { return Out{e.key, 1, kSessionResult, e.time}; })
+                      .keyBy([](const Out& o) { return o.key; })
+                      .window(EventTimeSessionWindows::withDynamicGap(
+                          [](const Out& o) { return sessionGap(o.window); }))
+                      .allowedLateness(std::chrono::milliseconds(3 * kKeys))  // fired sessions live on a while
+                      .reduce([](const Out& a, const Out& b) { return Out{a.key, a.value + b.value, kSessionResult, 0}; })
+                      .process(StampWindow{});
+  counts.unionWith(windows, sessions).sinkTo(std::move(sink));
 }
 
 JobRun runJob(const Options& o, int64_t n, double rate, std::shared_ptr<Committed> committed = nullptr,

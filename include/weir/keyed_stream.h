@@ -50,6 +50,19 @@ class WindowedStream {
     return add<typename A::OutputType>("Window Aggregate", detail::AggregateWindowPolicy<T, A>{std::move(agg)});
   }
 
+  // Aggregates incrementally with `agg`, then hands the one result to `fn` (derived
+  // from ProcessWindowFunction<OUT_of_agg, OUT, K>) with the key and the window.
+  template <class A, class F>
+  SingleOutputStreamOperator<typename F::OutputType> aggregate(A agg, F fn) {
+    static_assert(std::is_base_of_v<AggregateFunction<T, typename A::AccumulatorType, typename A::OutputType>, A>,
+                  "aggregate(a, f): a must derive from AggregateFunction<T, ACC, R> for this stream's record type T");
+    static_assert(
+        std::is_base_of_v<ProcessWindowFunction<typename A::OutputType, typename F::OutputType, K, TimeWindow>, F>,
+        "aggregate(a, f): f must derive from ProcessWindowFunction<R, OUT, K> where R is a's result type");
+    return add<typename F::OutputType>("Window Aggregate",
+                                       detail::AggregateProcessWindowPolicy<T, A, F>{std::move(agg), std::move(fn)});
+  }
+
   // `fn` derives from ProcessWindowFunction<T, OUT, K>: all records of a window at once.
   template <class F>
   SingleOutputStreamOperator<typename F::OutputType> process(F fn) {
@@ -144,7 +157,7 @@ class KeyedStream : public DataStream<T> {
   }
 
   // Event-time windows of this stream, by `assigner` (TumblingEventTimeWindows,
-  // SlidingEventTimeWindows).
+  // SlidingEventTimeWindows, EventTimeSessionWindows).
   template <class Assigner>
   WindowedStream<T, K, KeySelector, Assigner> window(Assigner assigner) {
     return WindowedStream<T, K, KeySelector, Assigner>(this->graph_, this->id_, keySelector_, std::move(assigner));

@@ -2,7 +2,9 @@
 #pragma once
 
 #include <chrono>
+#include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <span>
 #include <string>
@@ -22,6 +24,10 @@ struct TimeWindow {
   int64_t end = 0;
   // The largest timestamp that still belongs to the window; results carry it.
   int64_t maxTimestamp() const { return end == std::numeric_limits<int64_t>::min() ? end : end - 1; }
+  // Whether the two overlap or touch (Flink's rule for merging sessions).
+  bool intersects(const TimeWindow& o) const { return start <= o.end && end >= o.start; }
+  // The smallest window that covers both.
+  TimeWindow cover(const TimeWindow& o) const { return {std::min(start, o.start), std::max(end, o.end)}; }
   bool operator==(const TimeWindow&) const = default;
 };
 
@@ -101,6 +107,71 @@ class SlidingEventTimeWindows {
   int64_t slide_;
   int64_t offset_;
 };
+
+// Sessions: a record at t opens the window [t, t + gap), and windows of a key that
+// overlap or touch merge into one, so a session ends after a gap without records. A late
+// record that bridges two sessions merges them.
+class EventTimeSessionWindows {
+ public:
+  static constexpr bool kMerging = true;
+  // Throws weir::Error when gap ≤ 0.
+  static EventTimeSessionWindows withGap(std::chrono::milliseconds gap) {
+    if (gap.count() <= 0)
+      throw Error(ErrorCode::kInvalidArgument, "EventTimeSessionWindows: the gap must be positive, got " +
+                                                   std::to_string(gap.count()) + " ms");
+    return EventTimeSessionWindows(gap.count());
+  }
+  // The gap is computed per record by `extractor` (Flink's SessionWindowTimeGapExtractor):
+  // callable on the record, returning std::chrono::milliseconds or a count of ms. A gap
+  // ≤ 0 fails the job, naming the operator. Defined below.
+  template <class F>
+  static auto withDynamicGap(F extractor);
+
+  template <class T>
+  TimeWindow assignWindow(const T&, int64_t timestamp) const {
+    return {timestamp, detail::saturatingAdd(timestamp, gap_)};
+  }
+
+ private:
+  explicit EventTimeSessionWindows(int64_t gap) : gap_(gap) {}
+  int64_t gap_;
+};
+
+// Sessions whose gap each record sets (EventTimeSessionWindows::withDynamicGap).
+template <class F>
+class DynamicEventTimeSessionWindows {
+ public:
+  static constexpr bool kMerging = true;
+  explicit DynamicEventTimeSessionWindows(F extractor) : extractor_(std::move(extractor)) {}
+
+  template <class T>
+  TimeWindow assignWindow(const T& record, int64_t timestamp) const {
+    static_assert(std::is_invocable_v<const F&, const T&>,
+                  "withDynamicGap(f): f must be callable on the stream's record type");
+    auto gap = std::invoke(extractor_, record);
+    int64_t millis;
+    if constexpr (std::is_integral_v<decltype(gap)>) millis = static_cast<int64_t>(gap);
+    else millis = std::chrono::duration_cast<std::chrono::milliseconds>(gap).count();
+    if (millis <= 0)
+      throw Error(ErrorCode::kInvalidArgument, "the dynamic session gap must be positive, got " +
+                                                   std::to_string(millis) + " ms for a record at " +
+                                                   std::to_string(timestamp));
+    return {timestamp, detail::saturatingAdd(timestamp, millis)};
+  }
+
+ private:
+  F extractor_;
+};
+
+template <class F>
+auto EventTimeSessionWindows::withDynamicGap(F extractor) {
+  return DynamicEventTimeSessionWindows<F>(std::move(extractor));
+}
+
+// Assigners whose windows merge (sessions) give one window per record, which the window
+// operator merges with the key's windows it intersects.
+template <class A>
+concept MergingWindowAssigner = A::kMerging;
 
 template <>
 struct KeyHash<TimeWindow> {

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <map>
 
+#include "api/event_time_test_events.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -11,31 +12,8 @@ namespace {
 
 using namespace std::chrono_literals;
 
-struct Event {
-  int64_t key = 0;
-  int64_t time = 0;
-  int64_t value = 0;
-  bool operator<(const Event& o) const { return std::tie(key, time, value) < std::tie(o.key, o.time, o.value); }
-  bool operator==(const Event&) const = default;
-};
-
-// Punctuated: after every batch the watermark is the highest timestamp so far − bound − 1,
-// so which records are late depends only on the order of the stream.
-struct Punctuated : WatermarkGenerator<Event> {
-  explicit Punctuated(int64_t b) : bound(b) {}
-  int64_t bound;
-  int64_t highest = kMinWatermark + 1'000'000;
-  void onEvent(const Event&, int64_t t, WatermarkOutput& out) override {
-    highest = std::max(highest, t);
-    out.emitWatermark(highest - bound - 1);
-  }
-  void onPeriodicEmit(WatermarkOutput&) override {}
-};
-
-WatermarkStrategy<Event> punctuated(int64_t bound) {
-  return WatermarkStrategy<Event>::forGenerator([bound] { return std::make_unique<Punctuated>(bound); })
-      .withTimestampAssigner([](const Event& e) { return e.time; });
-}
+using event_time_test::Event;
+using event_time_test::punctuated;
 
 using Result = std::tuple<int64_t, int64_t, int64_t>;  // key, window end - 1, sum
 

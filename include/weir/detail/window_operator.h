@@ -1,6 +1,7 @@
 // Keyed event-time windows: assigns each record to its windows, aggregates it into the
 // (key, window) accumulator, fires a window when the watermark passes its end, fires it
 // again for late records within the allowed lateness, and drops its state after that.
+// Sessions merge: a record's window absorbs the key's windows it overlaps or touches.
 // Window contents and timers live on the heap (not yet on the state backends); a
 // checkpoint copies them out.
 #pragma once
@@ -25,6 +26,9 @@ struct ReduceWindowPolicy {
   F fn;
   Acc create() { return std::nullopt; }
   void add(Acc& acc, const T& value) { acc = acc ? callReduce(fn, *acc, value) : value; }
+  void merge(Acc& into, Acc& from) {
+    if (from) add(into, *from);
+  }
   template <class K>
   void fire(const K&, const TimeWindow&, Acc& acc, int64_t, const Clock&, Collector<T>& out) {
     out.collect(*acc);
@@ -39,9 +43,30 @@ struct AggregateWindowPolicy {
   A fn;
   Acc create() { return fn.createAccumulator(); }
   void add(Acc& acc, const T& value) { acc = fn.add(value, std::move(acc)); }
+  void merge(Acc& into, Acc& from) { into = fn.merge(std::move(into), from); }
   template <class K>
   void fire(const K&, const TimeWindow&, Acc& acc, int64_t, const Clock&, Collector<Out>& out) {
     out.collect(fn.getResult(acc));
+  }
+};
+
+// aggregate(agg, processWindowFunction): the accumulator's result is the one element the
+// ProcessWindowFunction sees, with the key and the window.
+template <class T, class A, class F>
+struct AggregateProcessWindowPolicy {
+  using Acc = typename A::AccumulatorType;
+  using Out = typename F::OutputType;
+  A agg;
+  F fn;
+  Acc create() { return agg.createAccumulator(); }
+  void add(Acc& acc, const T& value) { acc = agg.add(value, std::move(acc)); }
+  void merge(Acc& into, Acc& from) { into = agg.merge(std::move(into), from); }
+  template <class K>
+  void fire(const K& key, const TimeWindow& window, Acc& acc, int64_t watermark, const Clock& clock,
+            Collector<Out>& out) {
+    typename A::OutputType result = agg.getResult(acc);
+    typename F::Context ctx(window, watermark, clock);
+    fn.process(key, ctx, std::span<const typename A::OutputType>(&result, 1), out);
   }
 };
 
@@ -53,6 +78,9 @@ struct ProcessWindowPolicy {
   F fn;
   Acc create() { return {}; }
   void add(Acc& acc, const T& value) { acc.push_back(value); }
+  void merge(Acc& into, Acc& from) {
+    into.insert(into.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  }
   template <class K>
   void fire(const K& key, const TimeWindow& window, Acc& acc, int64_t watermark, const Clock& clock,
             Collector<Out>& out) {
@@ -84,7 +112,8 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
              " have no weir::Serializer, which checkpoints need";
     return "";
   }
-  // Every window's contents and every pending timer, copied out.
+  // Every window's contents (sessions: and whether it fired) and every pending timer,
+  // copied out.
   void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
     this->callUser([&] { snapshotFunction(policy_.fn, checkpointId, timestamp); });
     StreamOperator::snapshotState(checkpointId, timestamp, out);
@@ -93,15 +122,20 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
       auto keyGroup = [&](const K& k) { return assignToKeyGroup(KeyHash<K>{}(k), maxParallelism); };
       std::vector<OwnedStateEntry> windows;
       DataOutput key, value;
-      for (const auto& [kw, acc] : state_) {
+      auto addWindow = [&](const K& k, const TimeWindow& w, const Acc& acc, const bool* fired) {
         key.clear();
         value.clear();
-        writeKeyAndWindow(kw.first, kw.second, key);
+        writeKeyAndWindow(k, w, key);
+        if (fired != nullptr) value.write(*fired);
         Serializer<Acc>::serialize(acc, value);
-        windows.push_back({keyGroup(kw.first), key.data(), value.data()});
-      }
+        windows.push_back({keyGroup(k), key.data(), value.data()});
+      };
+      for (const auto& [kw, acc] : state_) addWindow(kw.first, kw.second, acc, nullptr);
+      for (const auto& [k, sessions] : sessions_)
+        for (const SessionWindow& s : sessions.windows) addWindow(k, s.window, s.acc, &s.fired);
+      // A session's timers follow from its windows: they are armed again on restore.
       std::vector<OwnedStateEntry> timers;
-      for (auto queue = timers_; !queue.empty(); queue.pop()) {
+      for (auto queue = kMerging ? decltype(timers_)() : timers_; !queue.empty(); queue.pop()) {
         const Timer& t = queue.top();
         key.clear();
         writeKeyAndWindow(t.key, t.window, key);
@@ -136,24 +170,21 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
       for (size_t i = 0; i < records.size(); ++i) {
         K key = std::invoke(keySelector_, records[i]);
         bool placed = false;
-        assigner_.assignWindows(timestamps[i], [&](const TimeWindow& w) {
-          if (saturatingAdd(w.maxTimestamp(), allowedLateness_) <= watermark_) return;  // too late for w
-          placed = true;
-          // A window's timers are registered when its state is created; the state lives
-          // until its cleanup timer, so one lookup per record and window suffices.
-          auto it = state_.find(std::pair<K, TimeWindow>{key, w});
-          bool created = it == state_.end();
-          if (created) it = state_.emplace(std::pair<K, TimeWindow>{key, w}, policy_.create()).first;
-          policy_.add(it->second, records[i]);
-          if (w.maxTimestamp() <= watermark_) {
-            // Late but within the allowed lateness: fire again with the updated result.
-            collector.setTimestamp(true, w.maxTimestamp());
-            policy_.fire(key, w, it->second, watermark_, *this->context().clock(), collector);
-          } else if (created) {
-            timers_.push(Timer{w.maxTimestamp(), false, key, w});
-          }
-          if (created) timers_.push(Timer{saturatingAdd(w.maxTimestamp(), allowedLateness_), true, key, w});
-        });
+        if constexpr (kMerging) {
+          placed = placeInSession(key, records[i], timestamps[i], collector);
+        } else {
+          assigner_.assignWindows(timestamps[i], [&](const TimeWindow& w) {
+            if (isLate(w)) return;
+            placed = true;
+            // A window's timers are registered when its state is created; the state lives
+            // until its cleanup timer, so one lookup per record and window suffices.
+            auto it = state_.find(std::pair<K, TimeWindow>{key, w});
+            bool created = it == state_.end();
+            if (created) it = state_.emplace(std::pair<K, TimeWindow>{key, w}, policy_.create()).first;
+            policy_.add(it->second, records[i]);
+            afterAdd(key, w, it->second, created, collector);
+          });
+        }
         if (!placed) dropLate(records[i], timestamps[i]);
       }
     } catch (...) {
@@ -172,6 +203,10 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
       while (!timers_.empty() && timers_.top().time <= watermark) {
         Timer t = timers_.top();
         timers_.pop();
+        if constexpr (kMerging) {
+          onSessionTimer(t, collector);
+          continue;
+        }
         auto it = state_.find(std::pair<K, TimeWindow>{t.key, t.window});
         if (it == state_.end()) continue;
         if (t.cleanup) {
@@ -220,6 +255,17 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
 
   using Acc = typename Policy::Acc;
   static constexpr const char* kWindowsState = "_windows";
+  static constexpr bool kMerging = MergingWindowAssigner<Assigner>;
+
+  struct SessionWindow {
+    TimeWindow window;
+    bool fired;  // the watermark passed its end (it fires again only for a late record)
+    Acc acc;
+  };
+  struct KeySessions {
+    std::vector<SessionWindow> windows;
+    int64_t armed = std::numeric_limits<int64_t>::max();  // the key's timer, if queued
+  };
 
   static void writeKeyAndWindow(const K& key, const TimeWindow& w, DataOutput& out) {
     Serializer<K>::serialize(key, out);
@@ -239,8 +285,16 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
       for (const auto& e : restored.takeKeyed(kWindowsState)) {
         DataInput in(e.key);
         auto kw = readKeyAndWindow(in, e.keyGroup);
-        state_.insert_or_assign(std::move(kw), decodeState<Acc>(e.value, kWindowsState, e.keyGroup));
+        if constexpr (kMerging) {
+          DataInput value(e.value);
+          bool fired = value.read<bool>();
+          sessions_[kw.first].windows.push_back(
+              {kw.second, fired, decodeState<Acc>(e.value.substr(1), kWindowsState, e.keyGroup)});
+        } else {
+          state_.insert_or_assign(std::move(kw), decodeState<Acc>(e.value, kWindowsState, e.keyGroup));
+        }
       }
+      for (auto& [key, sessions] : sessions_) arm(key, sessions);
       for (const auto& e : restored.takeKeyed(kTimersState)) {
         DataInput in(e.key);
         auto [key, window] = readKeyAndWindow(in, e.keyGroup);
@@ -248,6 +302,98 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
         bool cleanup = in.read<bool>();
         timers_.push(Timer{time, cleanup, std::move(key), window});
       }
+    }
+  }
+
+  // Too late for `w`: the watermark passed its end and the allowed lateness.
+  bool isLate(const TimeWindow& w) const { return saturatingAdd(w.maxTimestamp(), allowedLateness_) <= watermark_; }
+
+  // After a record went into window `w` of `key`: a window already behind the watermark
+  // (late within the allowed lateness) fires again at once; a new one gets its timers.
+  void afterAdd(const K& key, const TimeWindow& w, Acc& acc, bool created, Collector<OUT>& collector) {
+    if (w.maxTimestamp() <= watermark_) {
+      collector.setTimestamp(true, w.maxTimestamp());
+      policy_.fire(key, w, acc, watermark_, *this->context().clock(), collector);
+    } else if (created) {
+      timers_.push(Timer{w.maxTimestamp(), false, key, w});
+    }
+    if (created) timers_.push(Timer{saturatingAdd(w.maxTimestamp(), allowedLateness_), true, key, w});
+  }
+
+  // Sessions (Flink's MergingWindowSet): the record's window merges with every window of
+  // its key it intersects, their contents merged in order of start. Windows of a key
+  // never intersect each other, so only the new one can merge, and the merged window is
+  // never late unless nothing merged. A session that grows moves its end with every
+  // record, so its timers are not queued per window: each key has one timer, armed for
+  // the earliest time one of its windows must fire or be dropped.
+  bool placeInSession(const K& key, const T& record, int64_t timestamp, Collector<OUT>& collector) {
+    TimeWindow w = assigner_.assignWindow(record, timestamp);
+    auto entry = sessions_.try_emplace(key).first;
+    auto& windows = entry->second.windows;
+    TimeWindow merged = w;
+    SessionWindow* session = nullptr;  // the one window w intersects, if only one
+    int intersecting = 0;
+    for (SessionWindow& s : windows) {
+      if (!s.window.intersects(w)) continue;
+      merged = merged.cover(s.window);
+      session = &s;
+      ++intersecting;
+    }
+    if (isLate(merged)) {
+      if (windows.empty()) sessions_.erase(entry);
+      return false;
+    }
+    if (intersecting == 0) {
+      windows.push_back({merged, false, policy_.create()});
+      session = &windows.back();
+    } else if (intersecting > 1) {
+      std::sort(windows.begin(), windows.end(),
+                [](const SessionWindow& a, const SessionWindow& b) { return a.window.start < b.window.start; });
+      auto first = std::find_if(windows.begin(), windows.end(), [&](const SessionWindow& s) { return s.window.intersects(w); });
+      for (auto s = first + 1; s != windows.end() && s->window.intersects(w); ++s) policy_.merge(first->acc, s->acc);
+      windows.erase(first + 1, first + intersecting);
+      session = &*first;
+    }
+    if (session->window != merged) {  // it grew: it has not fired as this window
+      session->window = merged;
+      session->fired = false;
+    }
+    policy_.add(session->acc, record);
+    if (merged.maxTimestamp() <= watermark_) {  // late within the allowed lateness
+      collector.setTimestamp(true, merged.maxTimestamp());
+      policy_.fire(key, merged, session->acc, watermark_, *this->context().clock(), collector);
+      session->fired = true;
+    }
+    arm(key, entry->second);
+    return true;
+  }
+
+  // The key's timer came due: fires its windows the watermark passed, drops those past
+  // the allowed lateness, and arms the timer for the next.
+  void onSessionTimer(const Timer& t, Collector<OUT>& collector) {
+    auto entry = sessions_.find(t.key);
+    if (entry == sessions_.end() || entry->second.armed != t.time) return;  // superseded by an earlier one
+    auto& windows = entry->second.windows;
+    entry->second.armed = std::numeric_limits<int64_t>::max();
+    for (SessionWindow& s : windows) {
+      if (s.fired || s.window.maxTimestamp() > watermark_) continue;
+      collector.setTimestamp(true, s.window.maxTimestamp());
+      policy_.fire(t.key, s.window, s.acc, watermark_, *this->context().clock(), collector);
+      s.fired = true;
+    }
+    std::erase_if(windows, [&](const SessionWindow& s) { return isLate(s.window); });
+    if (windows.empty()) sessions_.erase(entry);
+    else arm(t.key, entry->second);
+  }
+
+  // Queues the key's timer for its next firing or cleanup, unless one comes earlier.
+  void arm(const K& key, KeySessions& sessions) {
+    int64_t next = std::numeric_limits<int64_t>::max();
+    for (const SessionWindow& s : sessions.windows)
+      next = std::min(next, s.fired ? saturatingAdd(s.window.maxTimestamp(), allowedLateness_) : s.window.maxTimestamp());
+    if (next < sessions.armed) {
+      sessions.armed = next;
+      timers_.push(Timer{next, false, key, TimeWindow{}});
     }
   }
 
@@ -267,6 +413,8 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
   Policy policy_;
   int64_t watermark_ = INT64_MIN;
   absl::flat_hash_map<std::pair<K, TimeWindow>, Acc, StateHash> state_;
+  // Merging assigners: each key's live windows and their contents (state_ stays empty).
+  absl::flat_hash_map<K, KeySessions, KeyHasher<K>> sessions_;
   std::priority_queue<Timer, std::vector<Timer>, Later> timers_;
   std::vector<OUT> buffer_;
   std::vector<int64_t> timestamps_;
