@@ -36,18 +36,6 @@ class BroadcastStream {
   std::string checkpointProblem_;
 };
 
-namespace detail {
-// Adds the two-input operator of a connected pair.
-template <class OUT, class Factory>
-SingleOutputStreamOperator<OUT> addTwoInputOperator(const std::shared_ptr<GraphBuilder>& graph, int first,
-                                                    int second, std::string name, Factory factory) {
-  auto& node = graph->add(Transformation::Kind::kOperator, std::move(name), {first, second}, TypedStream<OUT>::get());
-  node.twoInput = true;
-  node.createOperator = std::move(factory);
-  return SingleOutputStreamOperator<OUT>(graph, node.id);
-}
-}  // namespace detail
-
 // A non-keyed stream (IN1) connected with a broadcast stream (IN2).
 template <class IN1, class IN2>
 class BroadcastConnectedStream {

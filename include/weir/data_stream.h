@@ -247,6 +247,18 @@ class DataStreamSink {
   int id_;
 };
 
+namespace detail {
+// Adds the two-input operator of a connected pair.
+template <class OUT, class Factory>
+SingleOutputStreamOperator<OUT> addTwoInputOperator(const std::shared_ptr<GraphBuilder>& graph, int first,
+                                                    int second, std::string name, Factory factory) {
+  auto& node = graph->add(Transformation::Kind::kOperator, std::move(name), {first, second}, TypedStream<OUT>::get());
+  node.twoInput = true;
+  node.createOperator = std::move(factory);
+  return SingleOutputStreamOperator<OUT>(graph, node.id);
+}
+}  // namespace detail
+
 }  // namespace weir
 
 #include "weir/keyed_stream.h"

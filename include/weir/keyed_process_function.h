@@ -13,6 +13,7 @@ namespace weir {
 enum class TimeDomain { EVENT_TIME, PROCESSING_TIME };
 
 namespace detail {
+class JoinContextAccess;
 // What the keyed process operator offers its function's contexts.
 template <class K>
 class KeyedTimers {
@@ -63,6 +64,7 @@ class KeyedProcessFunction : public RichFunction {
     void setTimestamp(std::optional<int64_t> timestamp) { timestamp_ = timestamp; }
 
    private:
+    friend class detail::JoinContextAccess;
     TimerService timerService_;
     detail::KeyedTimers<K>* timers_;
     detail::SideOutputs* sideOutputs_;

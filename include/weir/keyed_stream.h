@@ -107,6 +107,10 @@ auto tupleField() {
 
 template <class IN1, class K, class KeySelector, class IN2>
 class KeyedBroadcastConnectedStream;
+template <class IN1, class IN2, class K, class Selector1, class Selector2>
+class KeyedConnectedStreams;
+template <class IN1, class IN2, class K, class Selector1, class Selector2>
+class IntervalJoin;
 
 // Records with equal keys reach the same subtask, in order. K is the key type.
 template <class T, class K, class KeySelector>
@@ -125,6 +129,16 @@ class KeyedStream : public DataStream<T> {
   KeyedBroadcastConnectedStream<T, K, KeySelector, T2> connect(const BroadcastStream<T2>& broadcast) const {
     return KeyedBroadcastConnectedStream<T, K, KeySelector, T2>(*this, broadcast);
   }
+
+  // Connects this keyed stream with another of the same key type; process() then takes a
+  // KeyedCoProcessFunction<K, T, T2, OUT> (see connected_streams.h).
+  template <class T2, class K2, class Selector2>
+  KeyedConnectedStreams<T, T2, K, KeySelector, Selector2> connect(const KeyedStream<T2, K2, Selector2>& other) const;
+
+  // Joins with another keyed stream of the same key type by event time: between(lower,
+  // upper) then process(ProcessJoinFunction<T, T2, OUT>) (see connected_streams.h).
+  template <class T2, class K2, class Selector2>
+  IntervalJoin<T, T2, K, KeySelector, Selector2> intervalJoin(const KeyedStream<T2, K2, Selector2>& other) const;
 
   // Rolling reduce: for every record, emits fn(previous result for its key, record);
   // the first record of a key is emitted as it is. T fn(const T&, const T&), or a

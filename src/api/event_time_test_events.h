@@ -17,6 +17,7 @@ struct Event {
   bool operator<(const Event& o) const { return std::tie(key, time, value) < std::tie(o.key, o.time, o.value); }
   bool operator==(const Event&) const = default;
 };
+WEIR_STRUCT(Event, key, time, value);
 
 // After every record the watermark is the highest timestamp so far − bound − 1; the
 // source sends it after the record's batch.

@@ -12,23 +12,6 @@
 
 namespace weir::detail {
 
-// The second input of a two-input operator: hands its batches to `process`. Watermarks,
-// idleness and the end of input arrive combined at the first input.
-template <class IN2, class Owner>
-class BroadcastInput final : public Output<IN2> {
- public:
-  explicit BroadcastInput(Owner* owner) : owner_(owner) {}
-  void emitBatch(std::span<IN2> records, Timestamps timestamps) override {
-    owner_->processBroadcast(records, timestamps);
-  }
-  void endInput() override {}
-  void emitWatermark(int64_t) override {}
-  void emitIdleness(bool) override {}
-
- private:
-  Owner* owner_;
-};
-
 // Runs a BroadcastProcessFunction<IN1, IN2, OUT>.
 template <class IN1, class IN2, class F>
 class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F::OutputType, F> {
@@ -54,7 +37,7 @@ class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F
     this->forEachRecord(records, timestamps, ctx,
                         [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement(r, ctx, c); });
   }
-  void processBroadcast(std::span<IN2> records, Timestamps timestamps) {
+  void processSecond(std::span<IN2> records, Timestamps timestamps) {
     typename F::Context ctx(&states_, &this->sideOutputs_, &watermark_, this->context().clock().get());
     this->forEachRecord(records, timestamps, ctx,
                         [&](const IN2& r, Collector<OUT>& c) { this->fn_.processBroadcastElement(r, ctx, c); });
@@ -66,7 +49,7 @@ class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F
 
  private:
   BroadcastStates states_;
-  BroadcastInput<IN2, BroadcastProcessOperator> second_{this};
+  SecondInput<IN2, BroadcastProcessOperator> second_{this};
   int64_t watermark_ = INT64_MIN;
 };
 
@@ -103,7 +86,7 @@ class KeyedBroadcastProcessOperator final
     this->forEachKeyed(records, timestamps, ctx,
                        [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement(r, ctx, c); });
   }
-  void processBroadcast(std::span<IN2> records, Timestamps timestamps) {
+  void processSecond(std::span<IN2> records, Timestamps timestamps) {
     typename F::Context ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
     this->forEachRecord(records, timestamps, ctx,
                         [&](const IN2& r, Collector<OUT>& c) { this->fn_.processBroadcastElement(r, ctx, c); });
@@ -126,7 +109,7 @@ class KeyedBroadcastProcessOperator final
   RuntimeContext& runtimeContext() override { return this->context(); }
 
   BroadcastStates states_;
-  BroadcastInput<IN2, KeyedBroadcastProcessOperator> second_{this};
+  SecondInput<IN2, KeyedBroadcastProcessOperator> second_{this};
 };
 
 }  // namespace weir::detail

@@ -376,6 +376,21 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>, protected Ke
   EventTimeTimers<K> timers_;
 };
 
+// The second input of a two-input operator: hands its batches to the operator's
+// processSecond. Watermarks, idleness and the end of input arrive combined at the first.
+template <class IN2, class Owner>
+class SecondInput final : public Output<IN2> {
+ public:
+  explicit SecondInput(Owner* owner) : owner_(owner) {}
+  void emitBatch(std::span<IN2> records, Timestamps timestamps) override { owner_->processSecond(records, timestamps); }
+  void endInput() override {}
+  void emitWatermark(int64_t) override {}
+  void emitIdleness(bool) override {}
+
+ private:
+  Owner* owner_;
+};
+
 // Runs a KeyedProcessFunction.
 template <class T, class K, class KeySelector, class F>
 class KeyedProcessOperator final : public KeyedFunctionOperator<T, typename F::OutputType, K, KeySelector, F> {

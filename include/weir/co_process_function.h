@@ -1,0 +1,62 @@
+// Functions over two streams connected by key: KeyedCoProcessFunction (Flink's), and
+// ProcessJoinFunction, which an interval join calls for every matching pair.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "weir/functions.h"
+#include "weir/keyed_process_function.h"
+
+namespace weir {
+
+// Processes two keyed streams with the same key type (keyed1.connect(keyed2)): records of
+// either input with equal keys meet in one subtask, share its keyed state and timers.
+template <class K, class IN1, class IN2, class OUT>
+class KeyedCoProcessFunction : public RichFunction {
+ public:
+  using KeyType = K;
+  using OutputType = OUT;
+  using TimerService = typename KeyedProcessFunction<K, IN1, OUT>::TimerService;
+  using Context = typename KeyedProcessFunction<K, IN1, OUT>::Context;
+  using OnTimerContext = typename KeyedProcessFunction<K, IN1, OUT>::OnTimerContext;
+
+  virtual void processElement1(const IN1& value, Context& ctx, Collector<OUT>& out) = 0;
+  virtual void processElement2(const IN2& value, Context& ctx, Collector<OUT>& out) = 0;
+  // A timer of the current key fired; what it emits carries `timestamp`.
+  virtual void onTimer(int64_t timestamp, OnTimerContext& ctx, Collector<OUT>& out) {}
+};
+
+namespace detail {
+class JoinContextAccess;
+}
+
+// Called for each pair of an interval join: left from the first stream, right from the
+// second, with equal keys and right.time - left.time within the bounds.
+template <class IN1, class IN2, class OUT>
+class ProcessJoinFunction : public RichFunction {
+ public:
+  using OutputType = OUT;
+
+  class Context {
+   public:
+    int64_t getLeftTimestamp() const { return left_; }
+    int64_t getRightTimestamp() const { return right_; }
+    // The pair's timestamp, which what it emits carries: the larger of the two.
+    int64_t getTimestamp() const { return left_ > right_ ? left_ : right_; }
+    template <class X>
+    void output(const OutputTag<X>& tag, X value) {
+      sideOutputs_->collect(tag, std::move(value));
+    }
+
+   private:
+    friend class detail::JoinContextAccess;
+    int64_t left_ = 0;
+    int64_t right_ = 0;
+    detail::SideOutputs* sideOutputs_ = nullptr;
+  };
+
+  virtual void processElement(const IN1& left, const IN2& right, Context& ctx, Collector<OUT>& out) = 0;
+};
+
+}  // namespace weir
