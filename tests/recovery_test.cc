@@ -30,7 +30,7 @@ struct Event {
 };
 Event eventAt(int64_t i) { return Event{(i * 7919) % kKeys, i}; }
 
-enum Kind : int32_t { kCount = 0, kTimer = 1, kWindowResult = 2, kSessionResult = 3 };
+enum Kind : int32_t { kCount = 0, kTimer = 1, kWindowResult = 2, kSessionResult = 3, kSlidingResult = 4 };
 struct Out {
   int64_t key = 0;
   int64_t value = 0;  // kCount: the key's count so far; kTimer: its time; window or session: records
@@ -240,16 +240,21 @@ std::map<std::pair<int64_t, int64_t>, int64_t> expectedSessions(int64_t n) {
 Verdict check(const std::vector<Out>& out, int64_t n) {
   std::map<int64_t, int64_t> expectedCount;
   std::map<std::pair<int64_t, int64_t>, int64_t> expectedWindows;  // (key, window) -> records
+  std::map<std::pair<int64_t, int64_t>, int64_t> expectedSliding;  // (key, window) -> records
   for (int64_t i = 0; i < n; ++i) {
     Event e = eventAt(i);
     ++expectedCount[e.key];
     ++expectedWindows[{e.key, windowOf(e.time)}];
+    // Sliding windows of 2 kWindow every kWindow: the record's tumbling window's end, and
+    // the next one's.
+    ++expectedSliding[{e.key, windowOf(e.time)}];
+    ++expectedSliding[{e.key, windowOf(e.time) + kWindow}];
   }
   auto expectedSessionCounts = expectedSessions(n);
   Verdict v;
   std::map<int64_t, int64_t> last;
   std::map<int64_t, std::set<int64_t>> seen;
-  std::set<std::pair<int64_t, int64_t>> timers, windows, sessions;
+  std::set<std::pair<int64_t, int64_t>> timers, windows, sessions, sliding;
   for (const Out& o : out) {
     if (o.kind == kTimer) {
       if (!timers.insert({o.key, o.value}).second) ++v.duplicates;
@@ -258,6 +263,11 @@ Verdict check(const std::vector<Out>& out, int64_t n) {
     if (o.kind == kWindowResult) {
       if (!windows.insert({o.key, o.window}).second) ++v.duplicates;
       else if (expectedWindows[{o.key, o.window}] != o.value) ++v.wrong;
+      continue;
+    }
+    if (o.kind == kSlidingResult) {
+      if (!sliding.insert({o.key, o.window}).second) ++v.duplicates;
+      else if (expectedSliding[{o.key, o.window}] != o.value) ++v.wrong;
       continue;
     }
     if (o.kind == kSessionResult) {
@@ -279,6 +289,7 @@ Verdict check(const std::vector<Out>& out, int64_t n) {
     v.losses += windows.count(kw) == 0 ? 1 : 0;
   }
   for (const auto& [kw, count] : expectedSessionCounts) v.losses += sessions.count(kw) == 0 ? 1 : 0;
+  for (const auto& [kw, count] : expectedSliding) v.losses += sliding.count(kw) == 0 ? 1 : 0;
   return v;
 }
 
@@ -340,7 +351,13 @@ void addJob(StreamExecutionEnvironment& env, int64_t n, double rate, S sink, boo
                       .allowedLateness(std::chrono::milliseconds(3 * kKeys))  // fired sessions live on a while
                       .reduce([](const Out& a, const Out& b) { return Out{a.key, a.value + b.value, kSessionResult, 0}; })
                       .process(StampWindow{});
-  counts.unionWith(windows, sessions).sinkTo(std::move(sink));
+  auto sliding = events.map([](const Event& e) { return Out{e.key, 1, kSlidingResult, 0}; })
+                     .keyBy([](const Out& o) { return o.key; })
+                     .window(SlidingEventTimeWindows::of(std::chrono::milliseconds(2 * kWindow),
+                                                         std::chrono::milliseconds(kWindow)))
+                     .reduce([](const Out& a, const Out& b) { return Out{a.key, a.value + b.value, kSlidingResult, 0}; })
+                     .process(StampWindow{});
+  counts.unionWith(windows, sessions, sliding).sinkTo(std::move(sink));
 }
 
 JobRun runJob(const Options& o, int64_t n, double rate, std::shared_ptr<Committed> committed = nullptr,

@@ -1,11 +1,12 @@
 // Event-time windows: what a window is, and the assigners that put records into them.
 #pragma once
 
-#include <chrono>
 #include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <numeric>
 #include <span>
 #include <string>
 #include <vector>
@@ -100,12 +101,23 @@ class SlidingEventTimeWindows {
       out(TimeWindow{s, detail::saturatingAdd(s, size_)});
     }
   }
+  // Panes: time cut into slices of gcd(size, slide), aligned like the windows, so every
+  // window is a whole number of panes and every window containing a pane's start
+  // contains the pane. The window operator aggregates each record into its one pane and
+  // combines a window's panes when it fires, instead of updating size / slide windows.
+  static constexpr bool kPaned = true;
+  TimeWindow paneOf(int64_t timestamp) const {
+    int64_t start = detail::alignedStart(timestamp, offset_, pane_);
+    return {start, detail::saturatingAdd(start, pane_)};
+  }
 
  private:
-  SlidingEventTimeWindows(int64_t size, int64_t slide, int64_t offset) : size_(size), slide_(slide), offset_(offset) {}
+  SlidingEventTimeWindows(int64_t size, int64_t slide, int64_t offset)
+      : size_(size), slide_(slide), offset_(offset), pane_(std::gcd(size, slide)) {}
   int64_t size_;
   int64_t slide_;
   int64_t offset_;
+  int64_t pane_;
 };
 
 // Sessions: a record at t opens the window [t, t + gap), and windows of a key that
@@ -172,6 +184,9 @@ auto EventTimeSessionWindows::withDynamicGap(F extractor) {
 // operator merges with the key's windows it intersects.
 template <class A>
 concept MergingWindowAssigner = A::kMerging;
+// Assigners whose overlapping windows are unions of panes (SlidingEventTimeWindows).
+template <class A>
+concept PanedWindowAssigner = A::kPaned;
 
 template <>
 struct KeyHash<TimeWindow> {

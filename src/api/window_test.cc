@@ -205,6 +205,88 @@ struct Describe : ProcessWindowFunction<Event, std::tuple<int64_t, int64_t, std:
   }
 };
 
+// Sliding windows whose size is not a multiple of the slide (panes of 10 ms), by every
+// function kind: each window's result equals a brute force over its records.
+TEST(Windows, SlidingWindowsOfEveryFunctionKindEqualABruteForce) {
+  auto events = disordered(12000);
+  auto windowsOf = [](int64_t t) {  // size 100, slide 30, offset 7
+    std::vector<int64_t> starts;
+    int64_t last = t - (((t - 7) % 30) + 30) % 30;
+    for (int64_t s = last; s > t - 100; s -= 30) starts.push_back(s);
+    return starts;
+  };
+  std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> expected;  // (key, end - 1) -> (sum, count)
+  for (auto& e : events)
+    for (int64_t s : windowsOf(e.time)) {
+      auto& x = expected[{e.key, s + 99}];
+      x.first += e.value;
+      x.second += 1;
+    }
+  StreamExecutionEnvironment env;
+  env.setParallelism(2);
+  CollectSink<std::pair<Event, int64_t>> reduced;
+  CollectSink<std::tuple<int64_t, int64_t, std::string, int64_t>> described;
+  auto windowed = env.fromSource(detail::CollectionSource<Event>(events), punctuated(30), "events")
+                      .keyBy([](const Event& e) { return e.key; })
+                      .window(SlidingEventTimeWindows::of(100ms, 30ms, 7ms));
+  windowed.reduce([](const Event& a, const Event& b) { return Event{a.key, a.time, a.value + b.value}; })
+      .process(WithTime{})
+      .sinkTo(reduced);
+  windowed.process(Describe{}).sinkTo(described);
+  env.execute();
+  std::map<std::pair<int64_t, int64_t>, std::pair<int64_t, int64_t>> got;
+  for (auto& [e, ts] : reduced.getResults()) {
+    auto& sum = got[std::pair{e.key, ts}].first;
+    EXPECT_EQ(sum, 0) << "window fired twice";
+    sum = e.value;
+  }
+  for (auto& [key, start, what, v] : described.getResults())
+    if (what == "count") got[std::pair{key, start + 99}].second = v;
+  EXPECT_EQ(got, expected);
+}
+
+TEST(Windows, SlidingWindowsFireAgainForLateRecordsWithinTheLatenessAndSendLaterOnesAside) {
+  auto events = withALateBatch();
+  const int64_t b = static_cast<int64_t>(detail::kBatchSize);
+  for (bool lateness : {true, false}) {
+    StreamExecutionEnvironment env;
+    CollectSink<std::pair<Event, int64_t>> sink;
+    CollectSink<Event> lateSink;
+    OutputTag<Event> lateTag("late");
+    auto windowed = env.fromSource(detail::CollectionSource<Event>(events), punctuated(0), "events")
+                        .keyBy([](const Event& e) { return e.key; })
+                        .window(SlidingEventTimeWindows::of(100ms, 50ms));
+    if (lateness) windowed.allowedLateness(10s);
+    windowed.sideOutputLateData(lateTag);
+    auto sums = windowed.reduce([](const Event& x, const Event& y) { return Event{x.key, x.time, x.value + y.value}; });
+    sums.process(WithTime{}).sinkTo(sink);
+    sums.getSideOutput(lateTag).sinkTo(lateSink);
+    env.execute();
+    std::map<std::pair<int64_t, int64_t>, int64_t> expected, last, firings;
+    for (int64_t i = 0; i < static_cast<int64_t>(events.size()); ++i) {
+      const Event& e = events[static_cast<size_t>(i)];
+      if (!lateness && i >= 6 * b && i < 7 * b) continue;  // the late batch, set aside
+      int64_t first = e.time - e.time % 50;
+      expected[{e.key, first + 99}] += 1;
+      expected[{e.key, first + 49}] += 1;
+    }
+    for (auto& [e, ts] : sink.getResults()) {
+      last[{e.key, ts}] = e.value;  // firings of a window come in order: the last is final
+      firings[{e.key, ts}]++;
+    }
+    EXPECT_EQ(last, expected);
+    int refired = 0;
+    for (auto& [kw, n] : firings) refired += n > 1 ? 1 : 0;
+    if (lateness) {
+      EXPECT_GT(refired, 0);
+      EXPECT_TRUE(lateSink.getResults().empty());
+    } else {
+      EXPECT_EQ(refired, 0);
+      EXPECT_EQ(lateSink.getResults().size(), static_cast<size_t>(b));
+    }
+  }
+}
+
 TEST(Windows, ProcessWindowFunctionSeesEveryRecordOfItsWindow) {
   auto events = disordered(8000);
   StreamExecutionEnvironment env;

@@ -2,11 +2,13 @@
 // (key, window) accumulator, fires a window when the watermark passes its end, fires it
 // again for late records within the allowed lateness, and drops its state after that.
 // Sessions merge: a record's window absorbs the key's windows it overlaps or touches.
+// Sliding windows are kept in panes that the windows combine when they fire.
 // Window contents and timers live on the heap (not yet on the state backends); a
 // checkpoint copies them out.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
+#include <absl/container/flat_hash_set.h>
 
 #include <optional>
 #include <queue>
@@ -172,6 +174,8 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
         bool placed = false;
         if constexpr (kMerging) {
           placed = placeInSession(key, records[i], timestamps[i], collector);
+        } else if constexpr (kPaned) {
+          placed = placeInPane(key, records[i], timestamps[i], collector);
         } else {
           assigner_.assignWindows(timestamps[i], [&](const TimeWindow& w) {
             if (isLate(w)) return;
@@ -205,6 +209,10 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
         timers_.pop();
         if constexpr (kMerging) {
           onSessionTimer(t, collector);
+          continue;
+        }
+        if constexpr (kPaned) {
+          onPaneTimer(t, collector);
           continue;
         }
         auto it = state_.find(std::pair<K, TimeWindow>{t.key, t.window});
@@ -256,6 +264,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
   using Acc = typename Policy::Acc;
   static constexpr const char* kWindowsState = "_windows";
   static constexpr bool kMerging = MergingWindowAssigner<Assigner>;
+  static constexpr bool kPaned = PanedWindowAssigner<Assigner>;
 
   struct SessionWindow {
     TimeWindow window;
@@ -300,6 +309,8 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
         auto [key, window] = readKeyAndWindow(in, e.keyGroup);
         int64_t time = in.read<int64_t>();
         bool cleanup = in.read<bool>();
+        if constexpr (kPaned)
+          if (!cleanup) scheduled_.insert(std::pair<K, TimeWindow>{key, window});
         timers_.push(Timer{time, cleanup, std::move(key), window});
       }
     }
@@ -386,6 +397,62 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
     else arm(t.key, entry->second);
   }
 
+  // Sliding windows in panes: the record goes into its one pane. A new pane queues the
+  // firing timer of each of its windows not queued yet, and a cleanup timer for when its
+  // last window is past the allowed lateness; a window behind the watermark (a late
+  // record within the lateness) fires again at once.
+  bool placeInPane(const K& key, const T& record, int64_t timestamp, Collector<OUT>& collector) {
+    if (timestamp < pane_.start || timestamp >= pane_.end) {  // records mostly come in time order
+      pane_ = assigner_.paneOf(timestamp);
+      paneWindows_.clear();
+      assigner_.assignWindows(pane_.start, [&](const TimeWindow& w) { paneWindows_.push_back(w); });
+    }
+    const TimeWindow pane = pane_;
+    if (isLate(paneWindows_.front())) return false;  // its last window is gone: so are the others
+    auto it = state_.find(std::pair<K, TimeWindow>{key, pane});
+    bool created = it == state_.end();
+    if (created) it = state_.emplace(std::pair<K, TimeWindow>{key, pane}, policy_.create()).first;
+    policy_.add(it->second, record);
+    if (!created && paneWindows_.back().maxTimestamp() > watermark_) return true;  // the common case
+    for (const TimeWindow& w : paneWindows_) {
+      if (isLate(w)) continue;
+      if (w.maxTimestamp() <= watermark_) firePanes(key, w, collector);
+      else if (created && scheduled_.insert(std::pair<K, TimeWindow>{key, w}).second)
+        timers_.push(Timer{w.maxTimestamp(), false, key, w});
+    }
+    if (created)
+      timers_.push(Timer{saturatingAdd(paneWindows_.front().maxTimestamp(), allowedLateness_), true, key, pane});
+    return true;
+  }
+
+  void onPaneTimer(const Timer& t, Collector<OUT>& collector) {
+    if (t.cleanup) {
+      state_.erase(std::pair<K, TimeWindow>{t.key, t.window});
+      return;
+    }
+    scheduled_.erase(std::pair<K, TimeWindow>{t.key, t.window});
+    firePanes(t.key, t.window, collector);
+  }
+
+  // Fires window `w` of `key` with its panes' contents combined, oldest first.
+  void firePanes(const K& key, const TimeWindow& w, Collector<OUT>& collector) {
+    Acc acc = policy_.create();
+    bool any = false;
+    for (__int128 start = w.start; start < w.end;) {
+      TimeWindow pane = assigner_.paneOf(static_cast<int64_t>(start));
+      auto it = state_.find(std::pair<K, TimeWindow>{key, pane});
+      if (it != state_.end()) {
+        Acc copy = it->second;  // merge may consume its second argument; the pane lives on
+        policy_.merge(acc, copy);
+        any = true;
+      }
+      start = static_cast<__int128>(pane.end) + (pane.end == std::numeric_limits<int64_t>::max() ? 1 : 0);
+    }
+    if (!any) return;
+    collector.setTimestamp(true, w.maxTimestamp());
+    policy_.fire(key, w, acc, watermark_, *this->context().clock(), collector);
+  }
+
   // Queues the key's timer for its next firing or cleanup, unless one comes earlier.
   void arm(const K& key, KeySessions& sessions) {
     int64_t next = std::numeric_limits<int64_t>::max();
@@ -415,6 +482,10 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
   absl::flat_hash_map<std::pair<K, TimeWindow>, Acc, StateHash> state_;
   // Merging assigners: each key's live windows and their contents (state_ stays empty).
   absl::flat_hash_map<K, KeySessions, KeyHasher<K>> sessions_;
+  // Paned assigners: state_ holds (key, pane); windows whose firing timer is queued.
+  absl::flat_hash_set<std::pair<K, TimeWindow>, StateHash> scheduled_;
+  TimeWindow pane_;                      // the pane of the last record,
+  std::vector<TimeWindow> paneWindows_;  // and its windows, latest first
   std::priority_queue<Timer, std::vector<Timer>, Later> timers_;
   std::vector<OUT> buffer_;
   std::vector<int64_t> timestamps_;
