@@ -24,6 +24,8 @@ template <class T>
 class BroadcastStream;
 template <class IN1, class IN2>
 class BroadcastConnectedStream;
+template <class T, class Assigner>
+class AllWindowedStream;
 
 // A handle on a stream in a job being built. Copies are cheap and refer to the same stream.
 template <class T>
@@ -105,6 +107,10 @@ class DataStream {
   // Partitions the stream by key: records with equal keys go to the same subtask.
   template <class F>
   auto keyBy(F keySelector);
+
+  // Windows of the whole stream, in one operator instance (see all_windowed_stream.h).
+  template <class Assigner>
+  AllWindowedStream<T, Assigner> windowAll(Assigner assigner);
 
   // Merges streams of the same type (Flink's union; `union` is a C++ keyword).
   template <class... Streams>
@@ -193,7 +199,17 @@ class SingleOutputStreamOperator : public DataStream<T> {
     if (parallelism < 1)
       throw Error(ErrorCode::kInvalidArgument,
                   "parallelism of '" + this->node().name + "' must be at least 1, got " + std::to_string(parallelism));
+    if (this->node().nonParallel && parallelism != 1)
+      throw Error(ErrorCode::kInvalidArgument, "'" + this->node().name +
+                                                   "' is a non-parallel operator: its parallelism must be 1, got " +
+                                                   std::to_string(parallelism));
     this->node().parallelism = parallelism;
+    return *this;
+  }
+  // Runs this operator as one instance, whatever the job's parallelism (windowAll does).
+  SingleOutputStreamOperator& forceNonParallel() {
+    this->node().parallelism = 1;
+    this->node().nonParallel = true;
     return *this;
   }
   // Runs this operator in its own chain, neither chained to its input nor its output.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include "weir/aggregate_function.h"
+#include "weir/all_windowed_stream.h"
 #include "weir/broadcast_process_function.h"
 #include "weir/broadcast_state.h"
 #include "weir/broadcast_stream.h"

@@ -391,6 +391,7 @@ struct Transformation {
   std::string name;
   std::string uid;
   int parallelism = 0;  // 0: the environment's default
+  bool nonParallel = false;  // forceNonParallel(): parallelism stays 1
   std::vector<int> inputs;
   std::shared_ptr<const StreamType> outputType;
   bool isSink = false;

@@ -1,0 +1,106 @@
+// Windows over a whole, non-keyed stream (Flink's windowAll): every record goes to one
+// operator instance (parallelism 1), which sees all of the stream's windows.
+#pragma once
+
+#include <chrono>
+#include <span>
+
+#include "weir/data_stream.h"
+#include "weir/keyed_stream.h"
+#include "weir/windows.h"
+
+namespace weir {
+
+// Sees all records of a window of the whole stream at once (Flink's
+// ProcessAllWindowFunction).
+template <class IN, class OUT, class W = TimeWindow>
+class ProcessAllWindowFunction : public RichFunction {
+ public:
+  using InputType = IN;
+  using OutputType = OUT;
+  using Context = typename ProcessWindowFunction<IN, OUT, int32_t, W>::Context;
+
+  // Called when the window fires; everything emitted carries window.maxTimestamp().
+  virtual void process(Context& ctx, std::span<const IN> elements, Collector<OUT>& out) = 0;
+};
+
+namespace detail {
+// The one key of a windowAll: every record has it.
+struct AllKey {
+  int32_t operator()(const auto&) const { return 0; }
+};
+
+// Runs a ProcessAllWindowFunction as the ProcessWindowFunction of the single key.
+template <class F>
+class AllWindowProcess final
+    : public ProcessWindowFunction<typename F::InputType, typename F::OutputType, int32_t, TimeWindow> {
+  using IN = typename F::InputType;
+  using OUT = typename F::OutputType;
+  using Base = ProcessWindowFunction<IN, OUT, int32_t, TimeWindow>;
+
+ public:
+  explicit AllWindowProcess(F fn) : fn_(std::move(fn)) {}
+  void open() override { openFunction(fn_, &this->getRuntimeContext()); }
+  void close() override { closeFunction(fn_); }
+  void process(const int32_t&, typename Base::Context& ctx, std::span<const IN> elements, Collector<OUT>& out) override {
+    fn_.process(ctx, elements, out);
+  }
+
+ private:
+  F fn_;
+};
+}  // namespace detail
+
+// stream.windowAll(assigner): reduce, aggregate or process the windows of the whole
+// stream. The operator's parallelism is 1 (setting another is an error).
+template <class T, class Assigner>
+class AllWindowedStream {
+  using Keyed = WindowedStream<T, int32_t, detail::AllKey, Assigner>;
+
+ public:
+  explicit AllWindowedStream(Keyed windowed) : windowed_(std::move(windowed)) {}
+
+  AllWindowedStream& allowedLateness(std::chrono::milliseconds lateness) {
+    windowed_.allowedLateness(lateness);
+    return *this;
+  }
+  AllWindowedStream& sideOutputLateData(const OutputTag<T>& tag) {
+    windowed_.sideOutputLateData(tag);
+    return *this;
+  }
+
+  template <class F>
+  SingleOutputStreamOperator<T> reduce(F fn) {
+    return nonParallel(windowed_.reduce(std::move(fn)), "Window All Reduce");
+  }
+  template <class A>
+  SingleOutputStreamOperator<typename A::OutputType> aggregate(A agg) {
+    return nonParallel(windowed_.aggregate(std::move(agg)), "Window All Aggregate");
+  }
+  // `fn` derives from ProcessAllWindowFunction<T, OUT>.
+  template <class F>
+  SingleOutputStreamOperator<typename F::OutputType> process(F fn) {
+    static_assert(std::is_base_of_v<ProcessAllWindowFunction<T, typename F::OutputType, TimeWindow>, F>,
+                  "windowAll(...).process(f): f must derive from ProcessAllWindowFunction<T, OUT> with this stream's "
+                  "record type");
+    return nonParallel(windowed_.process(detail::AllWindowProcess<F>(std::move(fn))), "Window All Process");
+  }
+
+ private:
+  template <class OUT>
+  static SingleOutputStreamOperator<OUT> nonParallel(SingleOutputStreamOperator<OUT> op, const char* name) {
+    op.name(name).forceNonParallel();
+    return op;
+  }
+
+  Keyed windowed_;
+};
+
+template <class T>
+template <class Assigner>
+AllWindowedStream<T, Assigner> DataStream<T>::windowAll(Assigner assigner) {
+  auto keyed = keyBy(detail::AllKey{});
+  return AllWindowedStream<T, Assigner>(keyed.window(std::move(assigner)));
+}
+
+}  // namespace weir
