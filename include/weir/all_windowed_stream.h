@@ -5,6 +5,8 @@
 #include <chrono>
 #include <span>
 
+#include "weir/checkpoint_listener.h"
+#include "weir/checkpointed_function.h"
 #include "weir/data_stream.h"
 #include "weir/keyed_stream.h"
 #include "weir/windows.h"
@@ -37,6 +39,8 @@ class AllWindowProcess final
   using IN = typename F::InputType;
   using OUT = typename F::OutputType;
   using Base = ProcessWindowFunction<IN, OUT, int32_t, TimeWindow>;
+  static_assert(!std::is_base_of_v<CheckpointedFunction, F> && !std::is_base_of_v<CheckpointListener, F>,
+                "windowAll(...).process(f): f cannot be a CheckpointedFunction or CheckpointListener yet");
 
  public:
   explicit AllWindowProcess(F fn) : fn_(std::move(fn)) {}

@@ -64,8 +64,8 @@ class IntervalJoined {
     upperExclusive_ = true;
     return *this;
   }
-  // Left records behind the watermark (no right record can match them any more) go to
-  // `tag` instead of being dropped and counted as numLateRecordsDropped.
+  // Left records behind the watermark go to `tag` instead of being dropped and counted
+  // as numLateRecordsDropped (a late record is not joined, as in Flink).
   IntervalJoined& sideOutputLeftLateData(const OutputTag<IN1>& tag) {
     leftLate_ = tag;
     return *this;
@@ -82,7 +82,8 @@ class IntervalJoined {
     using OUT = typename detail::HasOutputTypeOr<F, void>::type;
     static_assert(std::is_base_of_v<ProcessJoinFunction<IN1, IN2, OUT>, F>,
                   "intervalJoin(...).between(...).process(f): f must derive from ProcessJoinFunction<IN1, IN2, OUT>");
-    detail::IntervalJoinBounds bounds{lowerExclusive_ ? lower_ + 1 : lower_, upperExclusive_ ? upper_ - 1 : upper_};
+    detail::IntervalJoinBounds bounds{lowerExclusive_ ? detail::saturatingAdd(lower_, 1) : lower_,
+                                      upperExclusive_ ? detail::saturatingAdd(upper_, -1) : upper_};
     return streams_.template add<OUT>(
         "Interval Join", detail::IntervalJoinFunction<K, IN1, IN2, F>(std::move(fn), bounds, leftLate_, rightLate_));
   }

@@ -8,6 +8,7 @@
 #include "weir/detail/function_traits.h"
 #include "weir/detail/graph_builder.h"
 #include "weir/detail/operators.h"
+#include "weir/detail/timestamps_operator.h"
 #include "weir/output_tag.h"
 #include "weir/print_sink.h"
 #include "weir/sink.h"
@@ -102,6 +103,16 @@ class DataStream {
         return addOperator<O>("Process", [fn] { return std::make_unique<detail::ProcessOperator<T, O, F>>(fn); });
       }
     }
+  }
+
+  // Stamps every record with `strategy`'s timestamp assigner (records keep theirs without
+  // one) and emits the strategy's watermarks, which replace the upstream ones (only the
+  // final watermark of a bounded input passes). Periodic watermarks are emitted as
+  // records pass, at most every autoWatermarkInterval; withIdleness is not applied here.
+  SingleOutputStreamOperator<T> assignTimestampsAndWatermarks(WatermarkStrategy<T> strategy) {
+    return addOperator<T>("Timestamps/Watermarks", [strategy] {
+      return std::make_unique<detail::TimestampsAndWatermarksOperator<T>>(strategy);
+    });
   }
 
   // Partitions the stream by key: records with equal keys go to the same subtask.

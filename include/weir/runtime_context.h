@@ -1,6 +1,7 @@
 // What a user function can ask about the subtask it runs in.
 #pragma once
 
+#include <chrono>
 #include <memory>
 #include <string>
 
@@ -59,6 +60,9 @@ class RuntimeContext {
   // Processing time: the job's clock (env.setClock), the system clock by default.
   const std::shared_ptr<const Clock>& clock() const { return clock_; }
   void setClock(std::shared_ptr<const Clock> clock) { clock_ = std::move(clock); }
+  // How often periodic watermarks are emitted (env.setAutoWatermarkInterval).
+  std::chrono::milliseconds getAutoWatermarkInterval() const { return autoWatermarkInterval_; }
+  void setAutoWatermarkInterval(std::chrono::milliseconds interval) { autoWatermarkInterval_ = interval; }
   // The operator states of this instance (CheckpointedFunction), made on first use.
   detail::OperatorStateRegistry& operatorState() {
     if (!operatorState_) {
@@ -94,6 +98,7 @@ class RuntimeContext {
   int maxParallelism_;
   std::shared_ptr<const StateBackend> stateBackend_ = std::make_shared<HashMapStateBackend>();
   std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
+  std::chrono::milliseconds autoWatermarkInterval_{200};
   detail::KeyedStateStore* keyedStore_ = nullptr;
   std::unique_ptr<detail::OperatorStateRegistry> operatorState_;
   std::unique_ptr<detail::RestoredOperatorState> restored_;

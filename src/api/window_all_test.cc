@@ -1,4 +1,5 @@
-// windowAll: windows of a whole, non-keyed stream, against brute-force references.
+// windowAll (windows of a whole, non-keyed stream) and assignTimestampsAndWatermarks,
+// against brute-force references.
 #include <gtest/gtest.h>
 
 #include <map>
@@ -73,6 +74,39 @@ TEST(WindowAll, ItsOperatorRunsAtParallelismOneOnly) {
                       .reduce([](const Event& a, const Event& b) { return Event{a.key, a.time, a.value + b.value}; });
   EXPECT_THROW(windowed.setParallelism(2), Error);
   EXPECT_NO_THROW(windowed.setParallelism(1));
+}
+
+// assignTimestampsAndWatermarks replaces what came from upstream: the source stamps
+// records 10,000 s ahead (its watermarks would make every window late); the stream is
+// re-stamped with the event's own time and out-of-orderness of 40 ms.
+TEST(AssignTimestampsAndWatermarks, ReplacesTheUpstreamTimestampsAndWatermarks) {
+  auto events = spread(20000);
+  StreamExecutionEnvironment env;
+  env.setParallelism(2);
+  CollectSink<std::pair<int64_t, int64_t>> sink;  // (key * 1e6 + window end - 1, sum)
+  auto ahead = WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
+      [](const Event& e) { return e.time + 10'000'000; });
+  struct Stamp : ProcessFunction<Event, std::pair<int64_t, int64_t>> {
+    void processElement(const Event& e, Context& ctx, Collector<std::pair<int64_t, int64_t>>& out) override {
+      out.collect({e.key * 1'000'000 + *ctx.timestamp(), e.value});
+    }
+  };
+  auto sums =
+      env.fromSource(detail::CollectionSource<Event>(events), ahead, "events")
+          .assignTimestampsAndWatermarks(WatermarkStrategy<Event>::forBoundedOutOfOrderness(40ms).withTimestampAssigner(
+              [](const Event& e) { return e.time; }))
+          .keyBy([](const Event& e) { return e.key; })
+          .window(TumblingEventTimeWindows::of(100ms))
+          .reduce([](const Event& a, const Event& b) { return Event{a.key, a.time, a.value + b.value}; })
+          .process(Stamp{});
+  sums.sinkTo(sink);
+  auto job = env.executeAsync("restamped");
+  job.wait();
+  std::map<int64_t, int64_t> expected, got;  // key * 1e6 + window end - 1 -> sum
+  for (auto& e : events) expected[e.key * 1'000'000 + e.time - e.time % 100 + 99] += e.value;
+  for (auto& [kw, sum] : sink.getResults()) EXPECT_TRUE(got.emplace(kw, sum).second);
+  EXPECT_EQ(got, expected);
+  for (auto& v : job.getMetrics().vertices) EXPECT_EQ(v.numLateRecordsDropped, 0u);
 }
 
 }  // namespace

@@ -482,6 +482,7 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
                                                                graph.maxParallelism));
       task.contexts.back()->setStateBackend(graph.stateBackend);
       task.contexts.back()->setClock(graph.clock);
+      task.contexts.back()->setAutoWatermarkInterval(graph.autoWatermarkInterval);
       task.contexts.back()->setRestored(restore.stateOf(id, task.index, vertex.parallelism));
       task.operatorIds.push_back(plan.operatorIds[static_cast<size_t>(id)]);
       op->setup(task.contexts.back().get(), &task.metrics);
@@ -718,8 +719,8 @@ void JobExecution::runAttempt(const std::shared_ptr<Attempt>& attempt) {
       }
     };
     hooks.failJob = [this, attempt](const std::string& reason) {
-      if (attempt->drained.load()) return;  // nothing is left that a checkpoint could cover
-      fail(*attempt, std::make_exception_ptr(Error(ErrorCode::kCheckpoint, reason)));
+      // Once drained, nothing is left that a checkpoint could cover: fail() ignores it.
+      fail(*attempt, std::make_exception_ptr(Error(ErrorCode::kCheckpoint, reason)), /*unlessDrained=*/true);
     };
     coordinator_->startAttempt(static_cast<int>(attempt->subtasks.size()), std::move(hooks));
   }
@@ -960,7 +961,7 @@ void JobExecution::performCheckpoint(Subtask& task, int64_t id, int64_t timestam
   coordinator_->acknowledge(id, syncNanos, alignmentNanos, std::move(upload), std::move(done));
 }
 
-void JobExecution::fail(Attempt& attempt, std::exception_ptr error) {
+void JobExecution::fail(Attempt& attempt, std::exception_ptr error, bool unlessDrained) {
   bool drained = false;
   {
     std::lock_guard lock(mutex_);
@@ -968,6 +969,7 @@ void JobExecution::fail(Attempt& attempt, std::exception_ptr error) {
     // stopping do not turn the cancellation into a failure.
     if (attempt.failure || userCancelled_) return;
     drained = attempt.drained.load();
+    if (drained && unlessDrained) return;
     attempt.failure = error;
     lastFailure_ = std::chrono::steady_clock::now();
     FailureInfo info;

@@ -153,7 +153,9 @@ class JobExecution {
   void awaitDrained(Attempt& attempt, Subtask& task);
   void awaitUploads(Subtask& task);
   void performCheckpoint(Subtask& task, int64_t id, int64_t timestamp, int64_t alignmentNanos);
-  void fail(Attempt& attempt, std::exception_ptr error);
+  // Records the attempt's first failure and stops it (unless drained: then its sinks
+  // commit what they have). With `unlessDrained`, a failure after the drain is ignored.
+  void fail(Attempt& attempt, std::exception_ptr error, bool unlessDrained = false);
   void stopAttempt(Attempt& attempt);
   bool onJobThread() const;
 

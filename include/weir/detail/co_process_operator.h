@@ -116,7 +116,7 @@ class IntervalJoinFunction final : public KeyedCoProcessFunction<K, IN1, IN2, ty
     if (isLate(t, ctx)) return dropLate(right, rightLate_, ctx);
     add(*right_, t, right);
     for (const auto& [time, lefts] : left_->entries()) {
-      if (time < saturatingAdd(t, -bounds_.upper) || time > saturatingAdd(t, -bounds_.lower)) continue;
+      if (time < saturatingSub(t, bounds_.upper) || time > saturatingSub(t, bounds_.lower)) continue;
       for (const IN1& left : lefts) emit(left, right, time, t, ctx, out);
     }
     ctx.timerService().registerEventTimeTimer(cleanupTime(t, rightRetention()));
@@ -128,9 +128,15 @@ class IntervalJoinFunction final : public KeyedCoProcessFunction<K, IN1, IN2, ty
 
  private:
   int64_t leftRetention() const { return std::max<int64_t>(bounds_.upper, 0); }
-  int64_t rightRetention() const { return std::max<int64_t>(-bounds_.lower, 0); }
+  int64_t rightRetention() const { return bounds_.lower >= 0 ? 0 : saturatingSub(0, bounds_.lower); }
   // The first watermark after which no partner can come; a record exactly at the
   // watermark is not late yet (as in Flink), so the buffer keeps it one ms longer.
+  static int64_t saturatingSub(int64_t a, int64_t b) {
+    __int128 d = static_cast<__int128>(a) - b;
+    if (d > std::numeric_limits<int64_t>::max()) return std::numeric_limits<int64_t>::max();
+    if (d < std::numeric_limits<int64_t>::min()) return std::numeric_limits<int64_t>::min();
+    return static_cast<int64_t>(d);
+  }
   static int64_t cleanupTime(int64_t t, int64_t retention) { return saturatingAdd(saturatingAdd(t, retention), 1); }
 
   static int64_t timestampOf(typename Base::Context& ctx) {

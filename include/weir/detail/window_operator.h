@@ -148,6 +148,12 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
       out.keyed[kWindowsState] = std::make_unique<MaterializedSnapshot>(std::move(windows));
       out.keyed[kTimersState] = std::make_unique<MaterializedSnapshot>(std::move(timers));
     }
+    // The watermark decides which records are late: a restore starts from it, not from
+    // the beginning of time, so records replayed after it are judged as they were.
+    DataOutput watermark;
+    watermark.write(static_cast<int32_t>(this->context().getIndexOfThisSubtask()));
+    watermark.write(watermark_);
+    out.operatorState.push_back({kWatermarkState, OperatorStateMode::kUnion, {watermark.data()}});
   }
   void notifyCheckpointComplete(int64_t checkpointId) override {
     this->callUser([&] { notifyFunction(policy_.fn, checkpointId, true); });
@@ -201,10 +207,10 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
   }
 
   void emitWatermark(int64_t watermark) override {
-    watermark_ = watermark;
+    watermark_ = std::max(watermark_, watermark);  // a restored one may be ahead of upstream's first
     Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
     try {
-      while (!timers_.empty() && timers_.top().time <= watermark) {
+      while (!timers_.empty() && timers_.top().time <= watermark_) {
         Timer t = timers_.top();
         timers_.pop();
         if constexpr (kMerging) {
@@ -263,6 +269,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
 
   using Acc = typename Policy::Acc;
   static constexpr const char* kWindowsState = "_windows";
+  static constexpr const char* kWatermarkState = "_watermark";
   static constexpr bool kMerging = MergingWindowAssigner<Assigner>;
   static constexpr bool kPaned = PanedWindowAssigner<Assigner>;
 
@@ -290,6 +297,21 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
   }
 
   void restore(RestoredOperatorState& restored) {
+    // Each old subtask's watermark: at the same parallelism a subtask takes its own, after
+    // rescaling the smallest (keys from any old subtask may come here).
+    if (const auto* list = restored.operatorList(kWatermarkState); list != nullptr && !list->empty()) {
+      int64_t smallest = std::numeric_limits<int64_t>::max();
+      std::optional<int64_t> own;
+      for (const std::string& entry : *list) {
+        DataInput in(entry);
+        int32_t subtask = in.read<int32_t>();
+        int64_t watermark = in.read<int64_t>();
+        smallest = std::min(smallest, watermark);
+        if (subtask == this->context().getIndexOfThisSubtask()) own = watermark;
+      }
+      bool sameParallelism = static_cast<int>(list->size()) == this->context().getNumberOfParallelSubtasks();
+      watermark_ = sameParallelism && own ? *own : smallest;
+    }
     if constexpr (Serializable<K> && Serializable<Acc>) {
       for (const auto& e : restored.takeKeyed(kWindowsState)) {
         DataInput in(e.key);
@@ -365,15 +387,14 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
       windows.erase(first + 1, first + intersecting);
       session = &*first;
     }
-    if (session->window != merged) {  // it grew: it has not fired as this window
-      session->window = merged;
-      session->fired = false;
-    }
+    session->window = merged;
     policy_.add(session->acc, record);
     if (merged.maxTimestamp() <= watermark_) {  // late within the allowed lateness
       collector.setTimestamp(true, merged.maxTimestamp());
       policy_.fire(key, merged, session->acc, watermark_, *this->context().clock(), collector);
       session->fired = true;
+    } else {
+      session->fired = false;  // it fires (again) when the watermark passes its end
     }
     arm(key, entry->second);
     return true;
