@@ -103,23 +103,13 @@ class IntervalJoinFunction final : public KeyedCoProcessFunction<K, IN1, IN2, ty
 
   void processElement1(const IN1& left, typename Base::Context& ctx, Collector<OUT>& out) override {
     int64_t t = timestampOf(ctx);
-    if (isLate(t, ctx)) return dropLate(left, leftLate_, ctx);
-    add(*left_, t, left);
-    for (const auto& [time, rights] : right_->entries()) {
-      if (time < saturatingAdd(t, bounds_.lower) || time > saturatingAdd(t, bounds_.upper)) continue;
-      for (const IN2& right : rights) emit(left, right, t, time, ctx, out);
-    }
-    ctx.timerService().registerEventTimeTimer(cleanupTime(t, leftRetention()));
+    processSide<true>(left, t, *left_, *right_, leftLate_, saturatingAdd(t, bounds_.lower),
+                      saturatingAdd(t, bounds_.upper), leftRetention(), ctx, out);
   }
   void processElement2(const IN2& right, typename Base::Context& ctx, Collector<OUT>& out) override {
     int64_t t = timestampOf(ctx);
-    if (isLate(t, ctx)) return dropLate(right, rightLate_, ctx);
-    add(*right_, t, right);
-    for (const auto& [time, lefts] : left_->entries()) {
-      if (time < saturatingSub(t, bounds_.upper) || time > saturatingSub(t, bounds_.lower)) continue;
-      for (const IN1& left : lefts) emit(left, right, time, t, ctx, out);
-    }
-    ctx.timerService().registerEventTimeTimer(cleanupTime(t, rightRetention()));
+    processSide<false>(right, t, *right_, *left_, rightLate_, saturatingSub(t, bounds_.upper),
+                       saturatingSub(t, bounds_.lower), rightRetention(), ctx, out);
   }
   void onTimer(int64_t time, typename Base::OnTimerContext&, Collector<OUT>&) override {
     evict(*left_, time, leftRetention());
@@ -168,6 +158,24 @@ class IntervalJoinFunction final : public KeyedCoProcessFunction<K, IN1, IN2, ty
     for (int64_t t : buffer.keys())
       if (cleanupTime(t, retention) <= time) expired.push_back(t);
     for (int64_t t : expired) buffer.remove(t);
+  }
+
+  // A record of one side at time t: buffered, joined with the other side's records
+  // from `from` to `to`, and evicted after `retention` (Flink's processElement).
+  template <bool kLeft, class Own, class Other>
+  void processSide(const Own& record, int64_t t, MapState<int64_t, std::vector<Own>>& own,
+                   MapState<int64_t, std::vector<Other>>& other, const std::optional<OutputTag<Own>>& lateTag,
+                   int64_t from, int64_t to, int64_t retention, typename Base::Context& ctx, Collector<OUT>& out) {
+    if (isLate(t, ctx)) return dropLate(record, lateTag, ctx);
+    add(own, t, record);
+    for (const auto& [time, partners] : other.entries()) {
+      if (time < from || time > to) continue;
+      for (const Other& partner : partners) {
+        if constexpr (kLeft) emit(record, partner, t, time, ctx, out);
+        else emit(partner, record, time, t, ctx, out);
+      }
+    }
+    ctx.timerService().registerEventTimeTimer(cleanupTime(t, retention));
   }
 
   void emit(const IN1& left, const IN2& right, int64_t leftTime, int64_t rightTime, typename Base::Context& ctx,
