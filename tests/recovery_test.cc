@@ -695,7 +695,10 @@ Event lateAt(int64_t i) {
 }
 
 // After each batch: the highest timestamp so far − 1 (batches hold at most 1,024
-// records, so a record 2,000 behind is late whatever the batching).
+// records, so a record 2,000 behind is late whatever the batching). The source and the
+// map run as one subtask each, so a window subtask has a single input and sees every
+// watermark at the same place among the records in every run; with two map subtasks
+// its watermark would be the minimum of two threads' progress, which depends on timing.
 struct HighestSoFar : WatermarkGenerator<Event> {
   int64_t highest = kMinWatermark + 1;
   void onEvent(const Event&, int64_t t, WatermarkOutput& out) override {
@@ -736,6 +739,7 @@ std::vector<Out> runLateJob(int64_t n, std::vector<int64_t> failures) {
                        Failures::maybeThrow();
                        return e;
                      })
+                     .setParallelism(1)
                      .keyBy([](const Event& e) { return e.key; })
                      .window(TumblingEventTimeWindows::of(100ms))
                      .allowedLateness(5000ms)
