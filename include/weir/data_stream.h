@@ -27,6 +27,8 @@ template <class IN1, class IN2>
 class BroadcastConnectedStream;
 template <class T, class Assigner>
 class AllWindowedStream;
+template <class IN1, class IN2, bool kJoin>
+class TwoStreams;
 
 // A handle on a stream in a job being built. Copies are cheap and refer to the same stream.
 template <class T>
@@ -122,6 +124,15 @@ class DataStream {
   // Windows of the whole stream, in one operator instance (see all_windowed_stream.h).
   template <class Assigner>
   AllWindowedStream<T, Assigner> windowAll(Assigner assigner);
+
+  // Window join with `other`: where(key1).equalTo(key2).window(assigner).apply(f) calls f
+  // for every pair with equal keys in the same window (see joined_streams.h).
+  template <class T2>
+  TwoStreams<T, T2, true> join(const DataStream<T2>& other) const;
+  // Window coGroup with `other`: like join, but f gets each key and window's records of
+  // both inputs at once, so it can emit unmatched records too.
+  template <class T2>
+  TwoStreams<T, T2, false> coGroup(const DataStream<T2>& other) const;
 
   // Merges streams of the same type (Flink's union; `union` is a C++ keyword).
   template <class... Streams>

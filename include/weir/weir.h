@@ -18,6 +18,8 @@
 #include "weir/file_source.h"
 #include "weir/functions.h"
 #include "weir/job_client.h"
+#include "weir/join_function.h"
+#include "weir/joined_streams.h"
 #include "weir/key_group.h"
 #include "weir/keyed_process_function.h"
 #include "weir/keyed_stream.h"

@@ -227,3 +227,178 @@ TEST(KeyedCoProcess, BothInputsShareEachKeysStateAndTimersAtEveryParallelism) {
 
 }  // namespace
 }  // namespace weir
+
+namespace weir {
+namespace {
+
+// Window joins and coGroups: the pairs (and groups) of every key and window, against a
+// brute force over the windows each record belongs to.
+using event_time_test::Event;
+using event_time_test::punctuated;
+using namespace std::chrono_literals;
+
+// Key, left value, right value, and the window's last timestamp (the result's timestamp).
+using Joined = std::tuple<int64_t, int64_t, int64_t, int64_t>;
+
+// The windows of `time` for windows of `size` every `slide` ms: their last timestamps.
+std::vector<int64_t> windowEnds(int64_t time, int64_t size, int64_t slide) {
+  std::vector<int64_t> ends;
+  for (int64_t start = time - time % slide; start > time - size; start -= slide) ends.push_back(start + size - 1);
+  return ends;
+}
+
+std::vector<Joined> bruteForceWindowJoin(const std::vector<Event>& left, const std::vector<Event>& right, int64_t size,
+                                         int64_t slide) {
+  std::vector<Joined> pairs;
+  for (auto& l : left)
+    for (auto& r : right) {
+      if (l.key != r.key) continue;
+      auto rightEnds = windowEnds(r.time, size, slide);
+      for (int64_t end : windowEnds(l.time, size, slide))
+        if (std::find(rightEnds.begin(), rightEnds.end(), end) != rightEnds.end())
+          pairs.push_back({l.key, l.value, r.value, end});
+    }
+  std::sort(pairs.begin(), pairs.end());
+  return pairs;
+}
+
+struct StampWindow : ProcessFunction<Joined, Joined> {
+  void processElement(const Joined& j, Context& ctx, Collector<Joined>& out) override {
+    Joined stamped = j;
+    std::get<3>(stamped) = ctx.timestamp().value_or(-1);
+    out.collect(stamped);
+  }
+};
+
+// A JoinFunction with a lifecycle: what it emits depends on open() having run.
+struct TagPairs : JoinFunction<Event, Event, Joined> {
+  int64_t opened = 0;
+  void open() override { opened = getRuntimeContext().getNumberOfParallelSubtasks() > 0 ? 1 : 0; }
+  Joined join(const Event& l, const Event& r) override {
+    if (opened != 1) throw std::logic_error("join before open()");
+    return {l.key, l.value, r.value, 0};
+  }
+};
+
+template <class Build>
+std::vector<Joined> runWindowJoin(const std::vector<Event>& left, const std::vector<Event>& right, int parallelism,
+                                  Build build) {
+  StreamExecutionEnvironment env;
+  env.setParallelism(parallelism);
+  CollectSink<Joined> sink;
+  auto l = env.fromSource(detail::CollectionSource<Event>(left), punctuated(40), "left");
+  auto r = env.fromSource(detail::CollectionSource<Event>(right), punctuated(40), "right");
+  build(l, r).process(StampWindow{}).sinkTo(sink);
+  env.execute("window join");
+  auto got = sink.getResults();
+  std::sort(got.begin(), got.end());
+  return got;
+}
+
+auto byKey = [](const Event& e) { return e.key; };
+
+TEST(WindowJoin, TumblingPairsEqualABruteForceAtEveryParallelism) {
+  auto left = side(3000, 1), right = side(2000, 5);
+  auto expected = bruteForceWindowJoin(left, right, 50, 50);
+  ASSERT_GT(expected.size(), 5000u);
+  for (int p : {1, 2, 4}) {
+    auto got = runWindowJoin(left, right, p, [](auto& l, auto& r) {
+      return l.join(r).where(byKey).equalTo(byKey).window(TumblingEventTimeWindows::of(50ms)).apply(
+          [](const Event& a, const Event& b) { return Joined{a.key, a.value, b.value, 0}; });
+    });
+    EXPECT_EQ(got, expected) << "parallelism " << p;
+  }
+}
+
+TEST(WindowJoin, SlidingWindowsPairOncePerSharedWindow) {
+  auto left = side(1500, 2), right = side(1500, 3);
+  auto expected = bruteForceWindowJoin(left, right, 60, 20);
+  auto got = runWindowJoin(left, right, 2, [](auto& l, auto& r) {
+    return l.join(r).where(byKey).equalTo(byKey).window(SlidingEventTimeWindows::of(60ms, 20ms)).apply(TagPairs{});
+  });
+  EXPECT_EQ(got, expected);
+}
+
+TEST(WindowJoin, FlatJoinEmitsWhatTheFunctionCollects) {
+  auto left = side(1000, 1), right = side(1000, 4);
+  std::vector<Joined> expected;
+  for (const Joined& j : bruteForceWindowJoin(left, right, 30, 30))
+    if ((std::get<1>(j) + std::get<2>(j)) % 3 == 0) expected.push_back(j);
+  auto got = runWindowJoin(left, right, 2, [](auto& l, auto& r) {
+    return l.join(r).where(byKey).equalTo(byKey).window(TumblingEventTimeWindows::of(30ms)).template apply<Joined>(
+        [](const Event& a, const Event& b, Collector<Joined>& out) {
+          if ((a.value + b.value) % 3 == 0) out.collect({a.key, a.value, b.value, 0});
+        });
+  });
+  EXPECT_EQ(got, expected);
+}
+
+// A left outer join by coGroup: a left record without a partner in its window pairs
+// with -1. Right records without a partner are dropped.
+TEST(WindowCoGroup, ExpressesALeftOuterJoin) {
+  auto left = side(2000, 1), right = side(300, 7);
+  std::vector<Joined> expected = bruteForceWindowJoin(left, right, 40, 40);
+  for (const Event& l : left) {
+    int64_t end = windowEnds(l.time, 40, 40)[0];
+    bool matched = std::any_of(right.begin(), right.end(),
+                               [&](const Event& r) { return r.key == l.key && windowEnds(r.time, 40, 40)[0] == end; });
+    if (!matched) expected.push_back({l.key, l.value, -1, end});
+  }
+  std::sort(expected.begin(), expected.end());
+  ASSERT_GT(std::count_if(expected.begin(), expected.end(), [](const Joined& j) { return std::get<2>(j) == -1; }), 100);
+  for (int p : {1, 3}) {
+    auto got = runWindowJoin(left, right, p, [](auto& l, auto& r) {
+      return l.coGroup(r).where(byKey).equalTo(byKey).window(TumblingEventTimeWindows::of(40ms)).template apply<Joined>(
+          [](std::span<const Event> as, std::span<const Event> bs, Collector<Joined>& out) {
+            for (const Event& a : as) {
+              if (bs.empty()) out.collect({a.key, a.value, -1, 0});
+              for (const Event& b : bs) out.collect({a.key, a.value, b.value, 0});
+            }
+          });
+    });
+    EXPECT_EQ(got, expected) << "parallelism " << p;
+  }
+}
+
+// Per key and session: how many records each side had. Sessions merge across both
+// inputs (a left record can bridge two right records' sessions).
+struct CountSides : CoGroupFunction<Event, Event, Joined> {
+  void coGroup(std::span<const Event> as, std::span<const Event> bs, Collector<Joined>& out) override {
+    int64_t key = as.empty() ? bs[0].key : as[0].key;
+    out.collect({key, static_cast<int64_t>(as.size()), static_cast<int64_t>(bs.size()), 0});
+  }
+};
+
+TEST(WindowCoGroup, SessionsMergeAcrossBothInputs) {
+  // Key 1: left at 0, 20, 40 and right at 10, 30 with a gap of 15 make one session
+  // [0, 55); right at 100 is a session of its own. Key 2: left only.
+  std::vector<Event> left{{1, 0, 0}, {1, 20, 1}, {1, 40, 2}, {2, 5, 3}};
+  std::vector<Event> right{{1, 10, 4}, {1, 30, 5}, {1, 100, 6}};
+  auto got = runWindowJoin(left, right, 2, [](auto& l, auto& r) {
+    return l.coGroup(r).where(byKey).equalTo(byKey).window(EventTimeSessionWindows::withGap(15ms)).apply(CountSides{});
+  });
+  std::vector<Joined> expected{{1, 0, 1, 114}, {1, 3, 2, 54}, {2, 1, 0, 19}};
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(got, expected);
+}
+
+TEST(WindowJoin, TaggedRecordsRoundTripAndACorruptTagIsAnError) {
+  using Tagged = detail::TaggedUnion<Event, std::string>;
+  DataOutput out;
+  Serializer<Tagged>::serialize(Tagged{Event{1, 2, 3}, std::nullopt}, out);
+  Serializer<Tagged>::serialize(Tagged{std::nullopt, "right"}, out);
+  DataInput in(out.data());
+  auto one = Serializer<Tagged>::deserialize(in);
+  auto two = Serializer<Tagged>::deserialize(in);
+  EXPECT_EQ(one.one, (Event{1, 2, 3}));
+  EXPECT_FALSE(one.two);
+  EXPECT_EQ(two.two, "right");
+  EXPECT_FALSE(two.one);
+  DataOutput neither;
+  Serializer<Tagged>::serialize(Tagged{}, neither);
+  DataInput bad(neither.data());
+  EXPECT_THROW(Serializer<Tagged>::deserialize(bad), SerializationError);
+}
+
+}  // namespace
+}  // namespace weir
