@@ -205,7 +205,7 @@ class BroadcastProcessFunction : public RichFunction {
 };
 
 // Processes a keyed stream (IN1, key KS) connected with a broadcast stream (IN2). The
-// keyed side has the current key, keyed state and event-time timers; the broadcast side
+// keyed side has the current key, keyed state and timers; the broadcast side
 // can reach every key's state with applyToKeyedState.
 template <class KS, class IN1, class IN2, class OUT>
 class KeyedBroadcastProcessFunction : public RichFunction {
@@ -222,8 +222,10 @@ class KeyedBroadcastProcessFunction : public RichFunction {
     const KS& getCurrentKey() const { return timers_->currentKey(); }
     TimerService& timerService() { return timerService_; }
 
-   private:
+   protected:
     detail::KeyedTimers<KS>* timers_;
+
+   private:
     TimerService timerService_;
   };
 
@@ -253,7 +255,7 @@ class KeyedBroadcastProcessFunction : public RichFunction {
   class OnTimerContext : public ReadOnlyContext {
    public:
     using ReadOnlyContext::ReadOnlyContext;
-    TimeDomain timeDomain() const { return TimeDomain::EVENT_TIME; }
+    TimeDomain timeDomain() const { return this->timers_->timerDomain(); }
   };
 
   virtual void processElement(const IN1& value, ReadOnlyContext& ctx, Collector<OUT>& out) = 0;

@@ -1,6 +1,6 @@
-// Processing time: where weir reads "now" for state TTL (and, later, processing-time
-// timers). A job uses the system clock unless a test injects a ManualClock, so tests
-// advance time instead of sleeping.
+// Processing time: where weir reads "now" for state TTL, processing-time timers and
+// processing-time windows. A job uses the system clock unless a test injects a
+// ManualClock, so tests advance time instead of sleeping.
 #pragma once
 
 #include <atomic>
@@ -17,6 +17,13 @@ class Clock {
   virtual ~Clock() = default;
   // Milliseconds since the epoch.
   virtual int64_t currentTimeMillis() const = 0;
+  // How long a subtask waiting for a processing-time timer at `millis` may sleep before
+  // it reads the clock again (new records wake it sooner). A clock that can be moved at
+  // any moment is read again every millisecond, which is the default.
+  virtual std::chrono::milliseconds sleepUntil(int64_t millis) const {
+    (void)millis;
+    return std::chrono::milliseconds(1);
+  }
 };
 
 class SystemClock final : public Clock {
@@ -25,6 +32,12 @@ class SystemClock final : public Clock {
     return std::chrono::duration_cast<std::chrono::milliseconds>(
                std::chrono::system_clock::now().time_since_epoch())
         .count();
+  }
+  // Until the timer is due, but at most 100 ms, so a step of the system clock delays a
+  // timer by no more than that.
+  std::chrono::milliseconds sleepUntil(int64_t millis) const override {
+    int64_t wait = millis - currentTimeMillis();
+    return std::chrono::milliseconds(wait < 0 ? 0 : wait > 100 ? 100 : wait);
   }
 };
 

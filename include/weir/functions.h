@@ -18,6 +18,9 @@
 
 namespace weir {
 
+// Which clock a timer or window follows: the records' timestamps and watermarks, or the
+// job's processing-time clock.
+enum class TimeDomain { EVENT_TIME, PROCESSING_TIME };
 
 // A function with a lifecycle: open() before the first record, close() after the last
 // (also when the job fails or is cancelled). Each parallel instance gets its own copy.
@@ -180,7 +183,7 @@ class ProcessFunction : public RichFunction {
   using InputType = IN;
   using OutputType = OUT;
 
-  // Time as the operator sees it. Registering timers needs a keyed stream (not built yet).
+  // Time as the operator sees it. Timers need a keyed stream: see KeyedProcessFunction.
   class TimerService {
    public:
     TimerService(const int64_t* watermark, const Clock* clock) : watermark_(watermark), clock_(clock) {}

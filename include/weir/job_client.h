@@ -40,7 +40,7 @@ struct JobMetrics {
     int parallelism = 0;
     bool isSource = false;
     bool isSink = false;
-    uint64_t numRecordsIn = 0;   // records received from channels
+    uint64_t numRecordsIn = 0;   // records received from channels and processed
     uint64_t numRecordsOut = 0;  // records sent to channels or written by a sink
     uint64_t numSourceRecords = 0;  // records produced by the source at the chain's head
     uint64_t numLateRecordsDropped = 0;  // too late for every window they belonged to

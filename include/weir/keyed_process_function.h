@@ -1,6 +1,5 @@
-// Processes the records of a keyed stream with access to the key and to event-time
-// timers (Flink's KeyedProcessFunction). Processing time can be read (from the job's
-// clock); processing-time timers are not built yet.
+// Processes the records of a keyed stream with access to the key and to event-time and
+// processing-time timers (Flink's KeyedProcessFunction).
 #pragma once
 
 #include <cstdint>
@@ -9,8 +8,6 @@
 #include "weir/functions.h"
 
 namespace weir {
-
-enum class TimeDomain { EVENT_TIME, PROCESSING_TIME };
 
 namespace detail {
 class JoinContextAccess;
@@ -23,7 +20,11 @@ class KeyedTimers {
   virtual int64_t currentProcessingTime() const = 0;
   virtual void registerEventTimeTimer(int64_t time) = 0;
   virtual void deleteEventTimeTimer(int64_t time) = 0;
+  virtual void registerProcessingTimeTimer(int64_t time) = 0;
+  virtual void deleteProcessingTimeTimer(int64_t time) = 0;
   virtual const K& currentKey() const = 0;
+  // Of the timer firing now.
+  virtual TimeDomain timerDomain() const = 0;
 };
 }  // namespace detail
 
@@ -34,8 +35,11 @@ class KeyedProcessFunction : public RichFunction {
   using InputType = IN;
   using OutputType = OUT;
 
-  // Timers of the current key. One timer per key and time: registering it again does
-  // nothing; event-time timers fire, in time order, when the watermark reaches them.
+  // Timers of the current key. One timer per key, domain and time: registering it again
+  // does nothing. Event-time timers fire, in time order, when the watermark reaches them;
+  // processing-time timers when the job's clock does (between batches, never after the
+  // end of the input, as in Flink). Both are part of checkpoints; a restored
+  // processing-time timer whose time has passed fires at once.
   class TimerService {
    public:
     explicit TimerService(detail::KeyedTimers<K>* timers) : timers_(timers) {}
@@ -44,6 +48,8 @@ class KeyedProcessFunction : public RichFunction {
     int64_t currentProcessingTime() const { return timers_->currentProcessingTime(); }
     void registerEventTimeTimer(int64_t time) { timers_->registerEventTimeTimer(time); }
     void deleteEventTimeTimer(int64_t time) { timers_->deleteEventTimeTimer(time); }
+    void registerProcessingTimeTimer(int64_t time) { timers_->registerProcessingTimeTimer(time); }
+    void deleteProcessingTimeTimer(int64_t time) { timers_->deleteProcessingTimeTimer(time); }
 
    private:
     detail::KeyedTimers<K>* timers_;
@@ -63,6 +69,9 @@ class KeyedProcessFunction : public RichFunction {
     }
     void setTimestamp(std::optional<int64_t> timestamp) { timestamp_ = timestamp; }
 
+   protected:
+    const detail::KeyedTimers<K>* timers() const { return timers_; }
+
    private:
     friend class detail::JoinContextAccess;
     TimerService timerService_;
@@ -74,11 +83,12 @@ class KeyedProcessFunction : public RichFunction {
   class OnTimerContext : public Context {
    public:
     using Context::Context;
-    TimeDomain timeDomain() const { return TimeDomain::EVENT_TIME; }
+    TimeDomain timeDomain() const { return this->timers()->timerDomain(); }
   };
 
   virtual void processElement(const IN& value, Context& ctx, Collector<OUT>& out) = 0;
-  // A timer of the current key fired; what it emits carries `timestamp`.
+  // A timer of the current key fired; what an event-time timer emits carries `timestamp`,
+  // what a processing-time timer emits carries no timestamp (as in Flink).
   virtual void onTimer(int64_t timestamp, OnTimerContext& ctx, Collector<OUT>& out) {}
 };
 

@@ -170,8 +170,8 @@ class KeyedStream : public DataStream<T> {
     }
   }
 
-  // Event-time windows of this stream, by `assigner` (TumblingEventTimeWindows,
-  // SlidingEventTimeWindows, EventTimeSessionWindows).
+  // Windows of this stream, by `assigner`: Tumbling / Sliding EventTimeWindows and
+  // EventTimeSessionWindows, or their ProcessingTime counterparts.
   template <class Assigner>
   WindowedStream<T, K, KeySelector, Assigner> window(Assigner assigner) {
     return WindowedStream<T, K, KeySelector, Assigner>(this->graph_, this->id_, keySelector_, std::move(assigner));

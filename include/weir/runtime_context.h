@@ -8,6 +8,7 @@
 #include "weir/checkpointed_function.h"
 #include "weir/clock.h"
 #include "weir/detail/operator_snapshot.h"
+#include "weir/detail/processing_time_service.h"
 #include "weir/detail/state_factory.h"
 #include "weir/state.h"
 #include "weir/state_backend.h"
@@ -60,6 +61,13 @@ class RuntimeContext {
   // Processing time: the job's clock (env.setClock), the system clock by default.
   const std::shared_ptr<const Clock>& clock() const { return clock_; }
   void setClock(std::shared_ptr<const Clock> clock) { clock_ = std::move(clock); }
+  // The subtask's processing-time timers (set by the runtime before open()).
+  detail::ProcessingTimeService& processingTimeService() {
+    if (processingTime_ == nullptr)
+      throw Error(ErrorCode::kInvalidJob, "operator '" + taskName_ + "' has no processing-time timer service");
+    return *processingTime_;
+  }
+  void setProcessingTimeService(detail::ProcessingTimeService* service) { processingTime_ = service; }
   // How often periodic watermarks are emitted (env.setAutoWatermarkInterval).
   std::chrono::milliseconds getAutoWatermarkInterval() const { return autoWatermarkInterval_; }
   void setAutoWatermarkInterval(std::chrono::milliseconds interval) { autoWatermarkInterval_ = interval; }
@@ -100,6 +108,7 @@ class RuntimeContext {
   std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
   std::chrono::milliseconds autoWatermarkInterval_{200};
   detail::KeyedStateStore* keyedStore_ = nullptr;
+  detail::ProcessingTimeService* processingTime_ = nullptr;
   std::unique_ptr<detail::OperatorStateRegistry> operatorState_;
   std::unique_ptr<detail::RestoredOperatorState> restored_;
 };

@@ -1,4 +1,4 @@
-// Event-time windows: what a window is, and the assigners that put records into them.
+// Windows: what a window is, and the assigners that put records into them.
 #pragma once
 
 #include <algorithm>
@@ -19,7 +19,7 @@
 
 namespace weir {
 
-// A window of event time [start, end), end exclusive (Flink's TimeWindow).
+// A window of time [start, end), end exclusive (Flink's TimeWindow).
 struct TimeWindow {
   int64_t start = 0;
   int64_t end = 0;
@@ -51,18 +51,33 @@ inline int64_t saturatingAdd(int64_t a, int64_t b) {
 }
 }  // namespace detail
 
+// The window assigners exist in both time domains, with Flink's names:
+// TumblingEventTimeWindows / TumblingProcessingTimeWindows, SlidingEventTimeWindows /
+// SlidingProcessingTimeWindows, EventTimeSessionWindows / ProcessingTimeSessionWindows.
+// In processing time a record's windows follow the job's clock when the window operator
+// takes it (its timestamp is not used, and need not exist), and a window fires when the
+// clock passes its end; no record is late.
+namespace detail {
+template <TimeDomain D>
+constexpr const char* assignerName(const char* eventTime, const char* processingTime) {
+  return D == TimeDomain::EVENT_TIME ? eventTime : processingTime;
+}
+}  // namespace detail
+
 // Windows of a fixed size that do not overlap: [offset + k·size, offset + (k+1)·size).
-class TumblingEventTimeWindows {
+template <TimeDomain D>
+class TumblingWindows {
  public:
+  static constexpr TimeDomain kDomain = D;
   // Throws weir::Error when size ≤ 0 or |offset| ≥ size.
-  static TumblingEventTimeWindows of(std::chrono::milliseconds size,
-                                     std::chrono::milliseconds offset = std::chrono::milliseconds(0)) {
+  static TumblingWindows of(std::chrono::milliseconds size, std::chrono::milliseconds offset = std::chrono::milliseconds(0)) {
+    const std::string name = detail::assignerName<D>("TumblingEventTimeWindows", "TumblingProcessingTimeWindows");
     if (size.count() <= 0)
-      throw Error(ErrorCode::kInvalidArgument, "TumblingEventTimeWindows: the size must be positive, got " +
-                                                   std::to_string(size.count()) + " ms");
+      throw Error(ErrorCode::kInvalidArgument,
+                  name + ": the size must be positive, got " + std::to_string(size.count()) + " ms");
     if (offset.count() <= -size.count() || offset.count() >= size.count())
-      throw Error(ErrorCode::kInvalidArgument, "TumblingEventTimeWindows: the offset must be smaller than the size");
-    return TumblingEventTimeWindows(size.count(), offset.count());
+      throw Error(ErrorCode::kInvalidArgument, name + ": the offset must be smaller than the size");
+    return TumblingWindows(size.count(), offset.count());
   }
   template <class Out>
   void assignWindows(int64_t timestamp, Out&& out) const {
@@ -72,25 +87,30 @@ class TumblingEventTimeWindows {
   int64_t size() const { return size_; }
 
  private:
-  TumblingEventTimeWindows(int64_t size, int64_t offset) : size_(size), offset_(offset) {}
+  TumblingWindows(int64_t size, int64_t offset) : size_(size), offset_(offset) {}
   int64_t size_;
   int64_t offset_;
 };
+using TumblingEventTimeWindows = TumblingWindows<TimeDomain::EVENT_TIME>;
+using TumblingProcessingTimeWindows = TumblingWindows<TimeDomain::PROCESSING_TIME>;
 
 // Windows of a fixed size that start every `slide`: a record belongs to size / slide of
 // them.
-class SlidingEventTimeWindows {
+template <TimeDomain D>
+class SlidingWindows {
  public:
+  static constexpr TimeDomain kDomain = D;
   // Throws weir::Error when size ≤ 0, slide ≤ 0, slide > size, or |offset| ≥ slide.
-  static SlidingEventTimeWindows of(std::chrono::milliseconds size, std::chrono::milliseconds slide,
-                                    std::chrono::milliseconds offset = std::chrono::milliseconds(0)) {
+  static SlidingWindows of(std::chrono::milliseconds size, std::chrono::milliseconds slide,
+                           std::chrono::milliseconds offset = std::chrono::milliseconds(0)) {
+    const std::string name = detail::assignerName<D>("SlidingEventTimeWindows", "SlidingProcessingTimeWindows");
     if (size.count() <= 0 || slide.count() <= 0 || slide.count() > size.count())
-      throw Error(ErrorCode::kInvalidArgument, "SlidingEventTimeWindows: need 0 < slide <= size, got size " +
+      throw Error(ErrorCode::kInvalidArgument, name + ": need 0 < slide <= size, got size " +
                                                    std::to_string(size.count()) + " ms and slide " +
                                                    std::to_string(slide.count()) + " ms");
     if (offset.count() <= -slide.count() || offset.count() >= slide.count())
-      throw Error(ErrorCode::kInvalidArgument, "SlidingEventTimeWindows: the offset must be smaller than the slide");
-    return SlidingEventTimeWindows(size.count(), slide.count(), offset.count());
+      throw Error(ErrorCode::kInvalidArgument, name + ": the offset must be smaller than the slide");
+    return SlidingWindows(size.count(), slide.count(), offset.count());
   }
   template <class Out>
   void assignWindows(int64_t timestamp, Out&& out) const {
@@ -112,49 +132,23 @@ class SlidingEventTimeWindows {
   }
 
  private:
-  SlidingEventTimeWindows(int64_t size, int64_t slide, int64_t offset)
+  SlidingWindows(int64_t size, int64_t slide, int64_t offset)
       : size_(size), slide_(slide), offset_(offset), pane_(std::gcd(size, slide)) {}
   int64_t size_;
   int64_t slide_;
   int64_t offset_;
   int64_t pane_;
 };
+using SlidingEventTimeWindows = SlidingWindows<TimeDomain::EVENT_TIME>;
+using SlidingProcessingTimeWindows = SlidingWindows<TimeDomain::PROCESSING_TIME>;
 
-// Sessions: a record at t opens the window [t, t + gap), and windows of a key that
-// overlap or touch merge into one, so a session ends after a gap without records. A late
-// record that bridges two sessions merges them.
-class EventTimeSessionWindows {
+// Sessions whose gap each record sets (withDynamicGap).
+template <TimeDomain D, class F>
+class DynamicSessionWindows {
  public:
+  static constexpr TimeDomain kDomain = D;
   static constexpr bool kMerging = true;
-  // Throws weir::Error when gap ≤ 0.
-  static EventTimeSessionWindows withGap(std::chrono::milliseconds gap) {
-    if (gap.count() <= 0)
-      throw Error(ErrorCode::kInvalidArgument, "EventTimeSessionWindows: the gap must be positive, got " +
-                                                   std::to_string(gap.count()) + " ms");
-    return EventTimeSessionWindows(gap.count());
-  }
-  // The gap is computed per record by `extractor` (Flink's SessionWindowTimeGapExtractor):
-  // callable on the record, returning std::chrono::milliseconds or a count of ms. A gap
-  // ≤ 0 fails the job, naming the operator. Defined below.
-  template <class F>
-  static auto withDynamicGap(F extractor);
-
-  template <class T>
-  TimeWindow assignWindow(const T&, int64_t timestamp) const {
-    return {timestamp, detail::saturatingAdd(timestamp, gap_)};
-  }
-
- private:
-  explicit EventTimeSessionWindows(int64_t gap) : gap_(gap) {}
-  int64_t gap_;
-};
-
-// Sessions whose gap each record sets (EventTimeSessionWindows::withDynamicGap).
-template <class F>
-class DynamicEventTimeSessionWindows {
- public:
-  static constexpr bool kMerging = true;
-  explicit DynamicEventTimeSessionWindows(F extractor) : extractor_(std::move(extractor)) {}
+  explicit DynamicSessionWindows(F extractor) : extractor_(std::move(extractor)) {}
 
   template <class T>
   TimeWindow assignWindow(const T& record, int64_t timestamp) const {
@@ -175,10 +169,41 @@ class DynamicEventTimeSessionWindows {
   F extractor_;
 };
 
-template <class F>
-auto EventTimeSessionWindows::withDynamicGap(F extractor) {
-  return DynamicEventTimeSessionWindows<F>(std::move(extractor));
-}
+// Sessions: a record at t opens the window [t, t + gap), and windows of a key that
+// overlap or touch merge into one, so a session ends after a gap without records. A late
+// record that bridges two sessions merges them.
+template <TimeDomain D>
+class SessionWindows {
+ public:
+  static constexpr TimeDomain kDomain = D;
+  static constexpr bool kMerging = true;
+  // Throws weir::Error when gap ≤ 0.
+  static SessionWindows withGap(std::chrono::milliseconds gap) {
+    if (gap.count() <= 0)
+      throw Error(ErrorCode::kInvalidArgument,
+                  std::string(detail::assignerName<D>("EventTimeSessionWindows", "ProcessingTimeSessionWindows")) +
+                      ": the gap must be positive, got " + std::to_string(gap.count()) + " ms");
+    return SessionWindows(gap.count());
+  }
+  // The gap is computed per record by `extractor` (Flink's SessionWindowTimeGapExtractor):
+  // callable on the record, returning std::chrono::milliseconds or a count of ms. A gap
+  // ≤ 0 fails the job, naming the operator.
+  template <class F>
+  static DynamicSessionWindows<D, F> withDynamicGap(F extractor) {
+    return DynamicSessionWindows<D, F>(std::move(extractor));
+  }
+
+  template <class T>
+  TimeWindow assignWindow(const T&, int64_t timestamp) const {
+    return {timestamp, detail::saturatingAdd(timestamp, gap_)};
+  }
+
+ private:
+  explicit SessionWindows(int64_t gap) : gap_(gap) {}
+  int64_t gap_;
+};
+using EventTimeSessionWindows = SessionWindows<TimeDomain::EVENT_TIME>;
+using ProcessingTimeSessionWindows = SessionWindows<TimeDomain::PROCESSING_TIME>;
 
 // Assigners whose windows merge (sessions) give one window per record, which the window
 // operator merges with the key's windows it intersects.
@@ -187,6 +212,9 @@ concept MergingWindowAssigner = A::kMerging;
 // Assigners whose overlapping windows are unions of panes (SlidingEventTimeWindows).
 template <class A>
 concept PanedWindowAssigner = A::kPaned;
+// Assigners that follow the job's clock instead of the records' timestamps.
+template <class A>
+concept ProcessingTimeWindowAssigner = A::kDomain == TimeDomain::PROCESSING_TIME;
 
 template <>
 struct KeyHash<TimeWindow> {

@@ -190,7 +190,7 @@ class Restore {
     int old = files->front()->parallelism;
     auto original = node.createEnumerator(old);
     std::deque<std::unique_ptr<SourceSplit>> remaining;
-    for (int reader = 0; reader < old; ++reader) {
+    for (int reader = 0; original != nullptr && reader < old; ++reader) {  // null: a source without splits
       while (auto split = original->nextSplit(reader)) {
         if (!skip.contains(split->splitId())) remaining.push_back(std::move(split));
       }
@@ -482,6 +482,7 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
                                                                graph.maxParallelism));
       task.contexts.back()->setStateBackend(graph.stateBackend);
       task.contexts.back()->setClock(graph.clock);
+      task.contexts.back()->setProcessingTimeService(&task.processingTime);
       task.contexts.back()->setAutoWatermarkInterval(graph.autoWatermarkInterval);
       task.contexts.back()->setRestored(restore.stateOf(id, task.index, vertex.parallelism));
       task.operatorIds.push_back(plan.operatorIds[static_cast<size_t>(id)]);
@@ -858,8 +859,11 @@ void JobExecution::runInputs(Subtask& task) {
     aligning = 0;
     arrived.assign(n, false);
   };
+  ProcessingTimeService& timers = task.processingTime;
+  const Clock& clock = *task.contexts.front()->clock();
   while (endedCount < n) {
     task.mailbox.runPending();
+    if (!timers.empty()) timers.fireDue(clock.currentTimeMillis());
     bool progress = false;
     for (size_t i = 0; i < n; ++i) {
       if (ended[i] || (align && arrived[i])) continue;
@@ -892,9 +896,15 @@ void JobExecution::runInputs(Subtask& task) {
       }
     }
     if (!progress) {
-      task.metrics.idle([&] { task.signal.wait(); });
+      if (timers.empty()) {
+        task.metrics.idle([&] { task.signal.wait(); });
+      } else {
+        auto wake = std::chrono::steady_clock::now() + clock.sleepUntil(timers.nextTime());
+        task.metrics.idle([&] { task.signal.waitUntil(wake); });
+      }
     }
   }
+  timers.quiesce();  // timers still pending do not fire after the end of input
   task.headInput->endInput();
 }
 
@@ -1018,7 +1028,7 @@ std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
   if (!attempt) return out;
   for (const auto& t : attempt->subtasks) {
     SubtaskSample s;
-    s.numRecordsIn = t->metrics.numRecordsIn.load(std::memory_order_relaxed);
+    s.numRecordsIn = t->metrics.numRecordsIn.load(std::memory_order_acquire);
     s.numRecordsOut = t->metrics.numRecordsOut.load(std::memory_order_relaxed);
     s.numSourceRecords = t->metrics.numSourceRecords.load(std::memory_order_relaxed);
     s.idleTimeNanos = t->metrics.idleTimeNow();
@@ -1120,7 +1130,7 @@ JobMetrics JobExecution::metrics() const {
   if (attempt) {
     for (const auto& t : attempt->subtasks) {
       auto& out = m.vertices[static_cast<size_t>(t->vertex)];
-      out.numRecordsIn += t->metrics.numRecordsIn.load(std::memory_order_relaxed);
+      out.numRecordsIn += t->metrics.numRecordsIn.load(std::memory_order_acquire);
       out.numRecordsOut += t->metrics.numRecordsOut.load(std::memory_order_relaxed);
       out.numSourceRecords += t->metrics.numSourceRecords.load(std::memory_order_relaxed);
       out.numLateRecordsDropped += t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);

@@ -28,6 +28,7 @@ struct Subtask {
   TaskSignal signal;
   Mailbox mailbox;
   TaskMetrics metrics;
+  ProcessingTimeService processingTime;  // the chain's processing-time timers
   std::vector<std::unique_ptr<RuntimeContext>> contexts;
   std::vector<std::unique_ptr<StreamOperator>> operators;  // in chain order
   std::vector<std::string> operatorIds;                    // per operator: its id in checkpoints

@@ -96,6 +96,10 @@ class KeyedBroadcastProcessOperator final
     typename F::OnTimerContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
     this->advanceWatermark(watermark, ctx);
   }
+  void onProcessingTime(int64_t now) override {
+    typename F::OnTimerContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
+    this->advanceProcessingTime(now, ctx);
+  }
 
  private:
   const Clock* clock() { return this->context().clock().get(); }

@@ -52,6 +52,10 @@ class KeyedCoProcessOperator final : public KeyedFunctionOperator<IN1, typename 
     typename F::OnTimerContext ctx(this, &this->sideOutputs_);
     this->advanceWatermark(watermark, ctx);
   }
+  void onProcessingTime(int64_t now) override {
+    typename F::OnTimerContext ctx(this, &this->sideOutputs_);
+    this->advanceProcessingTime(now, ctx);
+  }
 
  private:
   Selector2 secondSelector_;

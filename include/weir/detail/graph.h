@@ -58,8 +58,10 @@ class ChannelInput final : public ChannelInputBase {
       }
       return Poll::kProcessed;
     }
-    metrics_->numRecordsIn.fetch_add(message_.records.size(), std::memory_order_relaxed);
+    const size_t count = message_.records.size();
     target_->emitBatch(message_.records, message_.timestamps);
+    // Counted once processed: a reader that sees the count sees the records' effects.
+    metrics_->numRecordsIn.fetch_add(count, std::memory_order_release);
     channel_->recycle(message_);
     return Poll::kProcessed;
   }

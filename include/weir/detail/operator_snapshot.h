@@ -16,6 +16,7 @@ namespace weir::detail {
 // Names of the states weir itself keeps beside the user's; they start with '_', which
 // user state names may use too without clashing, as these are per operator.
 inline constexpr const char* kTimersState = "_timers";
+inline constexpr const char* kProcessingTimersState = "_processing_timers";
 inline constexpr const char* kRollingState = "_rolling";
 inline constexpr const char* kSourceSplitsState = "_source_splits";
 inline constexpr const char* kAssignedSplitsState = "_assigned_splits";

@@ -271,10 +271,14 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
 namespace weir::detail {
 
 // What keyed operators with a function share: the keyed state of their subtask, the
-// current key (of the function's context and its state) and event-time timers, fired in
-// time order when the watermark passes them (before it is passed on).
+// current key (of the function's context and its state) and timers: event-time ones fire
+// in time order when the watermark passes them (before it is passed on), processing-time
+// ones when the subtask's clock does. Each operator calls advanceWatermark and
+// advanceProcessingTime with its function's OnTimerContext.
 template <class T, class OUT, class K, class KeySelector, class F>
-class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>, protected KeyedTimers<K> {
+class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
+                              protected KeyedTimers<K>,
+                              protected ProcessingTimeCallback {
  public:
   KeyedFunctionOperator(KeySelector keySelector, F fn)
       : CollectingOperator<T, OUT, F>(std::move(fn)), keySelector_(std::move(keySelector)) {}
@@ -286,7 +290,8 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>, protected Ke
           context.stateBackend(), context.getMaxNumberOfParallelSubtasks(),
           context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock());
       if (auto* restored = context.restored()) {
-        restoreTimers(restored->takeKeyed(kTimersState));
+        restoreTimers(restored->takeKeyed(kTimersState), timers_);
+        restoreTimers(restored->takeKeyed(kProcessingTimersState), processingTimers_);
         state_->setRestored(std::move(restored->keyed));
       }
     });
@@ -304,17 +309,8 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>, protected Ke
     CollectingOperator<T, OUT, F>::snapshotState(checkpointId, timestamp, out);
     out.keyed = state_->snapshot();
     if constexpr (Serializable<K>) {
-      // A timer is an entry keyed by its key, with its time as the namespace.
-      std::vector<OwnedStateEntry> timers;
-      DataOutput key;
-      int maxParallelism = state_->maxParallelism();
-      timers_.forEach([&](const K& k, int64_t time) {
-        key.clear();
-        Serializer<K>::serialize(k, key);
-        key.write(time);
-        timers.push_back({assignToKeyGroup(KeyHash<K>{}(k), maxParallelism), key.data(), {}});
-      });
-      out.keyed[kTimersState] = std::make_unique<MaterializedSnapshot>(std::move(timers));
+      out.keyed[kTimersState] = snapshotTimers(timers_);
+      out.keyed[kProcessingTimersState] = snapshotTimers(processingTimers_);
     }
   }
   void close() override {
@@ -339,41 +335,83 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>, protected Ke
   template <class OnTimerContext>
   void advanceWatermark(int64_t watermark, OnTimerContext& ctx) {
     watermark_ = watermark;
-    this->collecting([&](Collector<OUT>& collector) {
-      int64_t time;
-      while (timers_.pop(watermark, key_, time)) {
-        state_->setCurrentKey(key_);
-        this->stamp(collector, time);
-        ctx.setTimestamp(time);
-        this->fn_.onTimer(time, ctx, collector);
-      }
-    });
-    state_->clearCurrentKey();
+    fireTimers(timers_, TimeDomain::EVENT_TIME, watermark, ctx);
     this->forwardWatermark(watermark);
+  }
+  // Fires the processing-time timers the clock reached; what they emit has no timestamp.
+  template <class OnTimerContext>
+  void advanceProcessingTime(int64_t now, OnTimerContext& ctx) {
+    fireTimers(processingTimers_, TimeDomain::PROCESSING_TIME, now, ctx);
   }
 
   // KeyedTimers
   int64_t currentWatermark() const override { return watermark_; }
   int64_t currentProcessingTime() const override { return this->context_->clock()->currentTimeMillis(); }
   const K& currentKey() const override { return key_; }
+  TimeDomain timerDomain() const override { return firing_; }
   void registerEventTimeTimer(int64_t time) override { timers_.add(key_, time); }
   void deleteEventTimeTimer(int64_t time) override { timers_.remove(key_, time); }
+  void registerProcessingTimeTimer(int64_t time) override {
+    if (processingTimers_.add(key_, time)) this->context().processingTimeService().registerTimer(time, this);
+  }
+  void deleteProcessingTimeTimer(int64_t time) override { processingTimers_.remove(key_, time); }
 
-  void restoreTimers(const std::vector<OwnedStateEntry>& entries) {
+ private:
+  template <class OnTimerContext>
+  void fireTimers(TimerQueue<K>& queue, TimeDomain domain, int64_t upTo, OnTimerContext& ctx) {
+    firing_ = domain;
+    this->collecting([&](Collector<OUT>& collector) {
+      int64_t time;
+      while (queue.pop(upTo, key_, time)) {
+        state_->setCurrentKey(key_);
+        if (domain == TimeDomain::EVENT_TIME) {
+          this->stamp(collector, time);
+        } else {
+          collector.setTimestamp(false, 0);
+          this->sideOutputs_.setTimestamp(false, 0);
+        }
+        ctx.setTimestamp(time);
+        this->fn_.onTimer(time, ctx, collector);
+      }
+    });
+    state_->clearCurrentKey();
+  }
+
+  // A timer is an entry keyed by its key, with its time as the namespace.
+  std::unique_ptr<MaterializedSnapshot> snapshotTimers(const TimerQueue<K>& queue) const {
+    std::vector<OwnedStateEntry> timers;
+    DataOutput key;
+    int maxParallelism = state_->maxParallelism();
+    queue.forEach([&](const K& k, int64_t time) {
+      key.clear();
+      Serializer<K>::serialize(k, key);
+      key.write(time);
+      timers.push_back({assignToKeyGroup(KeyHash<K>{}(k), maxParallelism), key.data(), {}});
+    });
+    return std::make_unique<MaterializedSnapshot>(std::move(timers));
+  }
+  void restoreTimers(const std::vector<OwnedStateEntry>& entries, TimerQueue<K>& queue) {
     if constexpr (Serializable<K>) {
+      const bool processing = &queue == &processingTimers_;
       for (const auto& e : entries) {
         DataInput in(e.key);
-        K k = decodeState<K>(in, kTimersState, e.keyGroup);
-        timers_.add(k, in.read<int64_t>());
+        K k = decodeState<K>(in, processing ? kProcessingTimersState : kTimersState, e.keyGroup);
+        int64_t time = in.read<int64_t>();
+        if (queue.add(k, time) && processing) this->context().processingTimeService().registerTimer(time, this);
       }
     }
   }
 
+ protected:
   KeySelector keySelector_;
   K key_{};
   std::unique_ptr<KeyedStateBackend<K>> state_;
   int64_t watermark_ = INT64_MIN;
-  EventTimeTimers<K> timers_;
+
+ private:
+  TimerQueue<K> timers_;
+  TimerQueue<K> processingTimers_;
+  TimeDomain firing_ = TimeDomain::EVENT_TIME;
 };
 
 // The second input of a two-input operator: hands its batches to the operator's
@@ -408,6 +446,10 @@ class KeyedProcessOperator final : public KeyedFunctionOperator<T, typename F::O
   void emitWatermark(int64_t watermark) override {
     typename F::OnTimerContext ctx(this, &this->sideOutputs_);
     this->advanceWatermark(watermark, ctx);
+  }
+  void onProcessingTime(int64_t now) override {
+    typename F::OnTimerContext ctx(this, &this->sideOutputs_);
+    this->advanceProcessingTime(now, ctx);
   }
 };
 

@@ -13,7 +13,7 @@ inline int64_t steadyNanos() {
 }
 
 struct TaskMetrics {
-  std::atomic<uint64_t> numRecordsIn{0};       // received from channels
+  std::atomic<uint64_t> numRecordsIn{0};       // received from channels and processed
   std::atomic<uint64_t> numRecordsOut{0};      // sent to channels or written by a sink
   std::atomic<uint64_t> numSourceRecords{0};   // produced by a source reader
   std::atomic<int64_t> idleTimeNanos{0};       // waiting for input, finished waits

@@ -1,5 +1,5 @@
-// Event-time timers of a keyed operator, on the heap for now: one timer per (key, time),
-// fired in time order once the watermark reaches them.
+// Timers of a keyed operator in one time domain, on the heap for now: one timer per
+// (key, time), fired in time order once the watermark (or the clock) reaches them.
 #pragma once
 
 #include <cstdint>
@@ -14,11 +14,13 @@
 namespace weir::detail {
 
 template <class K>
-class EventTimeTimers {
+class TimerQueue {
  public:
-  // Registering a timer that exists does nothing.
-  void add(const K& key, int64_t time) {
-    if (live_.insert(std::pair<K, int64_t>{key, time}).second) queue_.push({time, key});
+  // Registering a timer that exists does nothing (and returns false).
+  bool add(const K& key, int64_t time) {
+    if (!live_.insert(std::pair<K, int64_t>{key, time}).second) return false;
+    queue_.push({time, key});
+    return true;
   }
   void remove(const K& key, int64_t time) { live_.erase(std::pair<K, int64_t>{key, time}); }
   // Calls f(key, time) for every live timer, in no particular order.
@@ -27,9 +29,9 @@ class EventTimeTimers {
     for (const auto& [key, time] : live_) f(key, time);
   }
 
-  // Takes the earliest live timer at or before `watermark`; false when there is none.
-  bool pop(int64_t watermark, K& key, int64_t& time) {
-    while (!queue_.empty() && queue_.top().first <= watermark) {
+  // Takes the earliest live timer at or before `upTo`; false when there is none.
+  bool pop(int64_t upTo, K& key, int64_t& time) {
+    while (!queue_.empty() && queue_.top().first <= upTo) {
       auto [t, k] = queue_.top();
       queue_.pop();
       if (live_.erase(std::pair<K, int64_t>{k, t}) == 0) continue;  // deleted

@@ -1,6 +1,8 @@
-// Keyed event-time windows: assigns each record to its windows, aggregates it into the
-// (key, window) accumulator, fires a window when the watermark passes its end, fires it
-// again for late records within the allowed lateness, and drops its state after that.
+// Keyed windows: assigns each record to its windows, aggregates it into the (key, window)
+// accumulator, fires a window when the watermark passes its end, fires it again for late
+// records within the allowed lateness, and drops its state after that. Processing-time
+// assigners use the job's clock for both: a record's windows are those of the clock's
+// time when its batch arrives, and a window fires when the clock passes its end.
 // Sessions merge: a record's window absorbs the key's windows it overlaps or touches.
 // Sliding windows are kept in panes that the windows combine when they fire.
 // Window contents and timers live on the heap (not yet on the state backends); a
@@ -15,6 +17,7 @@
 
 #include "weir/detail/function_traits.h"
 #include "weir/detail/operator_snapshot.h"
+#include "weir/detail/processing_time_service.h"
 #include "weir/detail/stream_operator.h"
 #include "weir/windows.h"
 
@@ -92,13 +95,13 @@ struct ProcessWindowPolicy {
 };
 
 template <class T, class K, class KeySelector, class Assigner, class Policy>
-class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
+class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, private ProcessingTimeCallback {
   using OUT = typename Policy::Out;
 
  public:
   WindowOperator(KeySelector keySelector, Assigner assigner, int64_t allowedLateness, int lateTag, Policy policy)
-      : keySelector_(std::move(keySelector)), assigner_(std::move(assigner)), allowedLateness_(allowedLateness),
-        lateTag_(lateTag), policy_(std::move(policy)) {}
+      : keySelector_(std::move(keySelector)), assigner_(std::move(assigner)),
+        allowedLateness_(kProcessingTime ? 0 : allowedLateness), lateTag_(lateTag), policy_(std::move(policy)) {}
 
   void open() override {
     if (auto* restored = this->context().restored()) restore(*restored);
@@ -168,7 +171,8 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
   }
 
   void emitBatch(std::span<T> records, Timestamps timestamps) override {
-    if (timestamps.empty() && !records.empty())
+    if constexpr (kProcessingTime) now_ = std::max(now_, this->context().clock()->currentTimeMillis());
+    else if (timestamps.empty() && !records.empty())
       throw OperatorFailure(this->name(), this->context_->getIndexOfThisSubtask(),
                             this->context_->getNumberOfParallelSubtasks(),
                             "event-time windows need timestamps: give the source a WatermarkStrategy with "
@@ -177,13 +181,14 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
     try {
       for (size_t i = 0; i < records.size(); ++i) {
         K key = std::invoke(keySelector_, records[i]);
+        const int64_t time = kProcessingTime ? now_ : timestamps[i];
         bool placed = false;
         if constexpr (kMerging) {
-          placed = placeInSession(key, records[i], timestamps[i], collector);
+          placed = placeInSession(key, records[i], time, collector);
         } else if constexpr (kPaned) {
-          placed = placeInPane(key, records[i], timestamps[i], collector);
+          placed = placeInPane(key, records[i], time, collector);
         } else {
-          assigner_.assignWindows(timestamps[i], [&](const TimeWindow& w) {
+          assigner_.assignWindows(time, [&](const TimeWindow& w) {
             if (isLate(w)) return;
             placed = true;
             // A window's timers are registered when its state is created; the state lives
@@ -208,9 +213,36 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
 
   void emitWatermark(int64_t watermark) override {
     watermark_ = std::max(watermark_, watermark);  // a restored one may be ahead of upstream's first
+    if constexpr (!kProcessingTime) fireTimers();
+    sideOutputs_.emitWatermark(watermark);
+    this->out_->emitWatermark(watermark);
+  }
+
+  void emitIdleness(bool idle) override {
+    sideOutputs_.emitIdleness(idle);
+    this->out_->emitIdleness(idle);
+  }
+  void endInput() override {
+    sideOutputs_.endInput();
+    this->out_->endInput();
+  }
+
+ private:
+  // ProcessingTimeCallback: the clock reached a time this operator asked to be called at.
+  void onProcessingTime(int64_t now) override {
+    if constexpr (kProcessingTime) {
+      now_ = std::max(now_, now);
+      callbackAt_ = std::numeric_limits<int64_t>::max();
+      fireTimers();
+      if (!timers_.empty()) requestCallback(timers_.top().time);
+    }
+  }
+
+  // Fires and cleans up the windows whose timers the current time reached.
+  void fireTimers() {
     Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
     try {
-      while (!timers_.empty() && timers_.top().time <= watermark_) {
+      while (!timers_.empty() && timers_.top().time <= currentTime()) {
         Timer t = timers_.top();
         timers_.pop();
         if constexpr (kMerging) {
@@ -236,20 +268,8 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
       this->rethrowAsOperatorFailure();
     }
     collector.flush();
-    sideOutputs_.emitWatermark(watermark);
-    this->out_->emitWatermark(watermark);
   }
 
-  void emitIdleness(bool idle) override {
-    sideOutputs_.emitIdleness(idle);
-    this->out_->emitIdleness(idle);
-  }
-  void endInput() override {
-    sideOutputs_.endInput();
-    this->out_->endInput();
-  }
-
- private:
   struct Timer {
     int64_t time;
     bool cleanup;  // drop the window's state; ordered after its firing at the same time
@@ -272,6 +292,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
   static constexpr const char* kWatermarkState = "_watermark";
   static constexpr bool kMerging = MergingWindowAssigner<Assigner>;
   static constexpr bool kPaned = PanedWindowAssigner<Assigner>;
+  static constexpr bool kProcessingTime = ProcessingTimeWindowAssigner<Assigner>;
 
   struct SessionWindow {
     TimeWindow window;
@@ -333,24 +354,42 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
         bool cleanup = in.read<bool>();
         if constexpr (kPaned)
           if (!cleanup) scheduled_.insert(std::pair<K, TimeWindow>{key, window});
-        timers_.push(Timer{time, cleanup, std::move(key), window});
+        schedule(Timer{time, cleanup, std::move(key), window});
       }
     }
   }
 
-  // Too late for `w`: the watermark passed its end and the allowed lateness.
-  bool isLate(const TimeWindow& w) const { return saturatingAdd(w.maxTimestamp(), allowedLateness_) <= watermark_; }
+  // What the windows' timers follow: the watermark, or the clock.
+  int64_t currentTime() const { return kProcessingTime ? now_ : watermark_; }
+  // `w` is done: the current time passed its end and the allowed lateness.
+  bool expired(const TimeWindow& w) const { return saturatingAdd(w.maxTimestamp(), allowedLateness_) <= currentTime(); }
+  // Too late for `w` (event time only: a record's processing-time windows are current).
+  bool isLate(const TimeWindow& w) const { return !kProcessingTime && expired(w); }
+  // The watermark passed the end of `w`, which a late record (within the lateness)
+  // updates: it fires again at once.
+  bool behindWatermark(const TimeWindow& w) const { return !kProcessingTime && w.maxTimestamp() <= watermark_; }
+
+  void schedule(Timer timer) {
+    if constexpr (kProcessingTime) requestCallback(timer.time);
+    timers_.push(std::move(timer));
+  }
+  // Asks the subtask to call onProcessingTime at `time`, unless it will call earlier.
+  void requestCallback(int64_t time) {
+    if (time >= callbackAt_) return;
+    callbackAt_ = time;
+    this->context().processingTimeService().registerTimer(time, this);
+  }
 
   // After a record went into window `w` of `key`: a window already behind the watermark
   // (late within the allowed lateness) fires again at once; a new one gets its timers.
   void afterAdd(const K& key, const TimeWindow& w, Acc& acc, bool created, Collector<OUT>& collector) {
-    if (w.maxTimestamp() <= watermark_) {
+    if (behindWatermark(w)) {
       collector.setTimestamp(true, w.maxTimestamp());
       policy_.fire(key, w, acc, watermark_, *this->context().clock(), collector);
     } else if (created) {
-      timers_.push(Timer{w.maxTimestamp(), false, key, w});
+      schedule(Timer{w.maxTimestamp(), false, key, w});
     }
-    if (created) timers_.push(Timer{saturatingAdd(w.maxTimestamp(), allowedLateness_), true, key, w});
+    if (created) schedule(Timer{saturatingAdd(w.maxTimestamp(), allowedLateness_), true, key, w});
   }
 
   // Sessions (Flink's MergingWindowSet): the record's window merges with every window of
@@ -389,7 +428,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
     }
     session->window = merged;
     policy_.add(session->acc, record);
-    if (merged.maxTimestamp() <= watermark_) {  // late within the allowed lateness
+    if (behindWatermark(merged)) {  // late within the allowed lateness
       collector.setTimestamp(true, merged.maxTimestamp());
       policy_.fire(key, merged, session->acc, watermark_, *this->context().clock(), collector);
       session->fired = true;
@@ -408,12 +447,12 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
     auto& windows = entry->second.windows;
     entry->second.armed = std::numeric_limits<int64_t>::max();
     for (SessionWindow& s : windows) {
-      if (s.fired || s.window.maxTimestamp() > watermark_) continue;
+      if (s.fired || s.window.maxTimestamp() > currentTime()) continue;
       collector.setTimestamp(true, s.window.maxTimestamp());
       policy_.fire(t.key, s.window, s.acc, watermark_, *this->context().clock(), collector);
       s.fired = true;
     }
-    std::erase_if(windows, [&](const SessionWindow& s) { return isLate(s.window); });
+    std::erase_if(windows, [&](const SessionWindow& s) { return expired(s.window); });
     if (windows.empty()) sessions_.erase(entry);
     else arm(t.key, entry->second);
   }
@@ -434,15 +473,15 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
     bool created = it == state_.end();
     if (created) it = state_.emplace(std::pair<K, TimeWindow>{key, pane}, policy_.create()).first;
     policy_.add(it->second, record);
-    if (!created && paneWindows_.back().maxTimestamp() > watermark_) return true;  // the common case
+    if (!created && !behindWatermark(paneWindows_.back())) return true;  // the common case
     for (const TimeWindow& w : paneWindows_) {
       if (isLate(w)) continue;
-      if (w.maxTimestamp() <= watermark_) firePanes(key, w, collector);
+      if (behindWatermark(w)) firePanes(key, w, collector);
       else if (created && scheduled_.insert(std::pair<K, TimeWindow>{key, w}).second)
-        timers_.push(Timer{w.maxTimestamp(), false, key, w});
+        schedule(Timer{w.maxTimestamp(), false, key, w});
     }
     if (created)
-      timers_.push(Timer{saturatingAdd(paneWindows_.front().maxTimestamp(), allowedLateness_), true, key, pane});
+      schedule(Timer{saturatingAdd(paneWindows_.front().maxTimestamp(), allowedLateness_), true, key, pane});
     return true;
   }
 
@@ -481,7 +520,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
       next = std::min(next, s.fired ? saturatingAdd(s.window.maxTimestamp(), allowedLateness_) : s.window.maxTimestamp());
     if (next < sessions.armed) {
       sessions.armed = next;
-      timers_.push(Timer{next, false, key, TimeWindow{}});
+      schedule(Timer{next, false, key, TimeWindow{}});
     }
   }
 
@@ -500,6 +539,8 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out> {
   int lateTag_;
   Policy policy_;
   int64_t watermark_ = INT64_MIN;
+  int64_t now_ = INT64_MIN;  // processing time: the clock when the last batch or timer came
+  int64_t callbackAt_ = std::numeric_limits<int64_t>::max();  // the earliest callback asked for
   absl::flat_hash_map<std::pair<K, TimeWindow>, Acc, StateHash> state_;
   // Merging assigners: each key's live windows and their contents (state_ stays empty).
   absl::flat_hash_map<K, KeySessions, KeyHasher<K>> sessions_;
