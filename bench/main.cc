@@ -17,6 +17,7 @@
 
 #include "harness.h"
 #include "checkpoint_bench.h"
+#include "nexmark/driver.h"
 #include "state_bench.h"
 #include "weir/detail/channel.h"
 #include "weir/weir.h"
@@ -364,7 +365,12 @@ int main(int argc, char** argv) {
       {"value_state", [] { valueState(gRuns); }}, {"map_state", [] { mapState(gRuns); }},
       {"list_state", [] { listState(gRuns); }}, {"state_memory", [] { stateMemory(gRuns); }},
       {"checkpoint_size", [] { checkpointSize(gRuns); }}, {"checkpoint_overhead", [] { checkpointOverhead(gRuns); }},
-      {"recovery", [] { recovery(gRuns); }}};
+      {"recovery", [] { recovery(gRuns); }},
+      {"nexmark", [] {
+         weir::nexmark::DriverOptions options;
+         options.runs = std::min(gRuns, 3);  // 16 figures of 10 M events each: keep make bench short
+         weir::nexmark::runNexmark(options);
+       }}};
   std::set<std::string> only;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
