@@ -34,6 +34,15 @@ void sinkQuery(const std::string& query, DataStream<Event> events) {
   else if (query == "q8") q8(events).sinkTo(DiscardingSink<Q8Result>());
   else if (query == "q11") q11(events).sinkTo(DiscardingSink<Q11Result>());
   else if (query == "q14") q14(events).sinkTo(DiscardingSink<Q14Result>());
+  else if (query == "q3") q3(events).sinkTo(DiscardingSink<Q3Result>());
+  else if (query == "q4") q4(events).sinkTo(DiscardingSink<Q4Result>());
+  else if (query == "q9") q9(events).sinkTo(DiscardingSink<AuctionBid>());
+  else if (query == "q17") q17(events).sinkTo(DiscardingSink<Q17Result>());
+  else if (query == "q18") q18(events).sinkTo(DiscardingSink<Bid>());
+  else if (query == "q19") q19(events).sinkTo(DiscardingSink<Bid>());
+  else if (query == "q20") q20(events).sinkTo(DiscardingSink<AuctionBid>());
+  else if (query == "q21") q21(events).sinkTo(DiscardingSink<Q21Result>());
+  else if (query == "q22") q22(events).sinkTo(DiscardingSink<Q22Result>());
   else throw Error(ErrorCode::kInvalidArgument, "unknown query " + query);
 }
 
@@ -200,7 +209,8 @@ double median(std::vector<double> v) {
 }  // namespace
 
 const std::vector<std::string>& knownQueries() {
-  static const std::vector<std::string> queries{"q0", "q1", "q2", "q5", "q7", "q8", "q11", "q14"};
+  static const std::vector<std::string> queries{"q0", "q1", "q2",  "q3",  "q4",  "q5",  "q7",  "q8",  "q9",
+                                                "q11", "q14", "q17", "q18", "q19", "q20", "q21", "q22"};
   return queries;
 }
 

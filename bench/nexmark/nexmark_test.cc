@@ -3,8 +3,11 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <functional>
 #include <map>
+#include <regex>
 #include <set>
+#include <sstream>
 #include <tuple>
 
 #include "nexmark/generator.h"
@@ -191,6 +194,169 @@ TEST(NexmarkQueries, Q11SessionsMatchABruteForce) {
     }
   }
   EXPECT_EQ(run<Q11Result>([](auto e) { return q11(e); }, 2), sorted(expected));
+}
+
+// The last record per key, in arrival order (a key's records come from one subtask, in order).
+template <class T, class Key>
+std::map<Key, T> lastPerKey(const std::vector<T>& records, std::function<Key(const T&)> key) {
+  std::map<Key, T> last;
+  for (const T& r : records) last.insert_or_assign(key(r), r);
+  return last;
+}
+
+template <class T, class Build>
+std::vector<T> runUnsorted(Build build, int parallelism) {
+  GeneratorConfig c = smallConfig();
+  StreamExecutionEnvironment env;
+  env.setParallelism(parallelism);
+  CollectSink<T> sink;
+  build(env.fromSource(NexmarkSource(c), nexmarkWatermarks(c), "nexmark")).sinkTo(sink);
+  env.execute("nexmark");
+  return sink.getResults();
+}
+
+TEST(NexmarkQueries, Q3LocalItemSuggestionMatchesABruteForce) {
+  auto events = allEvents(smallConfig());
+  std::map<int64_t, Person> people;
+  for (const Event& e : events)
+    if (e.person) people[e.person->id] = *e.person;
+  std::vector<Q3Result> expected;
+  for (const Event& e : events) {
+    if (!e.auction || e.auction->category != 10) continue;
+    auto p = people.find(e.auction->seller);
+    if (p != people.end() && (p->second.state == "OR" || p->second.state == "ID" || p->second.state == "CA"))
+      expected.push_back({p->second.name, p->second.city, p->second.state, e.auction->id});
+  }
+  ASSERT_GT(expected.size(), 20u);
+  EXPECT_EQ(run<Q3Result>([](auto e) { return q3(e); }, 2), sorted(expected));
+}
+
+// The winning bid of each auction by the brute force: (auction, price, bid time).
+std::map<int64_t, std::pair<Auction, Bid>> winners(const std::vector<Event>& events) {
+  std::map<int64_t, Auction> open;
+  for (const Event& e : events)
+    if (e.auction) open[e.auction->id] = *e.auction;
+  std::map<int64_t, std::pair<Auction, Bid>> best;
+  for (const Event& e : events) {
+    if (!e.bid) continue;
+    auto a = open.find(e.bid->auction);
+    if (a == open.end() || e.bid->dateTime < a->second.dateTime || e.bid->dateTime > a->second.expires) continue;
+    auto [it, fresh] = best.try_emplace(a->first, a->second, *e.bid);
+    const Bid& held = it->second.second;
+    if (!fresh && (e.bid->price > held.price || (e.bid->price == held.price && e.bid->dateTime < held.dateTime)))
+      it->second.second = *e.bid;
+  }
+  return best;
+}
+
+TEST(NexmarkQueries, Q9WinningBidsAndQ4AveragesMatchABruteForce) {
+  auto best = winners(allEvents(smallConfig()));
+  ASSERT_GT(best.size(), 100u);
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> expected;  // auction, price, bid time
+  std::map<int64_t, std::pair<int64_t, int64_t>> sums;          // category -> (sum, count)
+  for (auto& [id, w] : best) {
+    expected.push_back({id, w.second.price, w.second.dateTime});
+    sums[w.first.category].first += w.second.price;
+    ++sums[w.first.category].second;
+  }
+  std::vector<std::tuple<int64_t, int64_t, int64_t>> got;
+  for (const AuctionBid& w : runUnsorted<AuctionBid>([](auto e) { return q9(e); }, 2)) {
+    EXPECT_EQ(w.auction.id, w.bid.auction);
+    got.push_back({w.auction.id, w.bid.price, w.bid.dateTime});
+  }
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, expected);
+
+  auto averages = lastPerKey<Q4Result, int64_t>(runUnsorted<Q4Result>([](auto e) { return q4(e); }, 2),
+                                                [](const Q4Result& r) { return r.category; });
+  ASSERT_EQ(averages.size(), sums.size());
+  for (auto& [category, sc] : sums)
+    EXPECT_EQ(averages[category].average, static_cast<double>(sc.first) / static_cast<double>(sc.second)) << category;
+}
+
+TEST(NexmarkQueries, Q17DailyStatsEndAtABruteForcesTotals) {
+  std::map<std::pair<int64_t, std::string>, Q17Result> expected;
+  for (const Bid& b : allBids()) {
+    auto key = std::pair<int64_t, std::string>{b.auction, dayOf(b.dateTime)};
+    auto [it, fresh] = expected.try_emplace(key, Q17Result{b.auction, key.second, 0, 0, 0, 0, b.price, b.price, 0, 0});
+    Q17Result& r = it->second;
+    ++r.totalBids;
+    (b.price < 10'000 ? r.rank1Bids : b.price < 1'000'000 ? r.rank2Bids : r.rank3Bids) += 1;
+    r.minPrice = std::min(r.minPrice, b.price);
+    r.maxPrice = std::max(r.maxPrice, b.price);
+    r.sumPrice += b.price;
+    r.avgPrice = static_cast<double>(r.sumPrice) / static_cast<double>(r.totalBids);
+  }
+  EXPECT_EQ(dayOf(1'436'918'400'000), "2015-07-15");
+  auto got = lastPerKey<Q17Result, std::pair<int64_t, std::string>>(
+      runUnsorted<Q17Result>([](auto e) { return q17(e); }, 2),
+      [](const Q17Result& r) { return std::pair<int64_t, std::string>{r.auction, r.day}; });
+  EXPECT_EQ(got, expected);
+}
+
+TEST(NexmarkQueries, Q18LastBidsAndQ19TopTenMatchABruteForce) {
+  auto bids = allBids();
+  std::map<std::pair<int64_t, int64_t>, int64_t> latest;  // (bidder, auction) -> latest bid time
+  std::map<int64_t, std::vector<int64_t>> prices;         // auction -> every price
+  for (const Bid& b : bids) {
+    auto [it, fresh] = latest.try_emplace({b.bidder, b.auction}, b.dateTime);
+    it->second = std::max(it->second, b.dateTime);
+    prices[b.auction].push_back(b.price);
+  }
+  auto last = lastPerKey<Bid, std::pair<int64_t, int64_t>>(runUnsorted<Bid>([](auto e) { return q18(e); }, 2),
+                                                            [](const Bid& b) { return std::pair{b.bidder, b.auction}; });
+  std::map<std::pair<int64_t, int64_t>, int64_t> gotLatest;
+  for (auto& [key, b] : last) gotLatest[key] = b.dateTime;
+  EXPECT_EQ(gotLatest, latest);
+
+  // Every bid that was ever among its auction's ten highest was emitted, so the ten
+  // highest emitted prices are the ten highest prices.
+  std::map<int64_t, std::vector<int64_t>> emitted;
+  for (const Bid& b : runUnsorted<Bid>([](auto e) { return q19(e); }, 2)) emitted[b.auction].push_back(b.price);
+  ASSERT_EQ(emitted.size(), prices.size());
+  for (auto& [auction, all] : prices) {
+    auto topTen = [](std::vector<int64_t> v) {
+      std::sort(v.rbegin(), v.rend());
+      v.resize(std::min<size_t>(v.size(), 10));
+      return v;
+    };
+    EXPECT_EQ(topTen(emitted[auction]), topTen(all)) << auction;
+  }
+}
+
+TEST(NexmarkQueries, Q20JoinsBidsWithCategory10AuctionsLikeABruteForce) {
+  auto events = allEvents(smallConfig());
+  std::map<int64_t, Auction> auctions;
+  for (const Event& e : events)
+    if (e.auction) auctions[e.auction->id] = *e.auction;
+  std::vector<AuctionBid> expected;
+  for (const Event& e : events) {
+    if (!e.bid) continue;
+    auto a = auctions.find(e.bid->auction);
+    if (a != auctions.end() && a->second.category == 10) expected.push_back({a->second, *e.bid});
+  }
+  ASSERT_GT(expected.size(), 1000u);
+  EXPECT_EQ(run<AuctionBid>([](auto e) { return q20(e); }, 2), sorted(expected));
+}
+
+TEST(NexmarkQueries, Q21AndQ22ParseUrlsLikeARegexAndASplit) {
+  std::vector<Q21Result> q21Expected;
+  std::vector<Q22Result> q22Expected;
+  const std::regex channelId("(&|^)channel_id=([^&]*)");
+  const std::map<std::string, std::string> known{{"Apple", "0"}, {"Google", "1"}, {"Facebook", "2"}, {"Baidu", "3"}};
+  for (const Bid& b : allBids()) {
+    std::smatch m;
+    if (auto k = known.find(b.channel); k != known.end()) q21Expected.push_back({b.auction, b.bidder, b.price, b.channel, k->second});
+    else if (std::regex_search(b.url, m, channelId)) q21Expected.push_back({b.auction, b.bidder, b.price, b.channel, m[2]});
+    std::vector<std::string> parts;
+    std::stringstream url(b.url);
+    for (std::string part; std::getline(url, part, '/');) parts.push_back(part);
+    auto at = [&](size_t i) { return i < parts.size() ? parts[i] : std::string(); };
+    q22Expected.push_back({b.auction, b.bidder, b.price, b.channel, at(3), at(4), at(5)});
+  }
+  ASSERT_GT(q21Expected.size(), 1000u);
+  EXPECT_EQ(run<Q21Result>([](auto e) { return q21(e); }, 2), sorted(q21Expected));
+  EXPECT_EQ(run<Q22Result>([](auto e) { return q22(e); }, 2), sorted(q22Expected));
 }
 
 }  // namespace

@@ -1,6 +1,8 @@
 #include "nexmark/queries.h"
 
 #include <algorithm>
+#include <chrono>
+#include <cstdio>
 #include <set>
 
 namespace weir::nexmark {
@@ -218,6 +220,306 @@ DataStream<Q14Result> q14(DataStream<Event> events) {
           out.collect({b.auction, b.bidder, euros, bidTimeType(b.dateTime), b.dateTime, b.extra, countChar(b.extra, 'c')});
       })
       .name("q14 Filter and Project");
+}
+
+namespace {
+
+// Sellers joined with their auctions, whichever comes first (a regular join: both sides
+// are kept, as Flink's SQL join keeps them).
+struct JoinSellers : KeyedCoProcessFunction<int64_t, Auction, Person, Q3Result> {
+  void open() override {
+    seller_ = &getRuntimeContext().getState(ValueStateDescriptor<Q3Result>("seller"));
+    waiting_ = &getRuntimeContext().getListState(ListStateDescriptor<int64_t>("auctions"));
+  }
+  void processElement1(const Auction& a, Context&, Collector<Q3Result>& out) override {
+    if (auto seller = seller_->value()) {
+      seller->id = a.id;
+      out.collect(std::move(*seller));
+    } else {
+      waiting_->add(a.id);
+    }
+  }
+  void processElement2(const Person& p, Context&, Collector<Q3Result>& out) override {
+    seller_->update({p.name, p.city, p.state, 0});
+    for (int64_t id : waiting_->get()) out.collect({p.name, p.city, p.state, id});
+    waiting_->clear();
+  }
+
+ private:
+  ValueState<Q3Result>* seller_ = nullptr;
+  ListState<int64_t>* waiting_ = nullptr;
+};
+
+}  // namespace
+
+// q3: auctions in category 10 with their sellers from Oregon, Idaho or California.
+DataStream<Q3Result> q3(DataStream<Event> events) {
+  auto sellers = persons(events)
+                     .filter([](const Person& p) { return p.state == "OR" || p.state == "ID" || p.state == "CA"; })
+                     .keyBy([](const Person& p) { return p.id; });
+  return auctions(events)
+      .filter([](const Auction& a) { return a.category == 10; })
+      .keyBy([](const Auction& a) { return a.seller; })
+      .connect(sellers)
+      .process(JoinSellers{})
+      .name("q3 Join");
+}
+
+namespace {
+
+// Per auction: the highest bid (the earliest of equal ones) made while it was open,
+// emitted when the watermark passes its expiry.
+struct WinningBid : KeyedCoProcessFunction<int64_t, Auction, Bid, AuctionBid> {
+  void open() override {
+    auction_ = &getRuntimeContext().getState(ValueStateDescriptor<Auction>("auction"));
+    best_ = &getRuntimeContext().getState(ValueStateDescriptor<Bid>("best"));
+    early_ = &getRuntimeContext().getListState(ListStateDescriptor<Bid>("early"));
+    closed_ = &getRuntimeContext().getState(ValueStateDescriptor<bool>("closed"));
+  }
+  void processElement1(const Auction& a, Context& ctx, Collector<AuctionBid>&) override {
+    auction_->update(a);
+    for (const Bid& b : early_->get()) consider(a, b);
+    early_->clear();
+    ctx.timerService().registerEventTimeTimer(a.expires);
+  }
+  void processElement2(const Bid& b, Context&, Collector<AuctionBid>&) override {
+    if (closed_->value()) return;
+    if (auto a = auction_->value()) consider(*a, b);
+    else early_->add(b);
+  }
+  void onTimer(int64_t, OnTimerContext&, Collector<AuctionBid>& out) override {
+    auto a = auction_->value();
+    auto best = best_->value();
+    if (a && best) out.collect({std::move(*a), std::move(*best)});
+    auction_->clear();
+    best_->clear();
+    closed_->update(true);  // later bids on it are too late to win
+  }
+
+ private:
+  void consider(const Auction& a, const Bid& b) {
+    if (b.dateTime < a.dateTime || b.dateTime > a.expires) return;
+    auto best = best_->value();
+    if (!best || b.price > best->price || (b.price == best->price && b.dateTime < best->dateTime)) best_->update(b);
+  }
+  ValueState<Auction>* auction_ = nullptr;
+  ValueState<Bid>* best_ = nullptr;
+  ListState<Bid>* early_ = nullptr;
+  ValueState<bool>* closed_ = nullptr;
+};
+
+struct RunningAverage : KeyedProcessFunction<int64_t, std::pair<int64_t, int64_t>, Q4Result> {
+  void open() override {
+    sum_ = &getRuntimeContext().getState(ValueStateDescriptor<std::pair<int64_t, int64_t>>("sum and count"));
+  }
+  void processElement(const std::pair<int64_t, int64_t>& categoryPrice, Context&, Collector<Q4Result>& out) override {
+    auto [sum, count] = sum_->value().value_or(std::pair<int64_t, int64_t>{0, 0});
+    sum += categoryPrice.second;
+    ++count;
+    sum_->update({sum, count});
+    out.collect({categoryPrice.first, static_cast<double>(sum) / static_cast<double>(count)});
+  }
+
+ private:
+  ValueState<std::pair<int64_t, int64_t>>* sum_ = nullptr;
+};
+
+}  // namespace
+
+// q9: the winning bid of every auction (highest price, earliest on ties, made between
+// the auction's start and its expiry).
+DataStream<AuctionBid> q9(DataStream<Event> events) {
+  return auctions(events)
+      .keyBy([](const Auction& a) { return a.id; })
+      .connect(bids(events).keyBy([](const Bid& b) { return b.auction; }))
+      .process(WinningBid{})
+      .name("q9 Winning Bids");
+}
+
+// q4: the running average closing price per category, updated with every closed auction.
+DataStream<Q4Result> q4(DataStream<Event> events) {
+  return q9(events)
+      .map([](const AuctionBid& w) { return std::pair<int64_t, int64_t>{w.auction.category, w.bid.price}; })
+      .keyBy([](const std::pair<int64_t, int64_t>& p) { return p.first; })
+      .process(RunningAverage{})
+      .name("q4 Average per Category");
+}
+
+std::string dayOf(int64_t dateTime) {
+  using namespace std::chrono;
+  year_month_day day{floor<days>(sys_time<milliseconds>(milliseconds(dateTime)))};
+  char text[16];
+  std::snprintf(text, sizeof text, "%04d-%02u-%02u", static_cast<int>(day.year()), static_cast<unsigned>(day.month()),
+                static_cast<unsigned>(day.day()));
+  return text;
+}
+
+namespace {
+
+struct DailyAuctionStats : KeyedProcessFunction<std::pair<int64_t, std::string>, Bid, Q17Result> {
+  void open() override { stats_ = &getRuntimeContext().getState(ValueStateDescriptor<Q17Result>("stats")); }
+  void processElement(const Bid& b, Context& ctx, Collector<Q17Result>& out) override {
+    Q17Result r = stats_->value().value_or(Q17Result{b.auction, ctx.getCurrentKey().second, 0, 0, 0, 0, b.price, b.price, 0, 0});
+    ++r.totalBids;
+    if (b.price < 10'000) ++r.rank1Bids;
+    else if (b.price < 1'000'000) ++r.rank2Bids;
+    else ++r.rank3Bids;
+    r.minPrice = std::min(r.minPrice, b.price);
+    r.maxPrice = std::max(r.maxPrice, b.price);
+    r.sumPrice += b.price;
+    r.avgPrice = static_cast<double>(r.sumPrice) / static_cast<double>(r.totalBids);
+    stats_->update(r);
+    out.collect(std::move(r));
+  }
+
+ private:
+  ValueState<Q17Result>* stats_ = nullptr;
+};
+
+struct LastBid : KeyedProcessFunction<std::pair<int64_t, int64_t>, Bid, Bid> {
+  void open() override { last_ = &getRuntimeContext().getState(ValueStateDescriptor<int64_t>("last time")); }
+  void processElement(const Bid& b, Context&, Collector<Bid>& out) override {
+    auto last = last_->value();
+    if (last && b.dateTime < *last) return;
+    last_->update(b.dateTime);
+    out.collect(b);
+  }
+
+ private:
+  ValueState<int64_t>* last_ = nullptr;
+};
+
+constexpr size_t kTop = 10;
+
+struct TopBids : KeyedProcessFunction<int64_t, Bid, Bid> {
+  void open() override { top_ = &getRuntimeContext().getState(ValueStateDescriptor<std::vector<int64_t>>("top prices")); }
+  void processElement(const Bid& b, Context&, Collector<Bid>& out) override {
+    std::vector<int64_t> top = top_->value().value_or(std::vector<int64_t>{});
+    if (top.size() == kTop && b.price <= top.back()) return;  // not among the ten highest
+    top.insert(std::upper_bound(top.begin(), top.end(), b.price, std::greater<>()), b.price);
+    if (top.size() > kTop) top.pop_back();
+    top_->update(std::move(top));
+    out.collect(b);
+  }
+
+ private:
+  ValueState<std::vector<int64_t>>* top_ = nullptr;
+};
+
+// Bids joined with their auction if it is in category 10; a bid waits for its auction
+// (which may come later), and an auction in another category drops its bids.
+struct JoinCategory10 : KeyedCoProcessFunction<int64_t, Bid, Auction, AuctionBid> {
+  void open() override {
+    auction_ = &getRuntimeContext().getState(ValueStateDescriptor<Auction>("auction"));
+    otherCategory_ = &getRuntimeContext().getState(ValueStateDescriptor<bool>("other category"));
+    waiting_ = &getRuntimeContext().getListState(ListStateDescriptor<Bid>("bids"));
+  }
+  void processElement1(const Bid& b, Context&, Collector<AuctionBid>& out) override {
+    if (otherCategory_->value()) return;
+    if (auto a = auction_->value()) out.collect({std::move(*a), b});
+    else waiting_->add(b);
+  }
+  void processElement2(const Auction& a, Context&, Collector<AuctionBid>& out) override {
+    if (a.category != 10) {
+      otherCategory_->update(true);
+      waiting_->clear();
+      return;
+    }
+    auction_->update(a);
+    for (Bid& b : waiting_->get()) out.collect({a, std::move(b)});
+    waiting_->clear();
+  }
+
+ private:
+  ValueState<Auction>* auction_ = nullptr;
+  ValueState<bool>* otherCategory_ = nullptr;
+  ListState<Bid>* waiting_ = nullptr;
+};
+
+}  // namespace
+
+// q17: per auction and day, running counts by price band and price statistics, updated
+// with every bid.
+DataStream<Q17Result> q17(DataStream<Event> events) {
+  return bids(events)
+      .keyBy([](const Bid& b) { return std::pair<int64_t, std::string>{b.auction, dayOf(b.dateTime)}; })
+      .process(DailyAuctionStats{})
+      .name("q17 Daily Auction Stats");
+}
+
+// q18: per bidder and auction, the latest bid (by event time), emitted when it changes.
+DataStream<Bid> q18(DataStream<Event> events) {
+  return bids(events)
+      .keyBy([](const Bid& b) { return std::pair<int64_t, int64_t>{b.bidder, b.auction}; })
+      .process(LastBid{})
+      .name("q18 Last Bid");
+}
+
+// q19: per auction, every bid that enters its ten highest prices, when it does.
+DataStream<Bid> q19(DataStream<Event> events) {
+  return bids(events).keyBy([](const Bid& b) { return b.auction; }).process(TopBids{}).name("q19 Top 10");
+}
+
+// q20: bids with their auction, for auctions in category 10.
+DataStream<AuctionBid> q20(DataStream<Event> events) {
+  return bids(events)
+      .keyBy([](const Bid& b) { return b.auction; })
+      .connect(auctions(events).keyBy([](const Auction& a) { return a.id; }))
+      .process(JoinCategory10{})
+      .name("q20 Join");
+}
+
+std::optional<std::string> channelIdOf(const std::string& url) {
+  static const std::string kKey = "channel_id=";
+  for (size_t at = url.find(kKey); at != std::string::npos; at = url.find(kKey, at + 1)) {
+    if (at != 0 && url[at - 1] != '&') continue;
+    size_t start = at + kKey.size(), end = url.find('&', start);
+    return url.substr(start, end == std::string::npos ? std::string::npos : end - start);
+  }
+  return std::nullopt;
+}
+
+std::string splitIndex(const std::string& s, int index) {
+  size_t start = 0;
+  for (int i = 0; i < index; ++i) {
+    start = s.find('/', start);
+    if (start == std::string::npos) return "";
+    ++start;
+  }
+  size_t end = s.find('/', start);
+  return s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+}
+
+// q21: bids with the channel id of a known channel (Apple 0, Google 1, Facebook 2,
+// Baidu 3) or the one in their url; bids with neither are left out.
+DataStream<Q21Result> q21(DataStream<Event> events) {
+  return events
+      .flatMap<Q21Result>([](const Event& e, Collector<Q21Result>& out) {
+        if (!e.bid) return;
+        const Bid& b = *e.bid;
+        std::string lower = b.channel;
+        std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+        std::optional<std::string> id;
+        if (lower == "apple") id = "0";
+        else if (lower == "google") id = "1";
+        else if (lower == "facebook") id = "2";
+        else if (lower == "baidu") id = "3";
+        else id = channelIdOf(b.url);
+        if (id) out.collect({b.auction, b.bidder, b.price, b.channel, std::move(*id)});
+      })
+      .name("q21 Channel Ids");
+}
+
+// q22: bids with the first three directories of their url.
+DataStream<Q22Result> q22(DataStream<Event> events) {
+  return events
+      .flatMap<Q22Result>([](const Event& e, Collector<Q22Result>& out) {
+        if (!e.bid) return;
+        const Bid& b = *e.bid;
+        out.collect({b.auction, b.bidder, b.price, b.channel, splitIndex(b.url, 3), splitIndex(b.url, 4),
+                     splitIndex(b.url, 5)});
+      })
+      .name("q22 Url Directories");
 }
 
 }  // namespace weir::nexmark

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -81,6 +82,72 @@ struct Q14Result {
 };
 WEIR_STRUCT(Q14Result, auction, bidder, price, bidTimeType, dateTime, extra, cCounts);
 
+// q3: a seller in Oregon, Idaho or California and their auction in category 10.
+struct Q3Result {
+  std::string name;
+  std::string city;
+  std::string state;
+  int64_t id = 0;
+  bool operator==(const Q3Result&) const = default;
+};
+WEIR_STRUCT(Q3Result, name, city, state, id);
+
+// q4: the running average closing price of a category.
+struct Q4Result {
+  int64_t category = 0;
+  double average = 0;
+  bool operator==(const Q4Result&) const = default;
+};
+WEIR_STRUCT(Q4Result, category, average);
+
+// q9 (and q20): an auction and a bid on it.
+struct AuctionBid {
+  Auction auction;
+  Bid bid;
+  bool operator==(const AuctionBid&) const = default;
+};
+WEIR_STRUCT(AuctionBid, auction, bid);
+
+// q17: the running statistics of an auction's bids on one day.
+struct Q17Result {
+  int64_t auction = 0;
+  std::string day;
+  int64_t totalBids = 0;
+  int64_t rank1Bids = 0;  // price < 10,000
+  int64_t rank2Bids = 0;  // 10,000 <= price < 1,000,000
+  int64_t rank3Bids = 0;  // price >= 1,000,000
+  int64_t minPrice = 0;
+  int64_t maxPrice = 0;
+  int64_t sumPrice = 0;
+  double avgPrice = 0;
+  bool operator==(const Q17Result&) const = default;
+};
+WEIR_STRUCT(Q17Result, auction, day, totalBids, rank1Bids, rank2Bids, rank3Bids, minPrice, maxPrice, sumPrice, avgPrice);
+
+// q21: a bid and the channel id its channel or url names.
+struct Q21Result {
+  int64_t auction = 0;
+  int64_t bidder = 0;
+  int64_t price = 0;
+  std::string channel;
+  std::string channelId;
+  bool operator==(const Q21Result&) const = default;
+};
+WEIR_STRUCT(Q21Result, auction, bidder, price, channel, channelId);
+
+// q22: a bid and the first three directories of its url.
+struct Q22Result {
+  int64_t auction = 0;
+  int64_t bidder = 0;
+  int64_t price = 0;
+  std::string channel;
+  std::string dir1;
+  std::string dir2;
+  std::string dir3;
+  bool operator==(const Q22Result&) const = default;
+};
+WEIR_STRUCT(Q22Result, auction, bidder, price, channel, dir1, dir2, dir3);
+
 // The window sizes of the queries (ms).
 inline constexpr int64_t kQ5Size = 10'000, kQ5Slide = 2'000;
 inline constexpr int64_t kQ7Window = 10'000;
@@ -100,9 +167,23 @@ DataStream<Q7Result> q7(DataStream<Event> events);
 DataStream<Q8Result> q8(DataStream<Event> events);
 DataStream<Q11Result> q11(DataStream<Event> events);
 DataStream<Q14Result> q14(DataStream<Event> events);
+DataStream<Q3Result> q3(DataStream<Event> events);
+DataStream<AuctionBid> q9(DataStream<Event> events);
+DataStream<Q4Result> q4(DataStream<Event> events);
+DataStream<Q17Result> q17(DataStream<Event> events);
+DataStream<Bid> q18(DataStream<Event> events);
+DataStream<Bid> q19(DataStream<Event> events);
+DataStream<AuctionBid> q20(DataStream<Event> events);
+DataStream<Q21Result> q21(DataStream<Event> events);
+DataStream<Q22Result> q22(DataStream<Event> events);
 
-// q14's rules, shared with its test.
+// Rules shared with the tests.
 std::string bidTimeType(int64_t dateTime);
 int64_t countChar(const std::string& s, char c);
+std::string dayOf(int64_t dateTime);  // yyyy-MM-dd (UTC)
+// q21's REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2), or nullopt.
+std::optional<std::string> channelIdOf(const std::string& url);
+// SPLIT_INDEX(s, '/', i): the i-th piece of `s` split at '/', or "" past the end.
+std::string splitIndex(const std::string& s, int i);
 
 }  // namespace weir::nexmark
