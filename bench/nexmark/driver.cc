@@ -37,6 +37,8 @@ void sinkQuery(const std::string& query, DataStream<Event> events) {
   else if (query == "q3") q3(events).sinkTo(DiscardingSink<Q3Result>());
   else if (query == "q4") q4(events).sinkTo(DiscardingSink<Q4Result>());
   else if (query == "q9") q9(events).sinkTo(DiscardingSink<AuctionBid>());
+  else if (query == "q15") q15(events).sinkTo(DiscardingSink<Q15Result>());
+  else if (query == "q16") q16(events).sinkTo(DiscardingSink<Q15Result>());
   else if (query == "q17") q17(events).sinkTo(DiscardingSink<Q17Result>());
   else if (query == "q18") q18(events).sinkTo(DiscardingSink<Bid>());
   else if (query == "q19") q19(events).sinkTo(DiscardingSink<Bid>());
@@ -210,7 +212,7 @@ double median(std::vector<double> v) {
 
 const std::vector<std::string>& knownQueries() {
   static const std::vector<std::string> queries{"q0", "q1", "q2",  "q3",  "q4",  "q5",  "q7",  "q8",  "q9",
-                                                "q11", "q14", "q17", "q18", "q19", "q20", "q21", "q22"};
+                                                "q11", "q14", "q15", "q16", "q17", "q18", "q19", "q20", "q21", "q22"};
   return queries;
 }
 

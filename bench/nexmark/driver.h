@@ -10,7 +10,7 @@ namespace weir::nexmark {
 
 struct DriverOptions {
   std::vector<std::string> queries{"q0", "q1", "q2",  "q3",  "q4",  "q5",  "q7",  "q8",  "q9",
-                                   "q11", "q14", "q17", "q18", "q19", "q20", "q21", "q22"};
+                                   "q11", "q14", "q15", "q16", "q17", "q18", "q19", "q20", "q21", "q22"};
   int64_t events = 10'000'000;
   std::vector<int> parallelisms{1, 2};
   std::vector<std::string> backends{"heap"};

@@ -294,6 +294,44 @@ TEST(NexmarkQueries, Q17DailyStatsEndAtABruteForcesTotals) {
   EXPECT_EQ(got, expected);
 }
 
+TEST(NexmarkQueries, Q15AndQ16DistinctCountsEndAtABruteForcesTotals) {
+  // Per key: the bids, and the sets of bidders and auctions, in total and per band.
+  struct Sets {
+    int64_t bids[4] = {0, 0, 0, 0};
+    std::set<int64_t> bidders[4], auctions[4];
+  };
+  std::map<std::pair<std::string, std::string>, Sets> perChannel, perDay;  // (channel or "", day)
+  for (const Bid& b : allBids()) {
+    int band = b.price < 10'000 ? 1 : b.price < 1'000'000 ? 2 : 3;
+    for (Sets* s : {&perChannel[{b.channel, dayOf(b.dateTime)}], &perDay[{"", dayOf(b.dateTime)}]}) {
+      for (int i : {0, band}) {
+        ++s->bids[i];
+        s->bidders[i].insert(b.bidder);
+        s->auctions[i].insert(b.auction);
+      }
+    }
+  }
+  auto rows = [](const std::map<std::pair<std::string, std::string>, Sets>& sets) {
+    std::map<std::pair<std::string, std::string>, Q15Result> out;
+    for (auto& [key, s] : sets) {
+      auto n = [](const std::set<int64_t>& v) { return static_cast<int64_t>(v.size()); };
+      out[key] = {key.first, key.second, s.bids[0], s.bids[1], s.bids[2], s.bids[3],
+                  n(s.bidders[0]), n(s.bidders[1]), n(s.bidders[2]), n(s.bidders[3]),
+                  n(s.auctions[0]), n(s.auctions[1]), n(s.auctions[2]), n(s.auctions[3])};
+    }
+    return out;
+  };
+  auto key = [](const Q15Result& r) { return std::pair<std::string, std::string>{r.channel, r.day}; };
+  EXPECT_EQ((lastPerKey<Q15Result, std::pair<std::string, std::string>>(
+                runUnsorted<Q15Result>([](auto e) { return q15(e); }, 2), key)),
+            rows(perDay));
+  auto channels = rows(perChannel);
+  ASSERT_GT(channels.size(), 1000u);
+  EXPECT_EQ((lastPerKey<Q15Result, std::pair<std::string, std::string>>(
+                runUnsorted<Q15Result>([](auto e) { return q16(e); }, 2), key)),
+            channels);
+}
+
 TEST(NexmarkQueries, Q18LastBidsAndQ19TopTenMatchABruteForce) {
   auto bids = allBids();
   std::map<std::pair<int64_t, int64_t>, int64_t> latest;  // (bidder, auction) -> latest bid time

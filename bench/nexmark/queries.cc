@@ -268,24 +268,40 @@ DataStream<Q3Result> q3(DataStream<Event> events) {
 namespace {
 
 // Per auction: the highest bid (the earliest of equal ones) made while it was open,
-// emitted when the watermark passes its expiry.
+// emitted when the watermark passes its expiry. A bid reads one small state (the
+// auction's times and the best price so far); the auction and the best bid are read
+// only when it closes.
+struct OpenAuction {
+  int64_t start = 0;
+  int64_t expires = 0;
+  int64_t bestPrice = -1;  // -1: no bid yet
+  int64_t bestTime = 0;
+  bool closed = false;
+};
+WEIR_STRUCT(OpenAuction, start, expires, bestPrice, bestTime, closed);
+
 struct WinningBid : KeyedCoProcessFunction<int64_t, Auction, Bid, AuctionBid> {
   void open() override {
+    open_ = &getRuntimeContext().getState(ValueStateDescriptor<OpenAuction>("open"));
     auction_ = &getRuntimeContext().getState(ValueStateDescriptor<Auction>("auction"));
     best_ = &getRuntimeContext().getState(ValueStateDescriptor<Bid>("best"));
     early_ = &getRuntimeContext().getListState(ListStateDescriptor<Bid>("early"));
-    closed_ = &getRuntimeContext().getState(ValueStateDescriptor<bool>("closed"));
   }
   void processElement1(const Auction& a, Context& ctx, Collector<AuctionBid>&) override {
     auction_->update(a);
-    for (const Bid& b : early_->get()) consider(a, b);
+    OpenAuction state{a.dateTime, a.expires};
+    for (const Bid& b : early_->get()) consider(state, b);
     early_->clear();
+    open_->update(state);
     ctx.timerService().registerEventTimeTimer(a.expires);
   }
   void processElement2(const Bid& b, Context&, Collector<AuctionBid>&) override {
-    if (closed_->value()) return;
-    if (auto a = auction_->value()) consider(*a, b);
-    else early_->add(b);
+    auto state = open_->value();
+    if (!state) {
+      early_->add(b);  // its auction has not come yet
+    } else if (!state->closed && consider(*state, b)) {
+      open_->update(*state);
+    }
   }
   void onTimer(int64_t, OnTimerContext&, Collector<AuctionBid>& out) override {
     auto a = auction_->value();
@@ -293,19 +309,23 @@ struct WinningBid : KeyedCoProcessFunction<int64_t, Auction, Bid, AuctionBid> {
     if (a && best) out.collect({std::move(*a), std::move(*best)});
     auction_->clear();
     best_->clear();
-    closed_->update(true);  // later bids on it are too late to win
+    open_->update(OpenAuction{0, 0, -1, 0, true});  // later bids on it are too late to win
   }
 
  private:
-  void consider(const Auction& a, const Bid& b) {
-    if (b.dateTime < a.dateTime || b.dateTime > a.expires) return;
-    auto best = best_->value();
-    if (!best || b.price > best->price || (b.price == best->price && b.dateTime < best->dateTime)) best_->update(b);
+  // Whether `b` is the new best bid of the auction (then it is kept).
+  bool consider(OpenAuction& state, const Bid& b) {
+    if (b.dateTime < state.start || b.dateTime > state.expires) return false;
+    if (b.price < state.bestPrice || (b.price == state.bestPrice && b.dateTime >= state.bestTime)) return false;
+    state.bestPrice = b.price;
+    state.bestTime = b.dateTime;
+    best_->update(b);
+    return true;
   }
+  ValueState<OpenAuction>* open_ = nullptr;
   ValueState<Auction>* auction_ = nullptr;
   ValueState<Bid>* best_ = nullptr;
   ListState<Bid>* early_ = nullptr;
-  ValueState<bool>* closed_ = nullptr;
 };
 
 struct RunningAverage : KeyedProcessFunction<int64_t, std::pair<int64_t, int64_t>, Q4Result> {
@@ -354,16 +374,59 @@ std::string dayOf(int64_t dateTime) {
   return text;
 }
 
+int priceBand(int64_t price) { return price < 10'000 ? 1 : price < 1'000'000 ? 2 : 3; }
+
 namespace {
+
+// Per key (a day, or a channel and a day): bids, and distinct bidders and auctions, in
+// total and per price band. Which bands each bidder and auction was seen in is a bit
+// mask in map state; the updated row is emitted with every bid.
+template <class K>
+struct DistinctCounts : KeyedProcessFunction<K, Bid, Q15Result> {
+  using Base = KeyedProcessFunction<K, Bid, Q15Result>;
+  void open() override {
+    counts_ = &this->getRuntimeContext().getState(ValueStateDescriptor<Q15Result>("counts"));
+    bidders_ = &this->getRuntimeContext().getMapState(MapStateDescriptor<int64_t, int32_t>("bidders"));
+    auctions_ = &this->getRuntimeContext().getMapState(MapStateDescriptor<int64_t, int32_t>("auctions"));
+  }
+  void processElement(const Bid& b, typename Base::Context&, Collector<Q15Result>& out) override {
+    Q15Result r = counts_->value().value_or(Q15Result{});
+    if (r.totalBids == 0) {
+      r.day = dayOf(b.dateTime);
+      if constexpr (!std::is_same_v<K, std::string>) r.channel = b.channel;
+    }
+    const int band = priceBand(b.price);
+    ++r.totalBids;
+    (band == 1 ? r.rank1Bids : band == 2 ? r.rank2Bids : r.rank3Bids) += 1;
+    see(*bidders_, b.bidder, band, r.totalBidders, r.rank1Bidders, r.rank2Bidders, r.rank3Bidders);
+    see(*auctions_, b.auction, band, r.totalAuctions, r.rank1Auctions, r.rank2Auctions, r.rank3Auctions);
+    counts_->update(r);
+    out.collect(std::move(r));
+  }
+
+ private:
+  // Bit 0: seen at all; bit n: seen in band n.
+  static void see(MapState<int64_t, int32_t>& seen, int64_t id, int band, int64_t& total, int64_t& rank1,
+                  int64_t& rank2, int64_t& rank3) {
+    int32_t mask = seen.get(id).value_or(0);
+    int32_t updated = mask | 1 | (1 << band);
+    if (updated == mask) return;
+    if (mask == 0) ++total;
+    if (!(mask & (1 << band))) (band == 1 ? rank1 : band == 2 ? rank2 : rank3) += 1;
+    seen.put(id, updated);
+  }
+  ValueState<Q15Result>* counts_ = nullptr;
+  MapState<int64_t, int32_t>* bidders_ = nullptr;
+  MapState<int64_t, int32_t>* auctions_ = nullptr;
+};
 
 struct DailyAuctionStats : KeyedProcessFunction<std::pair<int64_t, std::string>, Bid, Q17Result> {
   void open() override { stats_ = &getRuntimeContext().getState(ValueStateDescriptor<Q17Result>("stats")); }
   void processElement(const Bid& b, Context& ctx, Collector<Q17Result>& out) override {
     Q17Result r = stats_->value().value_or(Q17Result{b.auction, ctx.getCurrentKey().second, 0, 0, 0, 0, b.price, b.price, 0, 0});
     ++r.totalBids;
-    if (b.price < 10'000) ++r.rank1Bids;
-    else if (b.price < 1'000'000) ++r.rank2Bids;
-    else ++r.rank3Bids;
+    const int band = priceBand(b.price);
+    (band == 1 ? r.rank1Bids : band == 2 ? r.rank2Bids : r.rank3Bids) += 1;
     r.minPrice = std::min(r.minPrice, b.price);
     r.maxPrice = std::max(r.maxPrice, b.price);
     r.sumPrice += b.price;
@@ -437,6 +500,22 @@ struct JoinCategory10 : KeyedCoProcessFunction<int64_t, Bid, Auction, AuctionBid
 };
 
 }  // namespace
+
+// q15: per day, bids and distinct bidders and auctions, in total and per price band.
+DataStream<Q15Result> q15(DataStream<Event> events) {
+  return bids(events)
+      .keyBy([](const Bid& b) { return dayOf(b.dateTime); })
+      .process(DistinctCounts<std::string>{})
+      .name("q15 Distinct per Day");
+}
+
+// q16: q15 per channel and day.
+DataStream<Q15Result> q16(DataStream<Event> events) {
+  return bids(events)
+      .keyBy([](const Bid& b) { return std::pair<std::string, std::string>{b.channel, dayOf(b.dateTime)}; })
+      .process(DistinctCounts<std::pair<std::string, std::string>>{})
+      .name("q16 Distinct per Channel and Day");
+}
 
 // q17: per auction and day, running counts by price band and price statistics, updated
 // with every bid.

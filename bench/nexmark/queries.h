@@ -124,6 +124,20 @@ struct Q17Result {
 };
 WEIR_STRUCT(Q17Result, auction, day, totalBids, rank1Bids, rank2Bids, rank3Bids, minPrice, maxPrice, sumPrice, avgPrice);
 
+// q15 (per day) and q16 (per channel and day): bids, distinct bidders and distinct
+// auctions, in total and per price band (rank 1: price < 10,000; rank 2: < 1,000,000;
+// rank 3: the rest).
+struct Q15Result {
+  std::string channel;  // q16 only
+  std::string day;
+  int64_t totalBids = 0, rank1Bids = 0, rank2Bids = 0, rank3Bids = 0;
+  int64_t totalBidders = 0, rank1Bidders = 0, rank2Bidders = 0, rank3Bidders = 0;
+  int64_t totalAuctions = 0, rank1Auctions = 0, rank2Auctions = 0, rank3Auctions = 0;
+  bool operator==(const Q15Result&) const = default;
+};
+WEIR_STRUCT(Q15Result, channel, day, totalBids, rank1Bids, rank2Bids, rank3Bids, totalBidders, rank1Bidders,
+            rank2Bidders, rank3Bidders, totalAuctions, rank1Auctions, rank2Auctions, rank3Auctions);
+
 // q21: a bid and the channel id its channel or url names.
 struct Q21Result {
   int64_t auction = 0;
@@ -170,6 +184,8 @@ DataStream<Q14Result> q14(DataStream<Event> events);
 DataStream<Q3Result> q3(DataStream<Event> events);
 DataStream<AuctionBid> q9(DataStream<Event> events);
 DataStream<Q4Result> q4(DataStream<Event> events);
+DataStream<Q15Result> q15(DataStream<Event> events);
+DataStream<Q15Result> q16(DataStream<Event> events);
 DataStream<Q17Result> q17(DataStream<Event> events);
 DataStream<Bid> q18(DataStream<Event> events);
 DataStream<Bid> q19(DataStream<Event> events);
@@ -181,6 +197,7 @@ DataStream<Q22Result> q22(DataStream<Event> events);
 std::string bidTimeType(int64_t dateTime);
 int64_t countChar(const std::string& s, char c);
 std::string dayOf(int64_t dateTime);  // yyyy-MM-dd (UTC)
+int priceBand(int64_t price);          // q15, q16, q17: 1, 2 or 3
 // q21's REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2), or nullopt.
 std::optional<std::string> channelIdOf(const std::string& url);
 // SPLIT_INDEX(s, '/', i): the i-th piece of `s` split at '/', or "" past the end.
