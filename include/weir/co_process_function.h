@@ -23,7 +23,8 @@ class KeyedCoProcessFunction : public RichFunction {
 
   virtual void processElement1(const IN1& value, Context& ctx, Collector<OUT>& out) = 0;
   virtual void processElement2(const IN2& value, Context& ctx, Collector<OUT>& out) = 0;
-  // A timer of the current key fired; what it emits carries `timestamp`.
+  // A timer of the current key fired; what an event-time timer emits carries `timestamp`,
+  // what a processing-time timer emits carries none.
   virtual void onTimer(int64_t timestamp, OnTimerContext& ctx, Collector<OUT>& out) {}
 };
 

@@ -25,7 +25,8 @@ class FlatJoinFunction : public RichFunction {
 };
 
 // Called once per key and window with the records of both inputs (either may be
-// empty, not both), each in arrival order.
+// empty, not both): in arrival order, except that sliding windows combine their panes
+// oldest first and merged sessions their parts by start.
 template <class IN1, class IN2, class OUT>
 class CoGroupFunction : public RichFunction {
  public:

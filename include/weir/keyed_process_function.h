@@ -37,8 +37,8 @@ class KeyedProcessFunction : public RichFunction {
 
   // Timers of the current key. One timer per key, domain and time: registering it again
   // does nothing. Event-time timers fire, in time order, when the watermark reaches them;
-  // processing-time timers when the job's clock does (between batches, never after the
-  // end of the input, as in Flink). Both are part of checkpoints; a restored
+  // processing-time timers once the job's clock has passed them (a timer for t when the
+  // clock reads t + 1, between batches, never after the end of the input, as in Flink). Both are part of checkpoints; a restored
   // processing-time timer whose time has passed fires at once.
   class TimerService {
    public:

@@ -322,6 +322,34 @@ TEST(ProcessingTimeWindows, SessionsCloseAfterAGapOfTheClock) {
     EXPECT_EQ(std::tie(got[i].key, got[i].time, got[i].count), std::tie(expected[i].key, expected[i].time, expected[i].count));
 }
 
+// As in Flink, a window [0, 100) fires once the clock has passed 99, not while it reads
+// 99: records that come in that millisecond still belong to it, and it fires once.
+TEST(ProcessingTimeWindows, RecordsInAWindowsLastMillisecondJoinItAndItFiresOnce) {
+  auto clock = std::make_shared<ManualClock>(99);
+  StreamExecutionEnvironment env;
+  env.setParallelism(1).setClock(clock);
+  GatedSource source;
+  CollectSink<Fired> sink;
+  env.fromSource(source, WatermarkStrategy<Event>::noWatermarks(), "gated")
+      .keyBy([](const Event& e) { return e.key; })
+      .window(TumblingProcessingTimeWindows::of(100ms))
+      .process(CountWindow{})
+      .sinkTo(sink);
+  auto client = env.executeAsync("last millisecond");
+  source.push({{1, 0}});
+  waitUntil([&] { return recordsIn(client, "Window") == 1; }, "the first record");
+  source.push({{1, 1}});
+  waitUntil([&] { return recordsIn(client, "Window") == 2; }, "the second record");
+  clock->setTime(100);
+  waitUntil([&] { return !sink.getResults().empty(); }, "the window");
+  source.close();
+  client.wait();
+  auto got = sink.getResults();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(std::tie(got[0].key, got[0].time, got[0].count), std::make_tuple(int64_t{1}, int64_t{0}, int64_t{2}));
+  EXPECT_EQ(got[0].firedAt, 100);
+}
+
 TEST(ProcessingTimeWindows, BadSizesAreClearErrorsNamingTheAssigner) {
   try {
     TumblingProcessingTimeWindows::of(0ms);

@@ -899,7 +899,7 @@ void JobExecution::runInputs(Subtask& task) {
       if (timers.empty()) {
         task.metrics.idle([&] { task.signal.wait(); });
       } else {
-        auto wake = std::chrono::steady_clock::now() + clock.sleepUntil(timers.nextTime());
+        auto wake = std::chrono::steady_clock::now() + clock.sleepUntil(timers.nextDue());
         task.metrics.idle([&] { task.signal.waitUntil(wake); });
       }
     }

@@ -96,9 +96,9 @@ class KeyedBroadcastProcessOperator final
     typename F::OnTimerContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
     this->advanceWatermark(watermark, ctx);
   }
-  void onProcessingTime(int64_t now) override {
+  void onProcessingTime(int64_t time) override {
     typename F::OnTimerContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
-    this->advanceProcessingTime(now, ctx);
+    this->advanceProcessingTime(time, ctx);
   }
 
  private:

@@ -52,9 +52,9 @@ class KeyedCoProcessOperator final : public KeyedFunctionOperator<IN1, typename 
     typename F::OnTimerContext ctx(this, &this->sideOutputs_);
     this->advanceWatermark(watermark, ctx);
   }
-  void onProcessingTime(int64_t now) override {
+  void onProcessingTime(int64_t time) override {
     typename F::OnTimerContext ctx(this, &this->sideOutputs_);
-    this->advanceProcessingTime(now, ctx);
+    this->advanceProcessingTime(time, ctx);
   }
 
  private:

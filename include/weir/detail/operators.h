@@ -338,10 +338,11 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
     fireTimers(timers_, TimeDomain::EVENT_TIME, watermark, ctx);
     this->forwardWatermark(watermark);
   }
-  // Fires the processing-time timers the clock reached; what they emit has no timestamp.
+  // Fires the processing-time timers up to `time` (the clock passed it); what they emit
+  // has no timestamp.
   template <class OnTimerContext>
-  void advanceProcessingTime(int64_t now, OnTimerContext& ctx) {
-    fireTimers(processingTimers_, TimeDomain::PROCESSING_TIME, now, ctx);
+  void advanceProcessingTime(int64_t time, OnTimerContext& ctx) {
+    fireTimers(processingTimers_, TimeDomain::PROCESSING_TIME, time, ctx);
   }
 
   // KeyedTimers
@@ -447,9 +448,9 @@ class KeyedProcessOperator final : public KeyedFunctionOperator<T, typename F::O
     typename F::OnTimerContext ctx(this, &this->sideOutputs_);
     this->advanceWatermark(watermark, ctx);
   }
-  void onProcessingTime(int64_t now) override {
+  void onProcessingTime(int64_t time) override {
     typename F::OnTimerContext ctx(this, &this->sideOutputs_);
-    this->advanceProcessingTime(now, ctx);
+    this->advanceProcessingTime(time, ctx);
   }
 };
 

@@ -1,10 +1,13 @@
 // Processing-time timers of one subtask: operators register the times they want to be
-// called at; the subtask's thread calls them, between batches, once its clock reaches
-// those times. Pending registrations are dropped at the end of input (as Flink quiesces
-// its timer service), so a bounded job does not wait for timers in the future.
+// called at; the subtask's thread calls them, between batches, once its clock has passed
+// those times. As in Flink, a timer for t fires when the clock reads t + 1 or later, so
+// no record can still be given processing time t after it fired. Pending registrations
+// are dropped at the end of input (as Flink quiesces its timer service), so a bounded
+// job does not wait for timers in the future.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <queue>
 #include <vector>
 
@@ -14,8 +17,8 @@ namespace weir::detail {
 class ProcessingTimeCallback {
  public:
   virtual ~ProcessingTimeCallback() = default;
-  // The clock reads `now`: fire every timer at or before it.
-  virtual void onProcessingTime(int64_t now) = 0;
+  // The clock passed `time`: fire every timer at or before it.
+  virtual void onProcessingTime(int64_t time) = 0;
 };
 
 class ProcessingTimeService {
@@ -26,15 +29,19 @@ class ProcessingTimeService {
     if (!quiesced_) queue_.push({time, target});
   }
   bool empty() const { return queue_.empty(); }
-  // The earliest registered time; only when !empty().
-  int64_t nextTime() const { return queue_.top().time; }
-  // Calls the targets of every registration at or before `now`, earliest first.
+  // The clock reads `now`: calls the targets of every registration before it, earliest
+  // first, with now − 1, the last time the clock has passed.
   void fireDue(int64_t now) {
-    while (!queue_.empty() && queue_.top().time <= now) {
+    while (!queue_.empty() && queue_.top().time < now) {
       ProcessingTimeCallback* target = queue_.top().target;
       queue_.pop();
-      target->onProcessingTime(now);
+      target->onProcessingTime(now - 1);
     }
+  }
+  // When the clock must read for the earliest registration to be due; only when !empty().
+  int64_t nextDue() const {
+    int64_t t = queue_.top().time;
+    return t == std::numeric_limits<int64_t>::max() ? t : t + 1;
   }
   // No timer fires any more (the input ended, or the subtask is stopping).
   void quiesce() {

@@ -228,10 +228,10 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, p
   }
 
  private:
-  // ProcessingTimeCallback: the clock reached a time this operator asked to be called at.
-  void onProcessingTime(int64_t now) override {
+  // ProcessingTimeCallback: the clock passed a time this operator asked to be called at.
+  void onProcessingTime(int64_t time) override {
     if constexpr (kProcessingTime) {
-      now_ = std::max(now_, now);
+      passed_ = std::max(passed_, time);
       callbackAt_ = std::numeric_limits<int64_t>::max();
       fireTimers();
       if (!timers_.empty()) requestCallback(timers_.top().time);
@@ -359,8 +359,9 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, p
     }
   }
 
-  // What the windows' timers follow: the watermark, or the clock.
-  int64_t currentTime() const { return kProcessingTime ? now_ : watermark_; }
+  // What the windows' timers follow: the watermark, or the last time the clock passed
+  // (not now_: records may still get the current millisecond).
+  int64_t currentTime() const { return kProcessingTime ? passed_ : watermark_; }
   // `w` is done: the current time passed its end and the allowed lateness.
   bool expired(const TimeWindow& w) const { return saturatingAdd(w.maxTimestamp(), allowedLateness_) <= currentTime(); }
   // Too late for `w` (event time only: a record's processing-time windows are current).
@@ -539,7 +540,8 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, p
   int lateTag_;
   Policy policy_;
   int64_t watermark_ = INT64_MIN;
-  int64_t now_ = INT64_MIN;  // processing time: the clock when the last batch or timer came
+  int64_t now_ = INT64_MIN;     // processing time: the clock when the last batch came
+  int64_t passed_ = INT64_MIN;  // processing time: the last time the clock has passed
   int64_t callbackAt_ = std::numeric_limits<int64_t>::max();  // the earliest callback asked for
   absl::flat_hash_map<std::pair<K, TimeWindow>, Acc, StateHash> state_;
   // Merging assigners: each key's live windows and their contents (state_ stays empty).
