@@ -96,15 +96,21 @@ std::vector<T> sorted(std::vector<T> v) {
   return v;
 }
 
+// The query's output on the small stream, in arrival order (a key's records come from
+// one subtask, in order), or sorted.
 template <class T, class Build>
-std::vector<T> run(Build build, int parallelism) {
+std::vector<T> runUnsorted(Build build, int parallelism) {
   GeneratorConfig c = smallConfig();
   StreamExecutionEnvironment env;
   env.setParallelism(parallelism);
   CollectSink<T> sink;
   build(env.fromSource(NexmarkSource(c), nexmarkWatermarks(c), "nexmark")).sinkTo(sink);
   env.execute("nexmark");
-  return sorted(sink.getResults());
+  return sink.getResults();
+}
+template <class T, class Build>
+std::vector<T> run(Build build, int parallelism) {
+  return sorted(runUnsorted<T>(build, parallelism));
 }
 
 std::vector<Bid> allBids() {
@@ -196,23 +202,12 @@ TEST(NexmarkQueries, Q11SessionsMatchABruteForce) {
   EXPECT_EQ(run<Q11Result>([](auto e) { return q11(e); }, 2), sorted(expected));
 }
 
-// The last record per key, in arrival order (a key's records come from one subtask, in order).
+// The last record per key, in arrival order.
 template <class T, class Key>
 std::map<Key, T> lastPerKey(const std::vector<T>& records, std::function<Key(const T&)> key) {
   std::map<Key, T> last;
   for (const T& r : records) last.insert_or_assign(key(r), r);
   return last;
-}
-
-template <class T, class Build>
-std::vector<T> runUnsorted(Build build, int parallelism) {
-  GeneratorConfig c = smallConfig();
-  StreamExecutionEnvironment env;
-  env.setParallelism(parallelism);
-  CollectSink<T> sink;
-  build(env.fromSource(NexmarkSource(c), nexmarkWatermarks(c), "nexmark")).sinkTo(sink);
-  env.execute("nexmark");
-  return sink.getResults();
 }
 
 TEST(NexmarkQueries, Q3LocalItemSuggestionMatchesABruteForce) {

@@ -140,36 +140,38 @@ class WindowedJoin {
  private:
   template <class OUT, class F>
   auto applyJoin(F fn) {
-    if constexpr (std::is_base_of_v<JoinFunction<IN1, IN2, typename detail::HasOutputTypeOr<F, void>::type>, F>) {
-      using O = typename F::OutputType;
-      return add<O>("Window Join", std::move(fn), [](F& f, std::span<const IN1> a, std::span<const IN2> b, Collector<O>& out) {
-        for (const IN1& x : a)
-          for (const IN2& y : b) out.collect(f.join(x, y));
+    using Declared = typename detail::HasOutputTypeOr<F, void>::type;
+    if constexpr (std::is_base_of_v<JoinFunction<IN1, IN2, Declared>, F>) {
+      return joinPairs<Declared>(std::move(fn), [](F& f, const IN1& x, const IN2& y, Collector<Declared>& out) {
+        out.collect(f.join(x, y));
       });
-    } else if constexpr (std::is_base_of_v<FlatJoinFunction<IN1, IN2, typename detail::HasOutputTypeOr<F, void>::type>,
-                                           F>) {
-      using O = typename F::OutputType;
-      return add<O>("Window Join", std::move(fn), [](F& f, std::span<const IN1> a, std::span<const IN2> b, Collector<O>& out) {
-        for (const IN1& x : a)
-          for (const IN2& y : b) f.join(x, y, out);
-      });
+    } else if constexpr (std::is_base_of_v<FlatJoinFunction<IN1, IN2, Declared>, F>) {
+      return joinPairs<Declared>(std::move(fn),
+                                 [](F& f, const IN1& x, const IN2& y, Collector<Declared>& out) { f.join(x, y, out); });
     } else if constexpr (std::is_void_v<OUT> && detail::PairFunction<F, IN1, IN2>) {
       using O = std::decay_t<std::invoke_result_t<F&, const IN1&, const IN2&>>;
-      return add<O>("Window Join", std::move(fn), [](F& f, std::span<const IN1> a, std::span<const IN2> b, Collector<O>& out) {
-        for (const IN1& x : a)
-          for (const IN2& y : b) out.collect(std::invoke(f, x, y));
+      return joinPairs<O>(std::move(fn), [](F& f, const IN1& x, const IN2& y, Collector<O>& out) {
+        out.collect(std::invoke(f, x, y));
       });
     } else if constexpr (!std::is_void_v<OUT> && std::is_invocable_v<F&, const IN1&, const IN2&, Collector<OUT>&>) {
-      return add<OUT>("Window Join", std::move(fn), [](F& f, std::span<const IN1> a, std::span<const IN2> b, Collector<OUT>& out) {
-        for (const IN1& x : a)
-          for (const IN2& y : b) std::invoke(f, x, y, out);
-      });
+      return joinPairs<OUT>(std::move(fn),
+                            [](F& f, const IN1& x, const IN2& y, Collector<OUT>& out) { std::invoke(f, x, y, out); });
     } else {
       static_assert(detail::kDependentFalse<F>,
                     "join(...).apply(f): f must be callable as OUT f(const IN1&, const IN2&), or, with apply<OUT>(f), as "
                     "void f(const IN1&, const IN2&, Collector<OUT>&); or derive from JoinFunction / FlatJoinFunction");
       return *this;
     }
+  }
+
+  // An inner join: `pair(f, x, y, out)` for every pair of a key's window.
+  template <class O, class F, class Pair>
+  SingleOutputStreamOperator<O> joinPairs(F fn, Pair pair) {
+    return add<O>("Window Join", std::move(fn),
+                  [pair](F& f, std::span<const IN1> a, std::span<const IN2> b, Collector<O>& out) {
+                    for (const IN1& x : a)
+                      for (const IN2& y : b) pair(f, x, y, out);
+                  });
   }
 
   template <class OUT, class F>

@@ -270,19 +270,30 @@ std::vector<Fired> runPhases(const std::vector<std::vector<Event>>& input, size_
   return got;
 }
 
+// Expected firings from counts per (key, window start), in Fired's order.
+std::vector<Fired> firings(const std::map<std::pair<int64_t, int64_t>, int64_t>& counts) {
+  std::vector<Fired> out;
+  for (auto& [kw, n] : counts) out.push_back({kw.first, kw.second, n, 0});
+  return out;
+}
+
+// Each window's key, start and count as expected (when they fired is checked apart).
+void expectWindows(const std::vector<Fired>& got, const std::vector<Fired>& expected) {
+  ASSERT_EQ(got.size(), expected.size());
+  for (size_t i = 0; i < got.size(); ++i)
+    EXPECT_EQ(std::tie(got[i].key, got[i].time, got[i].count), std::tie(expected[i].key, expected[i].time, expected[i].count));
+}
+
 TEST(ProcessingTimeWindows, TumblingWindowsHoldWhatCameWhileTheClockWasInThemAndFireAfter) {
   auto input = phases(6);
   std::map<std::pair<int64_t, int64_t>, int64_t> counts;  // (key, window start) -> records
   for (size_t k = 0; k + 1 < input.size(); ++k)
     for (const Event& e : input[k]) ++counts[{e.key, static_cast<int64_t>(k) * 100}];
-  std::vector<Fired> expected;
-  for (auto& [kw, n] : counts) expected.push_back({kw.first, kw.second, n, 0});
+  std::vector<Fired> expected = firings(counts);
   auto got = runPhases(input, expected.size(), [](auto keyed) {
     return keyed.window(TumblingProcessingTimeWindows::of(100ms)).process(CountWindow{});
   });
-  ASSERT_EQ(got.size(), expected.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_EQ(std::tie(got[i].key, got[i].time, got[i].count), std::tie(expected[i].key, expected[i].time, expected[i].count));
+  expectWindows(got, expected);
 }
 
 TEST(ProcessingTimeWindows, SlidingWindowsCountEachRecordInEveryWindowOfItsTime) {
@@ -296,14 +307,11 @@ TEST(ProcessingTimeWindows, SlidingWindowsCountEachRecordInEveryWindowOfItsTime)
     for (int64_t start : {static_cast<int64_t>(k) * 100 - 100, static_cast<int64_t>(k) * 100})
       if (start + 199 < lastStart)
         for (const Event& e : input[k]) ++counts[{e.key, start}];
-  std::vector<Fired> expected;
-  for (auto& [kw, n] : counts) expected.push_back({kw.first, kw.second, n, 0});
+  std::vector<Fired> expected = firings(counts);
   auto got = runPhases(input, expected.size(), [](auto keyed) {
     return keyed.window(SlidingProcessingTimeWindows::of(200ms, 100ms)).process(CountWindow{});
   });
-  ASSERT_EQ(got.size(), expected.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_EQ(std::tie(got[i].key, got[i].time, got[i].count), std::tie(expected[i].key, expected[i].time, expected[i].count));
+  expectWindows(got, expected);
 }
 
 TEST(ProcessingTimeWindows, SessionsCloseAfterAGapOfTheClock) {
@@ -317,9 +325,7 @@ TEST(ProcessingTimeWindows, SessionsCloseAfterAGapOfTheClock) {
   auto got = runPhases(input, expected.size(), [](auto keyed) {
     return keyed.window(ProcessingTimeSessionWindows::withGap(150ms)).process(CountWindow{});
   });
-  ASSERT_EQ(got.size(), expected.size());
-  for (size_t i = 0; i < got.size(); ++i)
-    EXPECT_EQ(std::tie(got[i].key, got[i].time, got[i].count), std::tie(expected[i].key, expected[i].time, expected[i].count));
+  expectWindows(got, expected);
 }
 
 // As in Flink, a window [0, 100) fires once the clock has passed 99, not while it reads
