@@ -387,6 +387,19 @@ JobRun runJob(const Options& o, int64_t n, double rate, std::shared_ptr<Committe
   return run;
 }
 
+// Polls the job's metrics until `reached` holds; false when the job stopped first (its
+// bounded input can run out before a slow machine, e.g. under TSan, got that far) or a
+// minute passed.
+template <class Reached>
+bool waitWhileRunning(JobClient& client, Reached reached) {
+  auto deadline = std::chrono::steady_clock::now() + 60s;
+  while (!reached(client.getMetrics())) {
+    if (client.getJobStatus() != JobStatus::RUNNING || std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::sleep_for(5ms);
+  }
+  return true;
+}
+
 // 5 to 20 failures at records spread over the input, from a seed per case.
 std::vector<int64_t> failurePositions(uint64_t seed, int64_t n) {
   std::mt19937_64 rng(seed);
@@ -440,9 +453,9 @@ TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
     env.enableCheckpointing(20ms);
     env.getCheckpointConfig().setCheckpointStorage(dir.string());
     env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
-    addJob(env, n, 20000, TransactionalSink(committed));
+    addJob(env, n, 3000, TransactionalSink(committed));  // about 10 s if never cancelled
     auto client = env.executeAsync("first");
-    while (client.getMetrics().numberOfCompletedCheckpoints < 3) std::this_thread::sleep_for(5ms);
+    ASSERT_TRUE(waitWhileRunning(client, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 3; }));
     client.cancel();
     EXPECT_EQ(client.wait().status, JobStatus::CANCELED);
   }
@@ -539,17 +552,18 @@ TEST(CheckpointFailures, TolerableFailuresKeepTheJobRunningAndTheLastCheckpointI
   env.getCheckpointConfig().setTolerableCheckpointFailureNumber(1000);
   env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
   auto committed = std::make_shared<Committed>();
-  addJob(env, n, 30000, TransactionalSink(committed));
+  addJob(env, n, 3000, TransactionalSink(committed));  // about 10 s if never cancelled
   auto client = env.executeAsync("unwritable");
-  while (client.getMetrics().numberOfCompletedCheckpoints < 2) std::this_thread::sleep_for(5ms);
+  ASSERT_TRUE(waitWhileRunning(client, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 2; }));
   // The job's folder becomes a file: no checkpoint folder can be made in it any more.
   fs::path jobFolder = dir / client.getJobID();
   fs::path aside = dir / "aside";
   fs::rename(jobFolder, aside);
   { std::ofstream(jobFolder.string()) << "not a folder"; }
   int64_t failedBefore = client.getMetrics().numberOfFailedCheckpoints;
-  while (client.getMetrics().numberOfFailedCheckpoints < failedBefore + 3) std::this_thread::sleep_for(5ms);
-  EXPECT_EQ(client.getJobStatus(), JobStatus::RUNNING);
+  bool failedWhileRunning = waitWhileRunning(
+      client, [&](const JobMetrics& m) { return m.numberOfFailedCheckpoints >= failedBefore + 3; });
+  EXPECT_TRUE(failedWhileRunning) << toString(client.getJobStatus());
   fs::remove(jobFolder);
   fs::rename(aside, jobFolder);
   client.cancel();
