@@ -28,6 +28,7 @@ struct Event {
   int64_t key = 0;
   int64_t time = 0;
 };
+WEIR_STRUCT(Event, key, time);
 Event eventAt(int64_t i) { return Event{(i * 7919) % kKeys, i}; }
 
 enum Kind : int32_t { kCount = 0, kTimer = 1, kWindowResult = 2, kSessionResult = 3, kSlidingResult = 4 };
@@ -702,6 +703,8 @@ TEST(CheckpointsAfterASourceFinished, KeepCompletingAndRestoreExactly) {
 // the watermark, either within the window's allowed lateness (its window fires again)
 // or beyond it (the late-data side output). A restore must judge a replayed record as
 // the failure-free run did, so the watermark is part of the window operator's checkpoint.
+// Count windows on the same stream (GlobalWindows, CountTrigger, CountEvictor) keep
+// their contents and trigger state in keyed state; both backends must restore them.
 Event lateAt(int64_t i) {
   int64_t time = i;
   if (i >= 10000 && i % 3 == 2) time = i % 2 == 0 ? i - 2000 : i - 8000;
@@ -723,6 +726,8 @@ struct HighestSoFar : WatermarkGenerator<Event> {
 };
 
 constexpr int32_t kLate = 5;
+constexpr int32_t kCountWindow = 6;
+constexpr int32_t kSlidingCountWindow = 7;
 
 // Counts a window's records; StampCount gives the count its key and window.
 struct CountEvents : AggregateFunction<Event, int64_t, int64_t> {
@@ -737,30 +742,40 @@ struct StampCount : ProcessWindowFunction<int64_t, Out, int64_t> {
   }
 };
 
-std::vector<Out> runLateJob(int64_t n, std::vector<int64_t> failures) {
+std::vector<Out> runLateJob(int64_t n, std::vector<int64_t> failures, const std::string& backend = "heap") {
   Failures::reset(std::move(failures));
   StreamExecutionEnvironment env;
-  env.setParallelism(2);
+  env.setParallelism(2).setStateBackend(stateBackendFromName(backend));
   env.enableCheckpointing(20ms);
   env.setRestartStrategy(RestartStrategy::fixedDelayRestart(100, 5ms));
   auto committed = std::make_shared<Committed>();
   OutputTag<Event> lateTag("late");
   auto strategy = WatermarkStrategy<Event>::forGenerator([] { return std::make_unique<HighestSoFar>(); })
                       .withTimestampAssigner([](const Event& e) { return e.time; });
-  auto windows = env.fromSource(DataGeneratorSource(lateAt, n, RateLimiterStrategy::perSecond(60000)), strategy, "events")
-                     .setParallelism(1)
-                     .map([](const Event& e) {
-                       Failures::maybeThrow();
-                       return e;
-                     })
-                     .setParallelism(1)
-                     .keyBy([](const Event& e) { return e.key; })
+  auto events = env.fromSource(DataGeneratorSource(lateAt, n, RateLimiterStrategy::perSecond(60000)), strategy, "events")
+                    .setParallelism(1)
+                    .map([](const Event& e) {
+                      Failures::maybeThrow();
+                      return e;
+                    })
+                    .setParallelism(1);
+  auto byKey = [](const Event& e) { return e.key; };
+  auto windows = events.keyBy(byKey)
                      .window(TumblingEventTimeWindows::of(100ms))
                      .allowedLateness(5000ms)
                      .sideOutputLateData(lateTag)
                      .aggregate(CountEvents{}, StampCount{});
   auto late = windows.getSideOutput(lateTag).map([](const Event& e) { return Out{e.key, e.time, kLate, 0}; });
-  windows.unionWith(late).sinkTo(TransactionalSink(committed));
+  // Count windows: their contents and the trigger's count live in keyed state, so a
+  // restore must bring both back (the sum of times tells which records a window held).
+  auto sumTimes = [](const Event& a, const Event& b) { return Event{a.key, a.time + b.time}; };
+  auto counts = events.keyBy(byKey).countWindow(7).reduce(sumTimes).map([](const Event& e) {
+    return Out{e.key, e.time, kCountWindow, 0};
+  });
+  auto slidingCounts = events.keyBy(byKey).countWindow(5, 2).reduce(sumTimes).map([](const Event& e) {
+    return Out{e.key, e.time, kSlidingCountWindow, 0};
+  });
+  windows.unionWith(late, counts, slidingCounts).sinkTo(TransactionalSink(committed));
   env.execute("late data");
   auto out = committed->out;
   std::sort(out.begin(), out.end(), [](const Out& a, const Out& b) {
@@ -772,17 +787,22 @@ std::vector<Out> runLateJob(int64_t n, std::vector<int64_t> failures) {
 TEST(LateDataAcrossRestores, FiresAgainAndGoesAsideExactlyAsAFailureFreeRun) {
   const int64_t n = 30000;
   auto expected = runLateJob(n, {});
-  int64_t refirings = 0, aside = 0;
+  int64_t refirings = 0, aside = 0, countWindows = 0;
   std::set<std::pair<int64_t, int64_t>> windows;
   for (const Out& o : expected) {
     if (o.kind == kLate) ++aside;
-    else if (!windows.insert({o.key, o.window}).second) ++refirings;
+    else if (o.kind == kCountWindow) ++countWindows;
+    else if (o.kind == kWindowResult && !windows.insert({o.key, o.window}).second) ++refirings;
   }
   ASSERT_GT(refirings, 1000);  // the stream really has both kinds of late records
   ASSERT_GT(aside, 1000);
-  auto got = runLateJob(n, {12000, 15500, 19000, 23000, 27500});
-  EXPECT_EQ(Failures::thrown.load(), 5);
-  EXPECT_TRUE(got == expected) << got.size() << " records committed, " << expected.size() << " without failures";
+  ASSERT_EQ(countWindows, n / 7 / 7 * 7);  // 7 keys take turns: each has n / 7 records
+  for (const std::string backend : {"heap", "rocksdb"}) {
+    auto got = runLateJob(n, {12000, 15500, 19000, 23000, 27500}, backend);
+    EXPECT_EQ(Failures::thrown.load(), 5);
+    EXPECT_TRUE(got == expected) << backend << ": " << got.size() << " records committed, " << expected.size()
+                                 << " without failures";
+  }
 }
 
 }  // namespace

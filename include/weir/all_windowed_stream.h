@@ -33,12 +33,12 @@ struct AllKey {
 };
 
 // Runs a ProcessAllWindowFunction as the ProcessWindowFunction of the single key.
-template <class F>
+template <class F, class W>
 class AllWindowProcess final
-    : public ProcessWindowFunction<typename F::InputType, typename F::OutputType, int32_t, TimeWindow> {
+    : public ProcessWindowFunction<typename F::InputType, typename F::OutputType, int32_t, W> {
   using IN = typename F::InputType;
   using OUT = typename F::OutputType;
-  using Base = ProcessWindowFunction<IN, OUT, int32_t, TimeWindow>;
+  using Base = ProcessWindowFunction<IN, OUT, int32_t, W>;
   static_assert(!std::is_base_of_v<CheckpointedFunction, F> && !std::is_base_of_v<CheckpointListener, F>,
                 "windowAll(...).process(f): f cannot be a CheckpointedFunction or CheckpointListener yet");
 
@@ -57,12 +57,24 @@ class AllWindowProcess final
 
 // stream.windowAll(assigner): reduce, aggregate or process the windows of the whole
 // stream. The operator's parallelism is 1 (setting another is an error).
-template <class T, class Assigner>
+template <class T, class Assigner, class Trigger, class Evictor>
 class AllWindowedStream {
-  using Keyed = WindowedStream<T, int32_t, detail::AllKey, Assigner>;
+  using Keyed = WindowedStream<T, int32_t, detail::AllKey, Assigner, Trigger, Evictor>;
+  using W = typename Assigner::WindowType;
 
  public:
   explicit AllWindowedStream(Keyed windowed) : windowed_(std::move(windowed)) {}
+
+  // Fires the windows by `trigger` (see trigger.h).
+  template <class NewTrigger>
+  AllWindowedStream<T, Assigner, NewTrigger, Evictor> trigger(NewTrigger trigger) {
+    return AllWindowedStream<T, Assigner, NewTrigger, Evictor>(windowed_.trigger(std::move(trigger)));
+  }
+  // Evicts records from a window when it fires (see evictor.h).
+  template <class NewEvictor>
+  AllWindowedStream<T, Assigner, Trigger, NewEvictor> evictor(NewEvictor evictor) {
+    return AllWindowedStream<T, Assigner, Trigger, NewEvictor>(windowed_.evictor(std::move(evictor)));
+  }
 
   AllWindowedStream& allowedLateness(std::chrono::milliseconds lateness) {
     windowed_.allowedLateness(lateness);
@@ -84,10 +96,10 @@ class AllWindowedStream {
   // `fn` derives from ProcessAllWindowFunction<T, OUT>.
   template <class F>
   SingleOutputStreamOperator<typename F::OutputType> process(F fn) {
-    static_assert(std::is_base_of_v<ProcessAllWindowFunction<T, typename F::OutputType, TimeWindow>, F>,
-                  "windowAll(...).process(f): f must derive from ProcessAllWindowFunction<T, OUT> with this stream's "
-                  "record type");
-    return nonParallel(windowed_.process(detail::AllWindowProcess<F>(std::move(fn))), "Window All Process");
+    static_assert(std::is_base_of_v<ProcessAllWindowFunction<T, typename F::OutputType, W>, F>,
+                  "windowAll(...).process(f): f must derive from ProcessAllWindowFunction<T, OUT, W> with this "
+                  "stream's record type and the assigner's window type W");
+    return nonParallel(windowed_.process(detail::AllWindowProcess<F, W>(std::move(fn))), "Window All Process");
   }
 
  private:
@@ -105,6 +117,15 @@ template <class Assigner>
 AllWindowedStream<T, Assigner> DataStream<T>::windowAll(Assigner assigner) {
   auto keyed = keyBy(detail::AllKey{});
   return AllWindowedStream<T, Assigner>(keyed.window(std::move(assigner)));
+}
+
+template <class T>
+auto DataStream<T>::countWindowAll(int64_t size) {
+  return windowAll(GlobalWindows::create()).trigger(PurgingTrigger<CountTrigger>::of(CountTrigger::of(size)));
+}
+template <class T>
+auto DataStream<T>::countWindowAll(int64_t size, int64_t slide) {
+  return windowAll(GlobalWindows::create()).evictor(CountEvictor::of(size)).trigger(CountTrigger::of(slide));
 }
 
 }  // namespace weir

@@ -25,7 +25,11 @@ template <class T>
 class BroadcastStream;
 template <class IN1, class IN2>
 class BroadcastConnectedStream;
-template <class T, class Assigner>
+namespace detail {
+struct DefaultTrigger;
+struct NoEvictor;
+}  // namespace detail
+template <class T, class Assigner, class Trigger = detail::DefaultTrigger, class Evictor = detail::NoEvictor>
 class AllWindowedStream;
 template <class IN1, class IN2, bool kJoin>
 class TwoStreams;
@@ -124,6 +128,10 @@ class DataStream {
   // Windows of the whole stream, in one operator instance (see all_windowed_stream.h).
   template <class Assigner>
   AllWindowedStream<T, Assigner> windowAll(Assigner assigner);
+  // Windows of `size` records of the whole stream; with `slide`, every `slide` records
+  // the last `size` (Flink's countWindowAll).
+  auto countWindowAll(int64_t size);
+  auto countWindowAll(int64_t size, int64_t slide);
 
   // Window join with `other`: where(key1).equalTo(key2).window(assigner).apply(f) calls f
   // for every pair with equal keys in the same window (see joined_streams.h).

@@ -5,19 +5,29 @@
 #include <tuple>
 
 #include "weir/data_stream.h"
+#include "weir/detail/trigger_window_operator.h"
 #include "weir/detail/window_operator.h"
+#include "weir/evictor.h"
 #include "weir/key_group.h"
+#include "weir/trigger.h"
 #include "weir/windows.h"
 
 namespace weir {
 
-// A keyed stream cut into windows: aggregate each (key, window) with reduce or
-// aggregate; results carry the window's maxTimestamp() (end − 1).
-template <class T, class K, class KeySelector, class Assigner>
+// A keyed stream cut into windows: aggregate each (key, window) with reduce, aggregate
+// or process; results carry the window's maxTimestamp() (end − 1). trigger() and
+// evictor() replace when a window fires and what it holds (see trigger.h, evictor.h).
+template <class T, class K, class KeySelector, class Assigner, class Tr = detail::DefaultTrigger,
+          class Ev = detail::NoEvictor>
 class WindowedStream {
+  using W = typename Assigner::WindowType;
+
  public:
-  WindowedStream(std::shared_ptr<detail::GraphBuilder> graph, int id, KeySelector keySelector, Assigner assigner)
-      : graph_(std::move(graph)), id_(id), keySelector_(std::move(keySelector)), assigner_(std::move(assigner)) {}
+  WindowedStream(std::shared_ptr<detail::GraphBuilder> graph, int id, KeySelector keySelector, Assigner assigner,
+                 Tr trigger = {}, Ev evictor = {}, int64_t allowedLateness = 0, int lateTag = -1)
+      : graph_(std::move(graph)), id_(id), keySelector_(std::move(keySelector)), assigner_(std::move(assigner)),
+        trigger_(std::move(trigger)), evictor_(std::move(evictor)), allowedLateness_(allowedLateness),
+        lateTag_(lateTag) {}
 
   // Records up to `lateness` behind the watermark still update (and fire again) their
   // windows; later ones are dropped, counted as numLateRecordsDropped, or sent to the
@@ -33,6 +43,27 @@ class WindowedStream {
   WindowedStream& sideOutputLateData(const OutputTag<T>& tag) {
     lateTag_ = tag.index();
     return *this;
+  }
+
+  // Fires the windows by `trigger` instead of the assigner's default trigger.
+  template <class NewTrigger>
+  WindowedStream<T, K, KeySelector, Assigner, NewTrigger, Ev> trigger(NewTrigger trigger) {
+    static_assert(!MergingWindowAssigner<Assigner>, "trigger(): session windows take their default trigger only, for now");
+    static_assert(TriggerFor<NewTrigger, T, W>,
+                  "trigger(t): t needs TriggerResult onElement(const T&, int64_t, const W&, TriggerContext<W>&), "
+                  "onEventTime(int64_t, const W&, TriggerContext<W>&), onProcessingTime(int64_t, const W&, "
+                  "TriggerContext<W>&) and clear(const W&, TriggerContext<W>&) for this stream's record type T and "
+                  "window type W (derive from weir::Trigger<T, W>)");
+    return {graph_, id_, keySelector_, assigner_, std::move(trigger), evictor_, allowedLateness_, lateTag_};
+  }
+  // Evicts records from a window when it fires, before or after the window function.
+  template <class NewEvictor>
+  WindowedStream<T, K, KeySelector, Assigner, Tr, NewEvictor> evictor(NewEvictor evictor) {
+    static_assert(!MergingWindowAssigner<Assigner>, "evictor(): session windows take no evictor, for now");
+    static_assert(EvictorFor<NewEvictor, T, W>,
+                  "evictor(e): e needs evictBefore and evictAfter(std::vector<TimestampedValue<T>>&, const W&, "
+                  "const EvictorContext&) for this stream's record type T and window type W");
+    return {graph_, id_, keySelector_, assigner_, trigger_, std::move(evictor), allowedLateness_, lateTag_};
   }
 
   template <class F>
@@ -51,42 +82,64 @@ class WindowedStream {
   }
 
   // Aggregates incrementally with `agg`, then hands the one result to `fn` (derived
-  // from ProcessWindowFunction<OUT_of_agg, OUT, K>) with the key and the window.
+  // from ProcessWindowFunction<OUT_of_agg, OUT, K, W>) with the key and the window.
   template <class A, class F>
   SingleOutputStreamOperator<typename F::OutputType> aggregate(A agg, F fn) {
     static_assert(std::is_base_of_v<AggregateFunction<T, typename A::AccumulatorType, typename A::OutputType>, A>,
                   "aggregate(a, f): a must derive from AggregateFunction<T, ACC, R> for this stream's record type T");
-    static_assert(
-        std::is_base_of_v<ProcessWindowFunction<typename A::OutputType, typename F::OutputType, K, TimeWindow>, F>,
-        "aggregate(a, f): f must derive from ProcessWindowFunction<R, OUT, K> where R is a's result type");
+    static_assert(std::is_base_of_v<ProcessWindowFunction<typename A::OutputType, typename F::OutputType, K, W>, F>,
+                  "aggregate(a, f): f must derive from ProcessWindowFunction<R, OUT, K, W> where R is a's result type "
+                  "and W the assigner's window type");
     return add<typename F::OutputType>("Window Aggregate",
                                        detail::AggregateProcessWindowPolicy<T, A, F>{std::move(agg), std::move(fn)});
   }
 
-  // `fn` derives from ProcessWindowFunction<T, OUT, K>: all records of a window at once.
+  // `fn` derives from ProcessWindowFunction<T, OUT, K, W>: all records of a window at once.
   template <class F>
   SingleOutputStreamOperator<typename F::OutputType> process(F fn) {
-    static_assert(std::is_base_of_v<ProcessWindowFunction<T, typename F::OutputType, K, TimeWindow>, F>,
-                  "process(f): f must derive from ProcessWindowFunction<T, OUT, K> with this stream's record and key types");
+    static_assert(std::is_base_of_v<ProcessWindowFunction<T, typename F::OutputType, K, W>, F>,
+                  "process(f): f must derive from ProcessWindowFunction<T, OUT, K, W> with this stream's record and "
+                  "key types and the assigner's window type W");
     return add<typename F::OutputType>("Window Process", detail::ProcessWindowPolicy<T, F>{std::move(fn)});
   }
 
  private:
+  // Windows fired by the assigner's own time take the specialised WindowOperator; a
+  // trigger, an evictor or GlobalWindows take the general one.
+  static constexpr bool kGeneral = !std::is_same_v<Tr, detail::DefaultTrigger> ||
+                                   !std::is_same_v<Ev, detail::NoEvictor> || !std::is_same_v<W, TimeWindow>;
+
   template <class OUT, class Policy>
   SingleOutputStreamOperator<OUT> add(const char* name, Policy policy) {
     auto& node = graph_->add(detail::Transformation::Kind::kOperator, name, {id_}, detail::TypedStream<OUT>::get());
-    node.createOperator = [sel = keySelector_, assigner = assigner_, lateness = allowedLateness_, tag = lateTag_,
-                           policy] {
-      return std::make_unique<detail::WindowOperator<T, K, KeySelector, Assigner, Policy>>(sel, assigner, lateness,
-                                                                                           tag, policy);
-    };
+    if constexpr (kGeneral) {
+      auto trigger = resolvedTrigger();
+      node.createOperator = [sel = keySelector_, assigner = assigner_, trigger, evictor = evictor_,
+                             lateness = allowedLateness_, tag = lateTag_, policy] {
+        return std::make_unique<
+            detail::TriggerWindowOperator<T, K, KeySelector, Assigner, decltype(trigger), Ev, Policy>>(
+            sel, assigner, trigger, evictor, lateness, tag, policy);
+      };
+    } else {
+      node.createOperator = [sel = keySelector_, assigner = assigner_, lateness = allowedLateness_, tag = lateTag_,
+                             policy] {
+        return std::make_unique<detail::WindowOperator<T, K, KeySelector, Assigner, Policy>>(sel, assigner, lateness,
+                                                                                             tag, policy);
+      };
+    }
     return SingleOutputStreamOperator<OUT>(graph_, node.id);
+  }
+  auto resolvedTrigger() const {
+    if constexpr (std::is_same_v<Tr, detail::DefaultTrigger>) return detail::defaultTriggerOf<Assigner>();
+    else return trigger_;
   }
 
   std::shared_ptr<detail::GraphBuilder> graph_;
   int id_;
   KeySelector keySelector_;
   Assigner assigner_;
+  Tr trigger_;
+  Ev evictor_;
   int64_t allowedLateness_ = 0;
   int lateTag_ = -1;
 };
@@ -171,10 +224,20 @@ class KeyedStream : public DataStream<T> {
   }
 
   // Windows of this stream, by `assigner`: Tumbling / Sliding EventTimeWindows and
-  // EventTimeSessionWindows, or their ProcessingTime counterparts.
+  // EventTimeSessionWindows, their ProcessingTime counterparts, or GlobalWindows.
   template <class Assigner>
   WindowedStream<T, K, KeySelector, Assigner> window(Assigner assigner) {
     return WindowedStream<T, K, KeySelector, Assigner>(this->graph_, this->id_, keySelector_, std::move(assigner));
+  }
+  // Windows of `size` records per key, each fired once it is full (Flink's countWindow:
+  // GlobalWindows with a purging CountTrigger). A last window not yet full never fires.
+  auto countWindow(int64_t size) {
+    return window(GlobalWindows::create()).trigger(PurgingTrigger<CountTrigger>::of(CountTrigger::of(size)));
+  }
+  // Every `slide` records of a key, its last `size` records (GlobalWindows, a
+  // CountEvictor and a CountTrigger).
+  auto countWindow(int64_t size, int64_t slide) {
+    return window(GlobalWindows::create()).evictor(CountEvictor::of(size)).trigger(CountTrigger::of(slide));
   }
 
   // Rolling sum per key. sum() for an arithmetic T; sum(&Type::field) for a struct field;

@@ -16,6 +16,7 @@
 #include "weir/error.h"
 #include "weir/functions.h"
 #include "weir/key_group.h"
+#include "weir/serializer.h"
 
 namespace weir {
 
@@ -31,18 +32,35 @@ struct TimeWindow {
   TimeWindow cover(const TimeWindow& o) const { return {std::min(start, o.start), std::max(end, o.end)}; }
   bool operator==(const TimeWindow&) const = default;
 };
+WEIR_STRUCT(TimeWindow, start, end);
+
+// The one window of GlobalWindows: all of a key's records, for all time. It never ends,
+// so what fires it is a trigger (CountTrigger, or one of your own).
+struct GlobalWindow {
+  int64_t maxTimestamp() const { return std::numeric_limits<int64_t>::max(); }
+  bool operator==(const GlobalWindow&) const = default;
+};
 
 namespace detail {
-// floor((t - offset) / step) * step + offset, without overflow: the start of the
-// step-aligned window that contains t, clamped to the int64 range.
-inline int64_t alignedStart(int64_t t, int64_t offset, int64_t step) {
+// floor((t - offset) / step) * step + offset, computed wide: the start of the
+// step-aligned window that contains t, which may lie below the int64 range.
+inline __int128 alignedStartWide(int64_t t, int64_t offset, int64_t step) {
   __int128 x = static_cast<__int128>(t) - offset;
   __int128 r = x % step;
   if (r < 0) r += step;
-  __int128 start = static_cast<__int128>(t) - r;
-  if (start < std::numeric_limits<int64_t>::min()) return std::numeric_limits<int64_t>::min();
-  return static_cast<int64_t>(start);
+  return static_cast<__int128>(t) - r;
 }
+inline int64_t clampToInt64(__int128 v) {
+  if (v < std::numeric_limits<int64_t>::min()) return std::numeric_limits<int64_t>::min();
+  if (v > std::numeric_limits<int64_t>::max()) return std::numeric_limits<int64_t>::max();
+  return static_cast<int64_t>(v);
+}
+inline int64_t alignedStart(int64_t t, int64_t offset, int64_t step) {
+  return clampToInt64(alignedStartWide(t, offset, step));
+}
+// The aligned window [start, start + size) computed wide, then clamped to the range: the
+// first and last windows are cut short where the range ends, not moved.
+inline TimeWindow clampedWindow(__int128 start, int64_t size) { return {clampToInt64(start), clampToInt64(start + size)}; }
 inline int64_t saturatingAdd(int64_t a, int64_t b) {
   __int128 s = static_cast<__int128>(a) + b;
   if (s > std::numeric_limits<int64_t>::max()) return std::numeric_limits<int64_t>::max();
@@ -68,6 +86,7 @@ constexpr const char* assignerName(const char* eventTime, const char* processing
 template <TimeDomain D>
 class TumblingWindows {
  public:
+  using WindowType = TimeWindow;
   static constexpr TimeDomain kDomain = D;
   // Throws weir::Error when size ≤ 0 or |offset| ≥ size.
   static TumblingWindows of(std::chrono::milliseconds size, std::chrono::milliseconds offset = std::chrono::milliseconds(0)) {
@@ -81,8 +100,7 @@ class TumblingWindows {
   }
   template <class Out>
   void assignWindows(int64_t timestamp, Out&& out) const {
-    int64_t start = detail::alignedStart(timestamp, offset_, size_);
-    out(TimeWindow{start, detail::saturatingAdd(start, size_)});
+    out(detail::clampedWindow(detail::alignedStartWide(timestamp, offset_, size_), size_));
   }
   int64_t size() const { return size_; }
 
@@ -99,6 +117,7 @@ using TumblingProcessingTimeWindows = TumblingWindows<TimeDomain::PROCESSING_TIM
 template <TimeDomain D>
 class SlidingWindows {
  public:
+  using WindowType = TimeWindow;
   static constexpr TimeDomain kDomain = D;
   // Throws weir::Error when size ≤ 0, slide ≤ 0, slide > size, or |offset| ≥ slide.
   static SlidingWindows of(std::chrono::milliseconds size, std::chrono::milliseconds slide,
@@ -114,12 +133,9 @@ class SlidingWindows {
   }
   template <class Out>
   void assignWindows(int64_t timestamp, Out&& out) const {
-    int64_t lastStart = detail::alignedStart(timestamp, offset_, slide_);
-    for (__int128 start = lastStart; start > static_cast<__int128>(timestamp) - size_; start -= slide_) {
-      if (start < std::numeric_limits<int64_t>::min()) break;
-      auto s = static_cast<int64_t>(start);
-      out(TimeWindow{s, detail::saturatingAdd(s, size_)});
-    }
+    __int128 lastStart = detail::alignedStartWide(timestamp, offset_, slide_);
+    for (__int128 start = lastStart; start > static_cast<__int128>(timestamp) - size_; start -= slide_)
+      out(detail::clampedWindow(start, size_));
   }
   // Panes: time cut into slices of gcd(size, slide), aligned like the windows, so every
   // window is a whole number of panes and every window containing a pane's start
@@ -127,8 +143,7 @@ class SlidingWindows {
   // combines a window's panes when it fires, instead of updating size / slide windows.
   static constexpr bool kPaned = true;
   TimeWindow paneOf(int64_t timestamp) const {
-    int64_t start = detail::alignedStart(timestamp, offset_, pane_);
-    return {start, detail::saturatingAdd(start, pane_)};
+    return detail::clampedWindow(detail::alignedStartWide(timestamp, offset_, pane_), pane_);
   }
 
  private:
@@ -146,6 +161,7 @@ using SlidingProcessingTimeWindows = SlidingWindows<TimeDomain::PROCESSING_TIME>
 template <TimeDomain D, class F>
 class DynamicSessionWindows {
  public:
+  using WindowType = TimeWindow;
   static constexpr TimeDomain kDomain = D;
   static constexpr bool kMerging = true;
   explicit DynamicSessionWindows(F extractor) : extractor_(std::move(extractor)) {}
@@ -175,6 +191,7 @@ class DynamicSessionWindows {
 template <TimeDomain D>
 class SessionWindows {
  public:
+  using WindowType = TimeWindow;
   static constexpr TimeDomain kDomain = D;
   static constexpr bool kMerging = true;
   // Throws weir::Error when gap ≤ 0.
@@ -205,6 +222,18 @@ class SessionWindows {
 using EventTimeSessionWindows = SessionWindows<TimeDomain::EVENT_TIME>;
 using ProcessingTimeSessionWindows = SessionWindows<TimeDomain::PROCESSING_TIME>;
 
+// Puts every record of a key into its one GlobalWindow; fires only by a trigger (the
+// default never fires). KeyedStream::countWindow is built on it.
+class GlobalWindows {
+ public:
+  using WindowType = GlobalWindow;
+  static GlobalWindows create() { return {}; }
+  template <class Out>
+  void assignWindows(int64_t, Out&& out) const {
+    out(GlobalWindow{});
+  }
+};
+
 // Assigners whose windows merge (sessions) give one window per record, which the window
 // operator merges with the key's windows it intersects.
 template <class A>
@@ -215,12 +244,26 @@ concept PanedWindowAssigner = A::kPaned;
 // Assigners that follow the job's clock instead of the records' timestamps.
 template <class A>
 concept ProcessingTimeWindowAssigner = A::kDomain == TimeDomain::PROCESSING_TIME;
+// Assigners whose windows end by event time (records beyond the lateness are late).
+template <class A>
+concept EventTimeWindowAssigner = A::kDomain == TimeDomain::EVENT_TIME;
 
 template <>
 struct KeyHash<TimeWindow> {
   int32_t operator()(const TimeWindow& w) const {
     return detail::combineHash(KeyHash<int64_t>{}(w.start), KeyHash<int64_t>{}(w.end));
   }
+};
+template <>
+struct KeyHash<GlobalWindow> {
+  int32_t operator()(const GlobalWindow&) const { return 0; }
+};
+template <>
+struct Serializer<GlobalWindow> {
+  static constexpr std::size_t kMinEncodedSize = 0;
+  static void serialize(const GlobalWindow&, DataOutput&) {}
+  static GlobalWindow deserialize(DataInput&) { return {}; }
+  static TypeSchema schema() { return {"GlobalWindow", 1, {}}; }
 };
 
 // Sees all records of a window at once when it fires (Flink's ProcessWindowFunction);

@@ -121,7 +121,9 @@ TEST(BroadcastState, ANonKeyedStreamReadsWhatTheBroadcastSideWrote) {
   std::set<int64_t> values;
   for (const Total& t : results) {
     values.insert(t.sum);
-    if (t.multiplier) EXPECT_EQ(*t.multiplier, 100 + t.color);
+    if (t.multiplier) {
+      EXPECT_EQ(*t.multiplier, 100 + t.color);
+    }
   }
   EXPECT_EQ(values.size(), events.size()) << "every record exactly once";
 }

@@ -79,6 +79,10 @@ void throwNotSerializableForRocksDB(const std::string& state, const std::type_in
                                      "declare the type with WEIR_STRUCT (or use the heap backend)");
 }
 
+void throwTtlOnWindowState(const std::string& state) {
+  throw Error(ErrorCode::kState, "state '" + state + "' is per window (a trigger's state), where TTL is not available");
+}
+
 std::string prefixSuccessor(std::string_view prefix) {
   std::string next(prefix);
   while (!next.empty()) {

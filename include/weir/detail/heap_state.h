@@ -123,12 +123,12 @@ void serializeForState(const T& value, DataOutput& out) {
 
 // What every heap state shares: its table, the current key and namespace.
 template <class N, class S>
-class HeapState : public KeyedStateBase {
+class HeapState : public KeyedStateBase, public NamespacedState<N> {
  public:
   HeapState(KeyedStateStore& store, std::string name)
       : store_(store), ctx_(store.keyContext()), keys_(*store.heapKeys()), name_(std::move(name)) {}
 
-  void setCurrentNamespace(N ns) { ns_ = std::move(ns); }
+  void setCurrentNamespace(N ns) final { ns_ = std::move(ns); }
 
   // Checks up to `n` entries, going on from where the last call stopped, and erases
   // those for which `shouldErase(entry)` is true (TTL's incremental cleanup).

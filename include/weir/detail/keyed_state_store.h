@@ -141,6 +141,15 @@ struct SnapshotContext {
   std::shared_ptr<const RocksDBReadView> rocksdb;
 };
 
+// A state whose entries are scoped to a namespace besides the key (window state): the
+// window operator sets the namespace before each use.
+template <class N>
+class NamespacedState {
+ public:
+  virtual ~NamespacedState() = default;
+  virtual void setCurrentNamespace(N ns) = 0;
+};
+
 // What every registered state can do whatever its type.
 class KeyedStateBase {
  public:

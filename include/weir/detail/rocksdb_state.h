@@ -99,7 +99,7 @@ std::string keyGroupPrefix(int keyGroup);
 
 // What every RocksDB state shares: its column, the current key and namespace.
 template <class N>
-class RocksDBState : public KeyedStateBase {
+class RocksDBState : public KeyedStateBase, public NamespacedState<N> {
  public:
   // `list`: the state stores varint-framed elements (for the TTL compaction filter).
   RocksDBState(KeyedStateStore& store, const StateDescriptor& d, bool list = false)
@@ -107,7 +107,7 @@ class RocksDBState : public KeyedStateBase {
     setCurrentNamespace(N{});
   }
 
-  void setCurrentNamespace(N ns) {
+  void setCurrentNamespace(N ns) final {
     DataOutput out;
     Serializer<N>::serialize(ns, out);
     nsBytes_ = out.data();

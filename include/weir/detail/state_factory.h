@@ -21,6 +21,8 @@ std::pair<std::unique_ptr<KeyedStateBase>, State*> ownState(std::unique_ptr<Impl
 }
 
 [[noreturn]] void throwNotSerializableForRocksDB(const std::string& state, const std::type_info& type);
+// Window state (a namespace besides the key) has no TTL.
+[[noreturn]] void throwTtlOnWindowState(const std::string& state);
 
 // The state of `descriptor` in `store`, made as HeapImpl or RocksImpl if new.
 // `kSerializable` says whether the types RocksDB must serialize have a Serializer;
@@ -92,9 +94,13 @@ ValueState<T>& valueState(KeyedStateStore& store, const ValueStateDescriptor<T>&
     return keyedState<ValueState<T>, HeapValueState<N, T>, RocksDBValueState<N, T>, Serializable<T>, T>(
         store, "ValueState", d);
   }
-  using V = TtlValue<T>;
-  return ttlState<ValueState<T>, TtlValueState<T>, ValueState<V>, HeapValueState<N, V>, RocksDBValueState<N, V>,
-                  Serializable<T>, T>(store, "ValueState", d, ValueStateDescriptor<V>(d.getName()), kSweepValues);
+  if constexpr (!std::is_same_v<N, VoidNamespace>) {
+    throwTtlOnWindowState(d.getName());
+  } else {
+    using V = TtlValue<T>;
+    return ttlState<ValueState<T>, TtlValueState<T>, ValueState<V>, HeapValueState<N, V>, RocksDBValueState<N, V>,
+                    Serializable<T>, T>(store, "ValueState", d, ValueStateDescriptor<V>(d.getName()), kSweepValues);
+  }
 }
 
 template <class N, class T>
@@ -103,16 +109,20 @@ ListState<T>& listState(KeyedStateStore& store, const ListStateDescriptor<T>& d)
     return keyedState<ListState<T>, HeapListState<N, T>, RocksDBListState<N, T>, Serializable<T>, T>(store, "ListState",
                                                                                                         d);
   }
-  using V = TtlValue<T>;
-  auto sweep = [](auto& heap, const TtlPolicy& policy, size_t n) {
-    int64_t now = policy.now();
-    heap.sweep(n, [&](std::vector<V>& list) {
-      std::erase_if(list, [&](const V& e) { return policy.expired(e.lastAccess, now); });
-      return list.empty();
-    });
-  };
-  return ttlState<ListState<T>, TtlListState<T>, ListState<V>, HeapListState<N, V>, RocksDBListState<N, V>,
-                  Serializable<T>, T>(store, "ListState", d, ListStateDescriptor<V>(d.getName()), sweep);
+  if constexpr (!std::is_same_v<N, VoidNamespace>) {
+    throwTtlOnWindowState(d.getName());
+  } else {
+    using V = TtlValue<T>;
+    auto sweep = [](auto& heap, const TtlPolicy& policy, size_t n) {
+      int64_t now = policy.now();
+      heap.sweep(n, [&](std::vector<V>& list) {
+        std::erase_if(list, [&](const V& e) { return policy.expired(e.lastAccess, now); });
+        return list.empty();
+      });
+    };
+    return ttlState<ListState<T>, TtlListState<T>, ListState<V>, HeapListState<N, V>, RocksDBListState<N, V>,
+                    Serializable<T>, T>(store, "ListState", d, ListStateDescriptor<V>(d.getName()), sweep);
+  }
 }
 
 template <class N, class UK, class UV>
@@ -123,14 +133,18 @@ MapState<UK, UV>& mapState(KeyedStateStore& store, const MapStateDescriptor<UK, 
     return keyedState<MapState<UK, UV>, HeapMapState<N, UK, UV>, RocksDBMapState<N, UK, UV>, kSer, Missing>(
         store, "MapState", d);
   }
-  using V = TtlValue<UV>;
-  auto sweep = [](auto& heap, const TtlPolicy& policy, size_t n) {
-    int64_t now = policy.now();
-    heap.sweepEntries(n, [&](const V& v) { return policy.expired(v.lastAccess, now); });
-  };
-  return ttlState<MapState<UK, UV>, TtlMapState<UK, UV>, MapState<UK, V>, HeapMapState<N, UK, V>,
-                  RocksDBMapState<N, UK, V>, kSer, Missing>(store, "MapState", d, MapStateDescriptor<UK, V>(d.getName()),
-                                                            sweep);
+  if constexpr (!std::is_same_v<N, VoidNamespace>) {
+    throwTtlOnWindowState(d.getName());
+  } else {
+    using V = TtlValue<UV>;
+    auto sweep = [](auto& heap, const TtlPolicy& policy, size_t n) {
+      int64_t now = policy.now();
+      heap.sweepEntries(n, [&](const V& v) { return policy.expired(v.lastAccess, now); });
+    };
+    return ttlState<MapState<UK, UV>, TtlMapState<UK, UV>, MapState<UK, V>, HeapMapState<N, UK, V>,
+                    RocksDBMapState<N, UK, V>, kSer, Missing>(store, "MapState", d, MapStateDescriptor<UK, V>(d.getName()),
+                                                              sweep);
+  }
 }
 
 template <class N, class T>
@@ -139,9 +153,13 @@ ReducingState<T>& reducingState(KeyedStateStore& store, const ReducingStateDescr
     return keyedState<ReducingState<T>, HeapReducingState<N, T>, RocksDBReducingState<N, T>, Serializable<T>, T>(
         store, "ReducingState", d);
   }
-  using V = TtlValue<T>;
-  return ttlState<ReducingState<T>, TtlReducingState<T>, ValueState<V>, HeapValueState<N, V>, RocksDBValueState<N, V>,
-                  Serializable<T>, T>(store, "ReducingState", d, ValueStateDescriptor<V>(d.getName()), kSweepValues);
+  if constexpr (!std::is_same_v<N, VoidNamespace>) {
+    throwTtlOnWindowState(d.getName());
+  } else {
+    using V = TtlValue<T>;
+    return ttlState<ReducingState<T>, TtlReducingState<T>, ValueState<V>, HeapValueState<N, V>, RocksDBValueState<N, V>,
+                    Serializable<T>, T>(store, "ReducingState", d, ValueStateDescriptor<V>(d.getName()), kSweepValues);
+  }
 }
 
 template <class N, class IN, class ACC, class OUT>
@@ -150,10 +168,14 @@ AggregatingState<IN, OUT>& aggregatingState(KeyedStateStore& store, const Aggreg
     return keyedState<AggregatingState<IN, OUT>, HeapAggregatingState<N, IN, ACC, OUT>,
                       RocksDBAggregatingState<N, IN, ACC, OUT>, Serializable<ACC>, ACC>(store, "AggregatingState", d);
   }
-  using V = TtlValue<ACC>;
-  return ttlState<AggregatingState<IN, OUT>, TtlAggregatingState<IN, ACC, OUT>, ValueState<V>, HeapValueState<N, V>,
-                  RocksDBValueState<N, V>, Serializable<ACC>, ACC>(store, "AggregatingState", d,
-                                                                   ValueStateDescriptor<V>(d.getName()), kSweepValues);
+  if constexpr (!std::is_same_v<N, VoidNamespace>) {
+    throwTtlOnWindowState(d.getName());
+  } else {
+    using V = TtlValue<ACC>;
+    return ttlState<AggregatingState<IN, OUT>, TtlAggregatingState<IN, ACC, OUT>, ValueState<V>, HeapValueState<N, V>,
+                    RocksDBValueState<N, V>, Serializable<ACC>, ACC>(store, "AggregatingState", d,
+                                                                     ValueStateDescriptor<V>(d.getName()), kSweepValues);
+  }
 }
 
 }  // namespace weir::detail

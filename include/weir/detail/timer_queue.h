@@ -1,5 +1,6 @@
 // Timers of a keyed operator in one time domain, on the heap for now: one timer per
-// (key, time), fired in time order once the watermark (or the clock) reaches them.
+// (key, time), fired in time order once the watermark (or the clock) reaches them. The
+// window operator's "key" is a (key, window) pair, hashed by `Hash`.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +14,7 @@
 
 namespace weir::detail {
 
-template <class K>
+template <class K, class Hash = KeyHasher<K>>
 class TimerQueue {
  public:
   // Registering a timer that exists does nothing (and returns false).
@@ -48,7 +49,7 @@ class TimerQueue {
   };
   struct TimerHash {
     size_t operator()(const std::pair<K, int64_t>& t) const {
-      return KeyHasher<K>{}(t.first) * 31 + static_cast<size_t>(t.second);
+      return Hash{}(t.first) * 31 + static_cast<size_t>(t.second);
     }
   };
 

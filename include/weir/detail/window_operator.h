@@ -34,8 +34,8 @@ struct ReduceWindowPolicy {
   void merge(Acc& into, Acc& from) {
     if (from) add(into, *from);
   }
-  template <class K>
-  void fire(const K&, const TimeWindow&, Acc& acc, int64_t, const Clock&, Collector<T>& out) {
+  template <class K, class W>
+  void fire(const K&, const W&, Acc& acc, int64_t, const Clock&, Collector<T>& out) {
     out.collect(*acc);
   }
 };
@@ -49,8 +49,8 @@ struct AggregateWindowPolicy {
   Acc create() { return fn.createAccumulator(); }
   void add(Acc& acc, const T& value) { acc = fn.add(value, std::move(acc)); }
   void merge(Acc& into, Acc& from) { into = fn.merge(std::move(into), from); }
-  template <class K>
-  void fire(const K&, const TimeWindow&, Acc& acc, int64_t, const Clock&, Collector<Out>& out) {
+  template <class K, class W>
+  void fire(const K&, const W&, Acc& acc, int64_t, const Clock&, Collector<Out>& out) {
     out.collect(fn.getResult(acc));
   }
 };
@@ -66,8 +66,8 @@ struct AggregateProcessWindowPolicy {
   Acc create() { return agg.createAccumulator(); }
   void add(Acc& acc, const T& value) { acc = agg.add(value, std::move(acc)); }
   void merge(Acc& into, Acc& from) { into = agg.merge(std::move(into), from); }
-  template <class K>
-  void fire(const K& key, const TimeWindow& window, Acc& acc, int64_t watermark, const Clock& clock,
+  template <class K, class W>
+  void fire(const K& key, const W& window, Acc& acc, int64_t watermark, const Clock& clock,
             Collector<Out>& out) {
     typename A::OutputType result = agg.getResult(acc);
     typename F::Context ctx(window, watermark, clock);
@@ -78,6 +78,7 @@ struct AggregateProcessWindowPolicy {
 // process(): keeps the window's records and hands them to a ProcessWindowFunction.
 template <class T, class F>
 struct ProcessWindowPolicy {
+  static constexpr bool kKeepsRecords = true;
   using Acc = std::vector<T>;
   using Out = typename F::OutputType;
   F fn;
@@ -86,29 +87,131 @@ struct ProcessWindowPolicy {
   void merge(Acc& into, Acc& from) {
     into.insert(into.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
   }
-  template <class K>
-  void fire(const K& key, const TimeWindow& window, Acc& acc, int64_t watermark, const Clock& clock,
+  template <class K, class W>
+  void fire(const K& key, const W& window, Acc& acc, int64_t watermark, const Clock& clock,
             Collector<Out>& out) {
     typename F::Context ctx(window, watermark, clock);
     fn.process(key, ctx, std::span<const T>(acc), out);
   }
 };
 
-template <class T, class K, class KeySelector, class Assigner, class Policy>
-class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, private ProcessingTimeCallback {
+// A window subtask's watermark decides which records are late: checkpoints keep each
+// subtask's in union operator state, so a restore starts from it rather than from the
+// beginning of time and judges replayed records as they were judged.
+inline constexpr const char* kWindowWatermarkState = "_watermark";
+inline void snapshotWindowWatermark(RuntimeContext& context, int64_t watermark, OperatorSnapshot& out) {
+  DataOutput bytes;
+  bytes.write(static_cast<int32_t>(context.getIndexOfThisSubtask()));
+  bytes.write(watermark);
+  out.operatorState.push_back({kWindowWatermarkState, OperatorStateMode::kUnion, {bytes.data()}});
+}
+// The restored watermark: at the same parallelism a subtask's own, after rescaling the
+// smallest (keys from any old subtask may come here); INT64_MIN when there is none.
+inline int64_t restoreWindowWatermark(RestoredOperatorState& restored, RuntimeContext& context) {
+  const auto* list = restored.operatorList(kWindowWatermarkState);
+  if (list == nullptr || list->empty()) return std::numeric_limits<int64_t>::min();
+  int64_t smallest = std::numeric_limits<int64_t>::max();
+  std::optional<int64_t> own;
+  for (const std::string& entry : *list) {
+    DataInput in(entry);
+    int32_t subtask = in.read<int32_t>();
+    int64_t watermark = in.read<int64_t>();
+    smallest = std::min(smallest, watermark);
+    if (subtask == context.getIndexOfThisSubtask()) own = watermark;
+  }
+  bool sameParallelism = static_cast<int>(list->size()) == context.getNumberOfParallelSubtasks();
+  return sameParallelism && own ? *own : smallest;
+}
+
+// What the two window operators (this file's and trigger_window_operator.h's) share:
+// the window function in its policy, the watermark, the output buffer, and where late
+// records go.
+template <class T, class Policy>
+class WindowOperatorBase : public OneInputOperator<T, typename Policy::Out> {
+ protected:
   using OUT = typename Policy::Out;
+  WindowOperatorBase(Policy policy, int lateTag) : policy_(std::move(policy)), lateTag_(lateTag) {}
+
+ public:
+  void close() override {
+    this->callUser([&] { closeFunction(policy_.fn); });
+  }
+  void notifyCheckpointComplete(int64_t checkpointId) override {
+    this->callUser([&] { notifyFunction(policy_.fn, checkpointId, true); });
+  }
+  void notifyCheckpointAborted(int64_t checkpointId) override {
+    this->callUser([&] { notifyFunction(policy_.fn, checkpointId, false); });
+  }
+  void addSideOutput(int tagIndex, std::unique_ptr<SideOutputBase> out) override {
+    if (tagIndex == lateTag_) late_ = out.get();
+    sideOutputs_.add(tagIndex, std::move(out));
+  }
+  void emitIdleness(bool idle) override {
+    sideOutputs_.emitIdleness(idle);
+    this->out_->emitIdleness(idle);
+  }
+  void endInput() override {
+    sideOutputs_.endInput();
+    this->out_->endInput();
+  }
+
+ protected:
+  // Event-time windows cannot place records without timestamps.
+  void requireTimestamps(size_t records, Timestamps timestamps) const {
+    if (timestamps.empty() && records > 0)
+      throw OperatorFailure(this->name(), this->context_->getIndexOfThisSubtask(),
+                            this->context_->getNumberOfParallelSubtasks(),
+                            "event-time windows need timestamps: give the source a WatermarkStrategy with "
+                            "withTimestampAssigner");
+  }
+  Collector<OUT> collector() { return Collector<OUT>(&buffer_, &timestamps_, this->out_, kBatchSize); }
+  // In a catch block: drops what the batch buffered and fails as the operator.
+  [[noreturn]] void failBatch() {
+    buffer_.clear();
+    timestamps_.clear();
+    this->rethrowAsOperatorFailure();
+  }
+  void forwardWatermark(int64_t watermark) {
+    sideOutputs_.emitWatermark(watermark);
+    this->out_->emitWatermark(watermark);
+  }
+  // A record too late for all its windows: to the late-data side output, or counted.
+  void dropLate(T& record, int64_t timestamp) {
+    if (late_) {
+      sideOutputs_.setTimestamp(true, timestamp);
+      static_cast<SideOutput<T>*>(late_)->collect(record);
+    } else {
+      this->metrics_->numLateRecordsDropped.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  Policy policy_;
+  int64_t watermark_ = std::numeric_limits<int64_t>::min();
+  SideOutputs sideOutputs_;
+
+ private:
+  int lateTag_;
+  SideOutputBase* late_ = nullptr;
+  std::vector<OUT> buffer_;
+  std::vector<int64_t> timestamps_;
+};
+
+template <class T, class K, class KeySelector, class Assigner, class Policy>
+class WindowOperator final : public WindowOperatorBase<T, Policy>, private ProcessingTimeCallback {
+  using Base = WindowOperatorBase<T, Policy>;
+  using OUT = typename Policy::Out;
+  using Base::policy_;
+  using Base::sideOutputs_;
+  using Base::watermark_;
 
  public:
   WindowOperator(KeySelector keySelector, Assigner assigner, int64_t allowedLateness, int lateTag, Policy policy)
-      : keySelector_(std::move(keySelector)), assigner_(std::move(assigner)),
-        allowedLateness_(kProcessingTime ? 0 : allowedLateness), lateTag_(lateTag), policy_(std::move(policy)) {}
+      : Base(std::move(policy), lateTag), keySelector_(std::move(keySelector)), assigner_(std::move(assigner)),
+        allowedLateness_(kProcessingTime ? 0 : allowedLateness) {}
 
   void open() override {
     if (auto* restored = this->context().restored()) restore(*restored);
     this->callUser([&] { openFunction(policy_.fn, this->context_); });
-  }
-  void close() override {
-    this->callUser([&] { closeFunction(policy_.fn); });
   }
 
   std::string checkpointUnsupportedReason() const override {
@@ -151,33 +254,12 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, p
       out.keyed[kWindowsState] = std::make_unique<MaterializedSnapshot>(std::move(windows));
       out.keyed[kTimersState] = std::make_unique<MaterializedSnapshot>(std::move(timers));
     }
-    // The watermark decides which records are late: a restore starts from it, not from
-    // the beginning of time, so records replayed after it are judged as they were.
-    DataOutput watermark;
-    watermark.write(static_cast<int32_t>(this->context().getIndexOfThisSubtask()));
-    watermark.write(watermark_);
-    out.operatorState.push_back({kWatermarkState, OperatorStateMode::kUnion, {watermark.data()}});
+    snapshotWindowWatermark(this->context(), watermark_, out);
   }
-  void notifyCheckpointComplete(int64_t checkpointId) override {
-    this->callUser([&] { notifyFunction(policy_.fn, checkpointId, true); });
-  }
-  void notifyCheckpointAborted(int64_t checkpointId) override {
-    this->callUser([&] { notifyFunction(policy_.fn, checkpointId, false); });
-  }
-
-  void addSideOutput(int tagIndex, std::unique_ptr<SideOutputBase> out) override {
-    if (tagIndex == lateTag_) late_ = out.get();
-    sideOutputs_.add(tagIndex, std::move(out));
-  }
-
   void emitBatch(std::span<T> records, Timestamps timestamps) override {
     if constexpr (kProcessingTime) now_ = std::max(now_, this->context().clock()->currentTimeMillis());
-    else if (timestamps.empty() && !records.empty())
-      throw OperatorFailure(this->name(), this->context_->getIndexOfThisSubtask(),
-                            this->context_->getNumberOfParallelSubtasks(),
-                            "event-time windows need timestamps: give the source a WatermarkStrategy with "
-                            "withTimestampAssigner");
-    Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
+    else this->requireTimestamps(records.size(), timestamps);
+    Collector<OUT> collector = this->collector();
     try {
       for (size_t i = 0; i < records.size(); ++i) {
         K key = std::invoke(keySelector_, records[i]);
@@ -200,12 +282,10 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, p
             afterAdd(key, w, it->second, created, collector);
           });
         }
-        if (!placed) dropLate(records[i], timestamps[i]);
+        if (!placed) this->dropLate(records[i], timestamps[i]);
       }
     } catch (...) {
-      buffer_.clear();
-      timestamps_.clear();
-      this->rethrowAsOperatorFailure();
+      this->failBatch();
     }
     collector.flush();
     sideOutputs_.flush();
@@ -214,17 +294,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, p
   void emitWatermark(int64_t watermark) override {
     watermark_ = std::max(watermark_, watermark);  // a restored one may be ahead of upstream's first
     if constexpr (!kProcessingTime) fireTimers();
-    sideOutputs_.emitWatermark(watermark);
-    this->out_->emitWatermark(watermark);
-  }
-
-  void emitIdleness(bool idle) override {
-    sideOutputs_.emitIdleness(idle);
-    this->out_->emitIdleness(idle);
-  }
-  void endInput() override {
-    sideOutputs_.endInput();
-    this->out_->endInput();
+    this->forwardWatermark(watermark);
   }
 
  private:
@@ -240,7 +310,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, p
 
   // Fires and cleans up the windows whose timers the current time reached.
   void fireTimers() {
-    Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
+    Collector<OUT> collector = this->collector();
     try {
       while (!timers_.empty() && timers_.top().time <= currentTime()) {
         Timer t = timers_.top();
@@ -263,9 +333,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, p
         }
       }
     } catch (...) {
-      buffer_.clear();
-      timestamps_.clear();
-      this->rethrowAsOperatorFailure();
+      this->failBatch();
     }
     collector.flush();
   }
@@ -289,7 +357,6 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, p
 
   using Acc = typename Policy::Acc;
   static constexpr const char* kWindowsState = "_windows";
-  static constexpr const char* kWatermarkState = "_watermark";
   static constexpr bool kMerging = MergingWindowAssigner<Assigner>;
   static constexpr bool kPaned = PanedWindowAssigner<Assigner>;
   static constexpr bool kProcessingTime = ProcessingTimeWindowAssigner<Assigner>;
@@ -318,21 +385,7 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, p
   }
 
   void restore(RestoredOperatorState& restored) {
-    // Each old subtask's watermark: at the same parallelism a subtask takes its own, after
-    // rescaling the smallest (keys from any old subtask may come here).
-    if (const auto* list = restored.operatorList(kWatermarkState); list != nullptr && !list->empty()) {
-      int64_t smallest = std::numeric_limits<int64_t>::max();
-      std::optional<int64_t> own;
-      for (const std::string& entry : *list) {
-        DataInput in(entry);
-        int32_t subtask = in.read<int32_t>();
-        int64_t watermark = in.read<int64_t>();
-        smallest = std::min(smallest, watermark);
-        if (subtask == this->context().getIndexOfThisSubtask()) own = watermark;
-      }
-      bool sameParallelism = static_cast<int>(list->size()) == this->context().getNumberOfParallelSubtasks();
-      watermark_ = sameParallelism && own ? *own : smallest;
-    }
+    watermark_ = restoreWindowWatermark(restored, this->context());
     if constexpr (Serializable<K> && Serializable<Acc>) {
       for (const auto& e : restored.takeKeyed(kWindowsState)) {
         DataInput in(e.key);
@@ -525,21 +578,9 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, p
     }
   }
 
-  void dropLate(T& record, int64_t timestamp) {
-    if (late_) {
-      sideOutputs_.setTimestamp(true, timestamp);
-      static_cast<SideOutput<T>*>(late_)->collect(record);
-    } else {
-      this->metrics_->numLateRecordsDropped.fetch_add(1, std::memory_order_relaxed);
-    }
-  }
-
   KeySelector keySelector_;
   Assigner assigner_;
   int64_t allowedLateness_;
-  int lateTag_;
-  Policy policy_;
-  int64_t watermark_ = INT64_MIN;
   int64_t now_ = INT64_MIN;     // processing time: the clock when the last batch came
   int64_t passed_ = INT64_MIN;  // processing time: the last time the clock has passed
   int64_t callbackAt_ = std::numeric_limits<int64_t>::max();  // the earliest callback asked for
@@ -551,10 +592,6 @@ class WindowOperator final : public OneInputOperator<T, typename Policy::Out>, p
   TimeWindow pane_;                      // the pane of the last record,
   std::vector<TimeWindow> paneWindows_;  // and its windows, latest first
   std::priority_queue<Timer, std::vector<Timer>, Later> timers_;
-  std::vector<OUT> buffer_;
-  std::vector<int64_t> timestamps_;
-  SideOutputs sideOutputs_;
-  SideOutputBase* late_ = nullptr;
 };
 
 }  // namespace weir::detail

@@ -1,0 +1,301 @@
+// Keyed windows fired by a trigger, optionally with an evictor (Flink's WindowOperator
+// and EvictingWindowOperator): the path taken by GlobalWindows, .trigger(...) and
+// .evictor(...). The windows without either take the faster WindowOperator.
+//
+// Everything lives on the job's state backend, scoped to (key, window): the window's
+// contents (one accumulator, or the records with their timestamps when an evictor or a
+// ProcessWindowFunction needs them all) and the trigger's own state. Timers are one per
+// (key, window, time) in each time domain, checkpointed per key group. A window's state
+// is cleared when the time passes its end plus the allowed lateness (never for
+// GlobalWindows), after the trigger saw that time.
+#pragma once
+
+#include <type_traits>
+
+#include "weir/detail/state_factory.h"
+#include "weir/detail/timer_queue.h"
+#include "weir/detail/window_operator.h"
+#include "weir/evictor.h"
+#include "weir/trigger.h"
+
+namespace weir::detail {
+
+// The trigger of windows the user gave none: the assigner's own (EventTimeTrigger,
+// ProcessingTimeTrigger, or NeverTrigger for GlobalWindows).
+struct DefaultTrigger {};
+struct NoEvictor {};
+
+template <class Assigner>
+auto defaultTriggerOf() {
+  if constexpr (EventTimeWindowAssigner<Assigner>) return EventTimeTrigger::create();
+  else if constexpr (ProcessingTimeWindowAssigner<Assigner>) return ProcessingTimeTrigger::create();
+  else return NeverTrigger{};
+}
+
+template <class Policy>
+concept KeepsRecords = Policy::kKeepsRecords;
+
+template <class T, class K, class KeySelector, class Assigner, class Tr, class Ev, class Policy>
+class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
+                                    private ProcessingTimeCallback,
+                                    private TriggerContext<typename Assigner::WindowType> {
+  using Base = WindowOperatorBase<T, Policy>;
+  using Base::policy_;
+  using Base::watermark_;
+  using W = typename Assigner::WindowType;
+  using OUT = typename Policy::Out;
+  using Acc = typename Policy::Acc;
+  using Element = TimestampedValue<T>;
+  static constexpr bool kEvicting = !std::is_same_v<Ev, NoEvictor>;
+  // The records themselves are kept when an evictor or the window function needs them.
+  static constexpr bool kKeepsRecords = kEvicting || KeepsRecords<Policy>;
+  using Stored = std::conditional_t<kKeepsRecords, Element, Acc>;
+  static constexpr bool kEventTime = EventTimeWindowAssigner<Assigner>;
+  static constexpr bool kProcessingTime = ProcessingTimeWindowAssigner<Assigner>;
+  static constexpr const char* kContentsState = "_window_contents";
+
+ public:
+  TriggerWindowOperator(KeySelector keySelector, Assigner assigner, Tr trigger, Ev evictor, int64_t allowedLateness,
+                        int lateTag, Policy policy)
+      : Base(std::move(policy), lateTag), keySelector_(std::move(keySelector)), assigner_(std::move(assigner)),
+        trigger_(std::move(trigger)), evictor_(std::move(evictor)), allowedLateness_(kEventTime ? allowedLateness : 0) {}
+
+  void open() override {
+    RuntimeContext& context = this->context();
+    this->callUser([&] {
+      store_ = std::make_unique<KeyedStateBackend<K>>(
+          context.stateBackend(), context.getMaxNumberOfParallelSubtasks(),
+          context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock());
+      if (auto* restored = context.restored()) {
+        watermark_ = restoreWindowWatermark(*restored, context);
+        restoreTimers(restored->takeKeyed(kTimersState), eventTimers_, false);
+        restoreTimers(restored->takeKeyed(kProcessingTimersState), processingTimers_, true);
+        store_->setRestored(std::move(restored->keyed));
+      }
+      if constexpr (kKeepsRecords) {
+        contents_ = &listState<W>(*store_, ListStateDescriptor<Element>(kContentsState));
+      } else {
+        contents_ = &valueState<W>(*store_, ValueStateDescriptor<Acc>(kContentsState));
+      }
+      contentsWindow_ = dynamic_cast<NamespacedState<W>*>(contents_);
+      openFunction(policy_.fn, this->context_);
+    });
+  }
+  void close() override {
+    Base::close();
+    contents_ = nullptr;
+    store_.reset();
+  }
+
+  std::string checkpointUnsupportedReason() const override {
+    if constexpr (!Serializable<K> || !Serializable<W> || !Serializable<Stored>)
+      return "its key type " + demangledTypeName(typeid(K)) + ", window type " + demangledTypeName(typeid(W)) +
+             " or window contents " + demangledTypeName(typeid(Stored)) +
+             " have no weir::Serializer, which checkpoints need";
+    return "";
+  }
+  // Window contents and trigger state from the backend, the timers, the watermark.
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    this->callUser([&] { snapshotFunction(policy_.fn, checkpointId, timestamp); });
+    StreamOperator::snapshotState(checkpointId, timestamp, out);
+    out.keyed = store_->snapshot();
+    if constexpr (Serializable<K> && Serializable<W>) {
+      out.keyed[kTimersState] = snapshotTimers(eventTimers_);
+      out.keyed[kProcessingTimersState] = snapshotTimers(processingTimers_);
+    }
+    snapshotWindowWatermark(this->context(), watermark_, out);
+  }
+  void emitBatch(std::span<T> records, Timestamps timestamps) override {
+    if constexpr (kProcessingTime) now_ = std::max(now_, this->context().clock()->currentTimeMillis());
+    if constexpr (kEventTime) this->requireTimestamps(records.size(), timestamps);
+    Collector<OUT> collector = this->collector();
+    try {
+      for (size_t i = 0; i < records.size(); ++i) {
+        const int64_t timestamp = timestamps.empty() ? Element::kNoTimestamp : timestamps[i];
+        key_ = std::invoke(keySelector_, records[i]);
+        store_->setCurrentKey(key_);
+        windows_.clear();
+        assigner_.assignWindows(kProcessingTime ? now_ : timestamp, [&](const W& w) { windows_.push_back(w); });
+        bool placed = false;
+        for (const W& w : windows_) {
+          if (isLate(w)) continue;
+          placed = true;
+          setWindow(w);
+          add(records[i], timestamp);
+          TriggerResult result = trigger_.onElement(records[i], timestamp, window_, *this);
+          act(result, collector);
+          registerCleanupTimer(w);
+        }
+        if (!placed) this->dropLate(records[i], timestamp);
+      }
+    } catch (...) {
+      store_->clearCurrentKey();
+      this->failBatch();
+    }
+    store_->clearCurrentKey();
+    collector.flush();
+    this->sideOutputs_.flush();
+  }
+
+  void emitWatermark(int64_t watermark) override {
+    watermark_ = std::max(watermark_, watermark);  // a restored one may be ahead of upstream's first
+    fireTimers(eventTimers_, watermark_, false);
+    this->forwardWatermark(watermark);
+  }
+
+ private:
+  struct KeyWindowHash {
+    size_t operator()(const std::pair<K, W>& kw) const { return KeyHasher<K>{}(kw.first) * 31 + KeyHasher<W>{}(kw.second); }
+  };
+  using Timers = TimerQueue<std::pair<K, W>, KeyWindowHash>;
+
+  // ProcessingTimeCallback: the clock passed `time`.
+  void onProcessingTime(int64_t time) override { fireTimers(processingTimers_, time, true); }
+
+  // TriggerContext, for the current key and window.
+  int64_t getCurrentProcessingTime() const override { return this->context_->clock()->currentTimeMillis(); }
+  int64_t getCurrentWatermark() const override { return watermark_; }
+  void registerEventTimeTimer(int64_t time) override { eventTimers_.add({key_, window_}, time); }
+  void registerProcessingTimeTimer(int64_t time) override {
+    if (processingTimers_.add({key_, window_}, time))
+      this->context().processingTimeService().registerTimer(time, static_cast<ProcessingTimeCallback*>(this));
+  }
+  void deleteEventTimeTimer(int64_t time) override { eventTimers_.remove({key_, window_}, time); }
+  void deleteProcessingTimeTimer(int64_t time) override { processingTimers_.remove({key_, window_}, time); }
+  KeyedStateStore& windowStore() override { return *store_; }
+  const W& currentWindow() const override { return window_; }
+
+  void setWindow(const W& w) {
+    window_ = w;
+    contentsWindow_->setCurrentNamespace(w);
+  }
+
+  // When a window's state goes: its end plus the allowed lateness in its time domain;
+  // never for a window without end.
+  int64_t cleanupTime(const W& w) const {
+    if (w.maxTimestamp() == std::numeric_limits<int64_t>::max()) return w.maxTimestamp();
+    return saturatingAdd(w.maxTimestamp(), allowedLateness_);
+  }
+  bool isLate(const W& w) const {
+    return kEventTime && w.maxTimestamp() != std::numeric_limits<int64_t>::max() && cleanupTime(w) <= watermark_;
+  }
+  void registerCleanupTimer(const W& w) {
+    if (w.maxTimestamp() == std::numeric_limits<int64_t>::max()) return;
+    if constexpr (kEventTime) registerEventTimeTimer(cleanupTime(w));
+    else if constexpr (kProcessingTime) registerProcessingTimeTimer(cleanupTime(w));
+  }
+
+  void add(const T& record, int64_t timestamp) {
+    if constexpr (kKeepsRecords) {
+      contents_->add(Element{record, timestamp});
+    } else {
+      std::optional<Acc> acc = contents_->value();
+      if (!acc) acc = policy_.create();
+      policy_.add(*acc, record);
+      contents_->update(std::move(*acc));
+    }
+  }
+
+  void act(TriggerResult result, Collector<OUT>& collector) {
+    if (isFire(result)) fire(collector);
+    if (isPurge(result)) contents_->clear();
+  }
+
+  // Hands the current window's contents to the window function; with an evictor, what
+  // it leaves stays in the window. A window with nothing (left) in it emits nothing.
+  void fire(Collector<OUT>& collector) {
+    const Clock& clock = *this->context().clock();
+    collector.setTimestamp(true, window_.maxTimestamp());
+    if constexpr (kKeepsRecords) {
+      std::vector<Element> elements = contents_->get();
+      if (elements.empty()) return;
+      const size_t before = elements.size();
+      EvictorContext ctx{clock.currentTimeMillis(), watermark_};
+      if constexpr (kEvicting) evictor_.evictBefore(elements, window_, ctx);
+      if (!elements.empty()) {
+        Acc acc = policy_.create();
+        for (const Element& e : elements) policy_.add(acc, e.value);
+        policy_.fire(key_, window_, acc, watermark_, clock, collector);
+      }
+      if constexpr (kEvicting) {
+        evictor_.evictAfter(elements, window_, ctx);
+        if (elements.size() != before) contents_->update(std::move(elements));
+      }
+    } else {
+      if (std::optional<Acc> acc = contents_->value()) policy_.fire(key_, window_, *acc, watermark_, clock, collector);
+    }
+  }
+
+  // Fires the timers of `timers` up to `upTo` through the trigger, and clears the
+  // windows whose cleanup time it is.
+  void fireTimers(Timers& timers, int64_t upTo, bool processingTime) {
+    Collector<OUT> collector = this->collector();
+    try {
+      std::pair<K, W> kw;
+      int64_t time;
+      while (timers.pop(upTo, kw, time)) {
+        key_ = std::move(kw.first);
+        store_->setCurrentKey(key_);
+        setWindow(kw.second);
+        TriggerResult result = processingTime ? trigger_.onProcessingTime(time, window_, *this)
+                                              : trigger_.onEventTime(time, window_, *this);
+        act(result, collector);
+        const bool cleanupDomain = processingTime ? kProcessingTime : kEventTime;
+        if (cleanupDomain && time == cleanupTime(window_)) {
+          contents_->clear();
+          trigger_.clear(window_, *this);
+        }
+      }
+    } catch (...) {
+      store_->clearCurrentKey();
+      this->failBatch();
+    }
+    store_->clearCurrentKey();
+    collector.flush();
+  }
+
+  // A timer is an entry keyed by its key, with its window and time after it.
+  std::unique_ptr<MaterializedSnapshot> snapshotTimers(const Timers& timers) const {
+    std::vector<OwnedStateEntry> entries;
+    DataOutput key;
+    const int maxParallelism = store_->maxParallelism();
+    timers.forEach([&](const std::pair<K, W>& kw, int64_t time) {
+      key.clear();
+      Serializer<K>::serialize(kw.first, key);
+      Serializer<W>::serialize(kw.second, key);
+      key.write(time);
+      entries.push_back({assignToKeyGroup(KeyHash<K>{}(kw.first), maxParallelism), key.data(), {}});
+    });
+    return std::make_unique<MaterializedSnapshot>(std::move(entries));
+  }
+  void restoreTimers(const std::vector<OwnedStateEntry>& entries, Timers& timers, bool processingTime) {
+    if constexpr (Serializable<K> && Serializable<W>) {
+      const char* state = processingTime ? kProcessingTimersState : kTimersState;
+      for (const auto& e : entries) {
+        DataInput in(e.key);
+        K k = decodeState<K>(in, state, e.keyGroup);
+        W w = decodeState<W>(in, state, e.keyGroup);
+        int64_t time = decodeState<int64_t>(in, state, e.keyGroup);
+        if (timers.add({std::move(k), w}, time) && processingTime)
+          this->context().processingTimeService().registerTimer(time, static_cast<ProcessingTimeCallback*>(this));
+      }
+    }
+  }
+
+  KeySelector keySelector_;
+  Assigner assigner_;
+  Tr trigger_;
+  [[no_unique_address]] Ev evictor_;
+  int64_t allowedLateness_;
+  std::unique_ptr<KeyedStateBackend<K>> store_;
+  std::conditional_t<kKeepsRecords, ListState<Element>, ValueState<Acc>>* contents_ = nullptr;
+  NamespacedState<W>* contentsWindow_ = nullptr;
+  K key_{};     // the current key,
+  W window_{};  // and window
+  std::vector<W> windows_;  // the current record's
+  Timers eventTimers_;
+  Timers processingTimers_;
+  int64_t now_ = std::numeric_limits<int64_t>::min();  // processing time: the clock when the last batch came
+};
+
+}  // namespace weir::detail

@@ -1,0 +1,279 @@
+// Triggers: when a window's contents are handed to the window function, and when they
+// are thrown away (Flink's Trigger). A trigger is asked for every record added to a
+// window and whenever one of the timers it registered for that window comes due; it
+// answers CONTINUE, FIRE, PURGE or FIRE_AND_PURGE.
+//
+// A trigger is a copyable object with these member functions (derive from Trigger<T, W>
+// to have the compiler check them, or write them as templates, as the built-in ones do):
+//   TriggerResult onElement(const T& element, int64_t timestamp, const W& window, TriggerContext<W>& ctx)
+//   TriggerResult onEventTime(int64_t time, const W& window, TriggerContext<W>& ctx)
+//   TriggerResult onProcessingTime(int64_t time, const W& window, TriggerContext<W>& ctx)
+//   void clear(const W& window, TriggerContext<W>& ctx)   // delete its timers and state
+// Its own per-window state comes from ctx.getPartitionedState(descriptor), scoped to the
+// key and window it is called for; ask for it in each call rather than keeping it.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <limits>
+#include <string>
+
+#include "weir/detail/state_factory.h"
+#include "weir/error.h"
+#include "weir/state.h"
+#include "weir/state_descriptor.h"
+#include "weir/windows.h"
+
+namespace weir {
+
+enum class TriggerResult { CONTINUE, FIRE, PURGE, FIRE_AND_PURGE };
+
+inline bool isFire(TriggerResult r) { return r == TriggerResult::FIRE || r == TriggerResult::FIRE_AND_PURGE; }
+inline bool isPurge(TriggerResult r) { return r == TriggerResult::PURGE || r == TriggerResult::FIRE_AND_PURGE; }
+
+// What a trigger may do for the (key, window) it is called for.
+template <class W>
+class TriggerContext {
+ public:
+  virtual ~TriggerContext() = default;
+  virtual int64_t getCurrentProcessingTime() const = 0;
+  virtual int64_t getCurrentWatermark() const = 0;
+  // One timer per (key, window, time): registering it again does nothing.
+  virtual void registerEventTimeTimer(int64_t time) = 0;
+  virtual void registerProcessingTimeTimer(int64_t time) = 0;
+  virtual void deleteEventTimeTimer(int64_t time) = 0;
+  virtual void deleteProcessingTimeTimer(int64_t time) = 0;
+
+  // Keyed state of the current key and window, on the job's state backend and in its
+  // checkpoints. TTL is not available here.
+  template <class T>
+  ValueState<T>& getPartitionedState(const ValueStateDescriptor<T>& d) {
+    return scoped(detail::valueState<W>(windowStore(), d), d);
+  }
+  template <class T>
+  ReducingState<T>& getPartitionedState(const ReducingStateDescriptor<T>& d) {
+    return scoped(detail::reducingState<W>(windowStore(), d), d);
+  }
+  template <class T>
+  ListState<T>& getPartitionedState(const ListStateDescriptor<T>& d) {
+    return scoped(detail::listState<W>(windowStore(), d), d);
+  }
+
+ protected:
+  virtual detail::KeyedStateStore& windowStore() = 0;
+  virtual const W& currentWindow() const = 0;
+
+ private:
+  template <class State>
+  State& scoped(State& state, const StateDescriptor& d) {
+    auto* namespaced = dynamic_cast<detail::NamespacedState<W>*>(&state);
+    if (namespaced == nullptr)
+      throw Error(ErrorCode::kState, "trigger state '" + d.getName() +
+                                         "': the name is already used by a state that is not per window");
+    namespaced->setCurrentNamespace(currentWindow());
+    return state;
+  }
+};
+
+namespace detail {
+// What the built-in triggers answer to the calls they do not react to.
+struct TriggerDefaults {
+  template <class W>
+  TriggerResult onEventTime(int64_t, const W&, TriggerContext<W>&) {
+    return TriggerResult::CONTINUE;
+  }
+  template <class W>
+  TriggerResult onProcessingTime(int64_t, const W&, TriggerContext<W>&) {
+    return TriggerResult::CONTINUE;
+  }
+  template <class W>
+  void clear(const W&, TriggerContext<W>&) {}
+};
+}  // namespace detail
+
+// The interface a user trigger may derive from (Flink's Trigger<T, W>).
+template <class T, class W>
+class Trigger {
+ public:
+  using ElementType = T;
+  using WindowType = W;
+  virtual ~Trigger() = default;
+  virtual TriggerResult onElement(const T& element, int64_t timestamp, const W& window, TriggerContext<W>& ctx) = 0;
+  virtual TriggerResult onEventTime(int64_t time, const W& window, TriggerContext<W>& ctx) = 0;
+  virtual TriggerResult onProcessingTime(int64_t time, const W& window, TriggerContext<W>& ctx) = 0;
+  virtual void clear(const W& window, TriggerContext<W>& ctx) {}
+};
+
+// Fires once the watermark passes the window's end, and again at once for each record
+// added to it later (within the allowed lateness). The default of event-time windows.
+class EventTimeTrigger : public detail::TriggerDefaults {
+ public:
+  static EventTimeTrigger create() { return {}; }
+  template <class T, class W>
+  TriggerResult onElement(const T&, int64_t, const W& window, TriggerContext<W>& ctx) {
+    if (window.maxTimestamp() <= ctx.getCurrentWatermark()) return TriggerResult::FIRE;
+    ctx.registerEventTimeTimer(window.maxTimestamp());
+    return TriggerResult::CONTINUE;
+  }
+  template <class W>
+  TriggerResult onEventTime(int64_t time, const W& window, TriggerContext<W>&) {
+    return time == window.maxTimestamp() ? TriggerResult::FIRE : TriggerResult::CONTINUE;
+  }
+  template <class W>
+  void clear(const W& window, TriggerContext<W>& ctx) {
+    ctx.deleteEventTimeTimer(window.maxTimestamp());
+  }
+};
+
+// Fires once the clock passes the window's end. The default of processing-time windows.
+class ProcessingTimeTrigger : public detail::TriggerDefaults {
+ public:
+  static ProcessingTimeTrigger create() { return {}; }
+  template <class T, class W>
+  TriggerResult onElement(const T&, int64_t, const W& window, TriggerContext<W>& ctx) {
+    ctx.registerProcessingTimeTimer(window.maxTimestamp());
+    return TriggerResult::CONTINUE;
+  }
+  template <class W>
+  TriggerResult onProcessingTime(int64_t, const W&, TriggerContext<W>&) {
+    return TriggerResult::FIRE;
+  }
+  template <class W>
+  void clear(const W& window, TriggerContext<W>& ctx) {
+    ctx.deleteProcessingTimeTimer(window.maxTimestamp());
+  }
+};
+
+// Fires when a window holds `count` more records than when it last fired (its count is
+// per-window state, so it survives restarts). Without purging, the window keeps its
+// contents: wrap it in PurgingTrigger for windows of `count` records each.
+class CountTrigger : public detail::TriggerDefaults {
+ public:
+  // Throws weir::Error when count ≤ 0.
+  static CountTrigger of(int64_t count) {
+    if (count <= 0)
+      throw Error(ErrorCode::kInvalidArgument, "CountTrigger: the count must be positive, got " + std::to_string(count));
+    return CountTrigger(count);
+  }
+  template <class T, class W>
+  TriggerResult onElement(const T&, int64_t, const W&, TriggerContext<W>& ctx) {
+    ReducingState<int64_t>& seen = ctx.getPartitionedState(descriptor());
+    seen.add(1);
+    if (*seen.get() < count_) return TriggerResult::CONTINUE;
+    seen.clear();
+    return TriggerResult::FIRE;
+  }
+  template <class W>
+  void clear(const W&, TriggerContext<W>& ctx) {
+    ctx.getPartitionedState(descriptor()).clear();
+  }
+  int64_t count() const { return count_; }
+
+ private:
+  explicit CountTrigger(int64_t count) : count_(count) {}
+  static ReducingStateDescriptor<int64_t> descriptor() {
+    return ReducingStateDescriptor<int64_t>("count", [](int64_t a, int64_t b) { return a + b; });
+  }
+  int64_t count_;
+};
+
+// Fires every `interval` of event time while the window is open (aligned to multiples of
+// the interval), and when the watermark passes the window's end: early results of long
+// windows.
+class ContinuousEventTimeTrigger : public detail::TriggerDefaults {
+ public:
+  // Throws weir::Error when interval ≤ 0.
+  static ContinuousEventTimeTrigger of(std::chrono::milliseconds interval) {
+    if (interval.count() <= 0)
+      throw Error(ErrorCode::kInvalidArgument, "ContinuousEventTimeTrigger: the interval must be positive, got " +
+                                                   std::to_string(interval.count()) + " ms");
+    return ContinuousEventTimeTrigger(interval.count());
+  }
+  template <class T, class W>
+  TriggerResult onElement(const T&, int64_t timestamp, const W& window, TriggerContext<W>& ctx) {
+    if (window.maxTimestamp() <= ctx.getCurrentWatermark()) return TriggerResult::FIRE;
+    ctx.registerEventTimeTimer(window.maxTimestamp());
+    ValueState<int64_t>& next = ctx.getPartitionedState(descriptor());
+    if (!next.value()) {
+      scheduleNext(detail::alignedStart(timestamp, 0, interval_), window, next, ctx);
+    }
+    return TriggerResult::CONTINUE;
+  }
+  template <class W>
+  TriggerResult onEventTime(int64_t time, const W& window, TriggerContext<W>& ctx) {
+    if (time == window.maxTimestamp()) return TriggerResult::FIRE;
+    ValueState<int64_t>& next = ctx.getPartitionedState(descriptor());
+    if (next.value() != time) return TriggerResult::CONTINUE;
+    scheduleNext(time, window, next, ctx);
+    return TriggerResult::FIRE;
+  }
+  template <class W>
+  void clear(const W& window, TriggerContext<W>& ctx) {
+    ValueState<int64_t>& next = ctx.getPartitionedState(descriptor());
+    if (auto at = next.value()) ctx.deleteEventTimeTimer(*at);
+    next.clear();
+    ctx.deleteEventTimeTimer(window.maxTimestamp());
+  }
+
+ private:
+  explicit ContinuousEventTimeTrigger(int64_t interval) : interval_(interval) {}
+  // The next early firing: an interval after `from`, but not after the window's end.
+  template <class W>
+  void scheduleNext(int64_t from, const W& window, ValueState<int64_t>& next, TriggerContext<W>& ctx) {
+    int64_t fireAt = std::min(detail::saturatingAdd(from, interval_), window.maxTimestamp());
+    ctx.registerEventTimeTimer(fireAt);
+    next.update(fireAt);
+  }
+  static ValueStateDescriptor<int64_t> descriptor() { return ValueStateDescriptor<int64_t>("continuous-fire-time"); }
+  int64_t interval_;
+};
+
+// Turns every FIRE of `trigger` into FIRE_AND_PURGE: the window's contents are dropped
+// each time it fires.
+template <class Inner>
+class PurgingTrigger {
+ public:
+  static PurgingTrigger of(Inner trigger) { return PurgingTrigger(std::move(trigger)); }
+  template <class T, class W>
+  TriggerResult onElement(const T& element, int64_t timestamp, const W& window, TriggerContext<W>& ctx) {
+    return purging(inner_.onElement(element, timestamp, window, ctx));
+  }
+  template <class W>
+  TriggerResult onEventTime(int64_t time, const W& window, TriggerContext<W>& ctx) {
+    return purging(inner_.onEventTime(time, window, ctx));
+  }
+  template <class W>
+  TriggerResult onProcessingTime(int64_t time, const W& window, TriggerContext<W>& ctx) {
+    return purging(inner_.onProcessingTime(time, window, ctx));
+  }
+  template <class W>
+  void clear(const W& window, TriggerContext<W>& ctx) {
+    inner_.clear(window, ctx);
+  }
+
+ private:
+  explicit PurgingTrigger(Inner trigger) : inner_(std::move(trigger)) {}
+  static TriggerResult purging(TriggerResult r) { return isFire(r) ? TriggerResult::FIRE_AND_PURGE : r; }
+  Inner inner_;
+};
+
+// Never fires: the default of GlobalWindows, whose one window has no end.
+class NeverTrigger : public detail::TriggerDefaults {
+ public:
+  template <class T, class W>
+  TriggerResult onElement(const T&, int64_t, const W&, TriggerContext<W>&) {
+    return TriggerResult::CONTINUE;
+  }
+};
+
+// Whether `Tr` can trigger windows of type W over records of type T.
+template <class Tr, class T, class W>
+concept TriggerFor = requires(Tr trigger, const T& element, int64_t time, const W& window, TriggerContext<W>& ctx) {
+  { trigger.onElement(element, time, window, ctx) } -> std::same_as<TriggerResult>;
+  { trigger.onEventTime(time, window, ctx) } -> std::same_as<TriggerResult>;
+  { trigger.onProcessingTime(time, window, ctx) } -> std::same_as<TriggerResult>;
+  trigger.clear(window, ctx);
+};
+
+}  // namespace weir
