@@ -1,5 +1,7 @@
-// Functions over two streams connected by key: KeyedCoProcessFunction (Flink's), and
-// ProcessJoinFunction, which an interval join calls for every matching pair.
+// Functions over two connected streams (first.connect(second)): CoMapFunction,
+// CoFlatMapFunction and CoProcessFunction on any two streams; KeyedCoProcessFunction on
+// two keyed ones; and ProcessJoinFunction, which an interval join calls for every
+// matching pair. Records of the two inputs reach the function interleaved as they come.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +11,36 @@
 #include "weir/keyed_process_function.h"
 
 namespace weir {
+
+// One output per record of either input.
+template <class IN1, class IN2, class OUT>
+class CoMapFunction : public RichFunction {
+ public:
+  using OutputType = OUT;
+  virtual OUT map1(const IN1& value) = 0;
+  virtual OUT map2(const IN2& value) = 0;
+};
+
+// Any number of outputs per record of either input.
+template <class IN1, class IN2, class OUT>
+class CoFlatMapFunction : public RichFunction {
+ public:
+  using OutputType = OUT;
+  virtual void flatMap1(const IN1& value, Collector<OUT>& out) = 0;
+  virtual void flatMap2(const IN2& value, Collector<OUT>& out) = 0;
+};
+
+// Processes the records of two streams with a context: the record's timestamp, the
+// current watermark and processing time, side outputs. Timers need keyed streams
+// (connected.keyBy(...) and a KeyedCoProcessFunction).
+template <class IN1, class IN2, class OUT>
+class CoProcessFunction : public RichFunction {
+ public:
+  using OutputType = OUT;
+  using Context = typename ProcessFunction<IN1, OUT>::Context;
+  virtual void processElement1(const IN1& value, Context& ctx, Collector<OUT>& out) = 0;
+  virtual void processElement2(const IN2& value, Context& ctx, Collector<OUT>& out) = 0;
+};
 
 // Processes two keyed streams with the same key type (keyed1.connect(keyed2)): records of
 // either input with equal keys meet in one subtask, share its keyed state and timers.

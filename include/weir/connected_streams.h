@@ -1,3 +1,5 @@
+// Two streams connected into one operator:
+//   rules.connect(events).flatMap(MyCoFlatMapFunction{});   // CoMap, CoFlatMap, CoProcess
 // Two keyed streams with the same key type, joined by key:
 //   clicks.keyBy(user).connect(orders.keyBy(user)).process(MyKeyedCoProcessFunction{});
 //   clicks.keyBy(user).intervalJoin(orders.keyBy(user)).between(-5s, 10s).process(MyJoin{});
@@ -14,6 +16,68 @@
 #include "weir/output_tag.h"
 
 namespace weir {
+
+// first.connect(second): one operator sees the records of both, each input in its order
+// and the two interleaved as they arrive; its watermark is the smaller of the two.
+template <class IN1, class IN2>
+class ConnectedStreams {
+ public:
+  ConnectedStreams(DataStream<IN1> first, DataStream<IN2> second)
+      : first_(std::move(first)), second_(std::move(second)) {}
+
+  const DataStream<IN1>& getFirstInput() const { return first_; }
+  const DataStream<IN2>& getSecondInput() const { return second_; }
+
+  // `fn` derives from CoMapFunction<IN1, IN2, OUT>.
+  template <class F>
+  auto map(F fn) {
+    using OUT = typename detail::HasOutputTypeOr<F, void>::type;
+    static_assert(std::is_base_of_v<CoMapFunction<IN1, IN2, OUT>, F>,
+                  "connect(...).map(f): f must derive from CoMapFunction<IN1, IN2, OUT> for the two streams' types");
+    return add<OUT>("Co-Map", std::move(fn));
+  }
+  // `fn` derives from CoFlatMapFunction<IN1, IN2, OUT>.
+  template <class F>
+  auto flatMap(F fn) {
+    using OUT = typename detail::HasOutputTypeOr<F, void>::type;
+    static_assert(std::is_base_of_v<CoFlatMapFunction<IN1, IN2, OUT>, F>,
+                  "connect(...).flatMap(f): f must derive from CoFlatMapFunction<IN1, IN2, OUT> for the two streams' "
+                  "types");
+    return add<OUT>("Co-Flat Map", std::move(fn));
+  }
+  // `fn` derives from CoProcessFunction<IN1, IN2, OUT>.
+  template <class F>
+  auto process(F fn) {
+    using OUT = typename detail::HasOutputTypeOr<F, void>::type;
+    static_assert(std::is_base_of_v<CoProcessFunction<IN1, IN2, OUT>, F>,
+                  "connect(...).process(f): f must derive from CoProcessFunction<IN1, IN2, OUT> for the two streams' "
+                  "types (keyBy both first for a KeyedCoProcessFunction)");
+    return add<OUT>("Co-Process", std::move(fn));
+  }
+
+  // Keys both inputs (the keys must have one type): records with equal keys meet.
+  template <class F1, class F2>
+  auto keyBy(F1 key1, F2 key2) {
+    return DataStream<IN1>(first_).keyBy(std::move(key1)).connect(DataStream<IN2>(second_).keyBy(std::move(key2)));
+  }
+
+ private:
+  template <class OUT, class F>
+  SingleOutputStreamOperator<OUT> add(std::string name, F fn) {
+    return detail::addTwoInputOperator<OUT>(first_.graph(), first_.id(), second_.id(), std::move(name), [fn] {
+      return std::make_unique<detail::CoStreamOperator<IN1, IN2, F>>(fn);
+    });
+  }
+
+  DataStream<IN1> first_;
+  DataStream<IN2> second_;
+};
+
+template <class T>
+template <class T2>
+ConnectedStreams<T, T2> DataStream<T>::connect(const DataStream<T2>& other) const {
+  return ConnectedStreams<T, T2>(*this, other);
+}
 
 // keyed1.connect(keyed2): records of both with equal keys meet in one subtask.
 template <class IN1, class IN2, class K, class Selector1, class Selector2>

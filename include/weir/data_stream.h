@@ -33,6 +33,8 @@ template <class T, class Assigner, class Trigger = detail::DefaultTrigger, class
 class AllWindowedStream;
 template <class IN1, class IN2, bool kJoin>
 class TwoStreams;
+template <class IN1, class IN2>
+class ConnectedStreams;
 
 // A handle on a stream in a job being built. Copies are cheap and refer to the same stream.
 template <class T>
@@ -169,6 +171,10 @@ class DataStream {
   // BroadcastProcessFunction<T, T2, OUT>.
   template <class T2>
   BroadcastConnectedStream<T, T2> connect(const BroadcastStream<T2>& broadcast) const;
+  // Connects this stream with `other` for a CoMapFunction, CoFlatMapFunction or
+  // CoProcessFunction over both (see connected_streams.h).
+  template <class T2>
+  ConnectedStreams<T, T2> connect(const DataStream<T2>& other) const;
 
   // Writes the stream to `sink` (a Sink<T> subclass, taken by value).
   template <class S>

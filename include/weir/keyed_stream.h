@@ -176,6 +176,7 @@ class KeyedStream : public DataStream<T> {
 
   const KeySelector& keySelector() const { return keySelector_; }
 
+  using DataStream<T>::connect;  // with a broadcast or a non-keyed stream
   // Connects this keyed stream with a broadcast stream; process() then takes a
   // KeyedBroadcastProcessFunction<K, T, T2, OUT> (see broadcast_stream.h).
   template <class T2>
