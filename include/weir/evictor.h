@@ -21,30 +21,32 @@
 
 namespace weir {
 
-// A record with its event timestamp (kNoTimestamp when it has none).
+// A record with its event timestamp, if it has one.
 template <class T>
 struct TimestampedValue {
-  static constexpr int64_t kNoTimestamp = std::numeric_limits<int64_t>::min();
   T value;
-  int64_t timestamp = kNoTimestamp;
+  int64_t timestamp = 0;
+  bool timestamped = false;
   const T& getValue() const { return value; }
   int64_t getTimestamp() const { return timestamp; }
-  bool hasTimestamp() const { return timestamp != kNoTimestamp; }
+  bool hasTimestamp() const { return timestamped; }
   bool operator==(const TimestampedValue&) const = default;
 };
 
 template <Serializable T>
 struct Serializer<TimestampedValue<T>> {
-  static constexpr std::size_t kMinEncodedSize = detail::minEncodedSize<T>() + sizeof(int64_t);
+  static constexpr std::size_t kMinEncodedSize = detail::minEncodedSize<T>() + sizeof(int64_t) + 1;
   static void serialize(const TimestampedValue<T>& v, DataOutput& out) {
     Serializer<T>::serialize(v.value, out);
     out.write(v.timestamp);
+    out.write(v.timestamped);
   }
   static TimestampedValue<T> deserialize(DataInput& in) {
     T value = Serializer<T>::deserialize(in);
-    return {std::move(value), in.read<int64_t>()};
+    int64_t timestamp = in.read<int64_t>();
+    return {std::move(value), timestamp, in.read<bool>()};
   }
-  static TypeSchema schema() { return detail::indexedSchema<T, int64_t>("TimestampedValue"); }
+  static TypeSchema schema() { return detail::indexedSchema<T, int64_t, bool>("TimestampedValue"); }
 };
 
 // What an evictor can read besides the window.

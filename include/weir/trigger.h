@@ -49,15 +49,15 @@ class TriggerContext {
   // checkpoints. TTL is not available here.
   template <class T>
   ValueState<T>& getPartitionedState(const ValueStateDescriptor<T>& d) {
-    return scoped(detail::valueState<W>(windowStore(), d), d);
+    return scoped(detail::valueState<W>(store(d), d), d);
   }
   template <class T>
   ReducingState<T>& getPartitionedState(const ReducingStateDescriptor<T>& d) {
-    return scoped(detail::reducingState<W>(windowStore(), d), d);
+    return scoped(detail::reducingState<W>(store(d), d), d);
   }
   template <class T>
   ListState<T>& getPartitionedState(const ListStateDescriptor<T>& d) {
-    return scoped(detail::listState<W>(windowStore(), d), d);
+    return scoped(detail::listState<W>(store(d), d), d);
   }
 
  protected:
@@ -65,6 +65,11 @@ class TriggerContext {
   virtual const W& currentWindow() const = 0;
 
  private:
+  detail::KeyedStateStore& store(const StateDescriptor& d) {
+    if (d.getName().starts_with('_'))
+      throw Error(ErrorCode::kState, "trigger state '" + d.getName() + "': names starting with '_' are weir's own");
+    return windowStore();
+  }
   template <class State>
   State& scoped(State& state, const StateDescriptor& d) {
     auto* namespaced = dynamic_cast<detail::NamespacedState<W>*>(&state);
@@ -205,7 +210,10 @@ class ContinuousEventTimeTrigger : public detail::TriggerDefaults {
     if (time == window.maxTimestamp()) return TriggerResult::FIRE;
     ValueState<int64_t>& next = ctx.getPartitionedState(descriptor());
     if (next.value() != time) return TriggerResult::CONTINUE;
-    scheduleNext(time, window, next, ctx);
+    // At the end of input (the final watermark) the next firing is the window's end: a
+    // GlobalWindow would otherwise fire every interval up to INT64_MAX.
+    bool ended = ctx.getCurrentWatermark() == std::numeric_limits<int64_t>::max();
+    scheduleNext(ended ? window.maxTimestamp() : time, window, next, ctx);
     return TriggerResult::FIRE;
   }
   template <class W>

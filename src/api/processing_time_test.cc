@@ -294,6 +294,13 @@ TEST(ProcessingTimeWindows, TumblingWindowsHoldWhatCameWhileTheClockWasInThemAnd
     return keyed.window(TumblingProcessingTimeWindows::of(100ms)).process(CountWindow{});
   });
   expectWindows(got, expected);
+  // The same through the general window operator (a trigger given explicitly).
+  auto triggered = runPhases(input, expected.size(), [](auto keyed) {
+    return keyed.window(TumblingProcessingTimeWindows::of(100ms))
+        .trigger(ProcessingTimeTrigger::create())
+        .process(CountWindow{});
+  });
+  expectWindows(triggered, expected);
 }
 
 TEST(ProcessingTimeWindows, SlidingWindowsCountEachRecordInEveryWindowOfItsTime) {
@@ -312,6 +319,12 @@ TEST(ProcessingTimeWindows, SlidingWindowsCountEachRecordInEveryWindowOfItsTime)
     return keyed.window(SlidingProcessingTimeWindows::of(200ms, 100ms)).process(CountWindow{});
   });
   expectWindows(got, expected);
+  auto evicting = runPhases(input, expected.size(), [](auto keyed) {  // the general operator, nothing evicted
+    return keyed.window(SlidingProcessingTimeWindows::of(200ms, 100ms))
+        .evictor(CountEvictor::of(1'000'000))
+        .process(CountWindow{});
+  });
+  expectWindows(evicting, expected);
 }
 
 TEST(ProcessingTimeWindows, SessionsCloseAfterAGapOfTheClock) {

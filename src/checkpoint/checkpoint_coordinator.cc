@@ -265,8 +265,9 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock) {
   if (SteadyClock::now() + minPause > nextTrigger_) nextTrigger_ = SteadyClock::now() + minPause;
   Hooks hooks = hooks_;
   lock.unlock();
-  for (const auto& d : dropped) removeFolder(d);
+  // Tell the subtasks first: their commits should not wait on deleting old folders.
   if (hooks.notifySubtasks) hooks.notifySubtasks(p.id, true);
+  for (const auto& d : dropped) removeFolder(d);
 }
 
 void CheckpointCoordinator::recordLocked(Record record) {

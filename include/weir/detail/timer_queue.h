@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <queue>
 #include <utility>
 #include <vector>
@@ -28,6 +29,14 @@ class TimerQueue {
   template <class F>
   void forEach(F&& f) const {
     for (const auto& [key, time] : live_) f(key, time);
+  }
+
+  // The time of the earliest live timer, if any.
+  std::optional<int64_t> earliest() {
+    while (!queue_.empty() && !live_.contains(std::pair<K, int64_t>{queue_.top().second, queue_.top().first}))
+      queue_.pop();  // deleted
+    if (queue_.empty()) return std::nullopt;
+    return queue_.top().first;
   }
 
   // Takes the earliest live timer at or before `upTo`; false when there is none.

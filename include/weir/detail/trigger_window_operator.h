@@ -111,7 +111,8 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     Collector<OUT> collector = this->collector();
     try {
       for (size_t i = 0; i < records.size(); ++i) {
-        const int64_t timestamp = timestamps.empty() ? Element::kNoTimestamp : timestamps[i];
+        // Flink hands triggers INT64_MIN for a record without a timestamp.
+        const int64_t timestamp = timestamps.empty() ? std::numeric_limits<int64_t>::min() : timestamps[i];
         key_ = std::invoke(keySelector_, records[i]);
         store_->setCurrentKey(key_);
         windows_.clear();
@@ -121,7 +122,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
           if (isLate(w)) continue;
           placed = true;
           setWindow(w);
-          add(records[i], timestamp);
+          add(records[i], timestamp, !timestamps.empty());
           TriggerResult result = trigger_.onElement(records[i], timestamp, window_, *this);
           act(result, collector);
           registerCleanupTimer(w);
@@ -150,15 +151,25 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   using Timers = TimerQueue<std::pair<K, W>, KeyWindowHash>;
 
   // ProcessingTimeCallback: the clock passed `time`.
-  void onProcessingTime(int64_t time) override { fireTimers(processingTimers_, time, true); }
+  void onProcessingTime(int64_t time) override {
+    callbackAt_ = std::numeric_limits<int64_t>::max();
+    fireTimers(processingTimers_, time, true);
+    if (auto next = processingTimers_.earliest()) requestCallback(*next);
+  }
+  // Asks the subtask to call onProcessingTime at `time`, unless it will call earlier: one
+  // callback for all windows' timers, not one per timer.
+  void requestCallback(int64_t time) {
+    if (time >= callbackAt_) return;
+    callbackAt_ = time;
+    this->context().processingTimeService().registerTimer(time, static_cast<ProcessingTimeCallback*>(this));
+  }
 
   // TriggerContext, for the current key and window.
   int64_t getCurrentProcessingTime() const override { return this->context_->clock()->currentTimeMillis(); }
   int64_t getCurrentWatermark() const override { return watermark_; }
   void registerEventTimeTimer(int64_t time) override { eventTimers_.add({key_, window_}, time); }
   void registerProcessingTimeTimer(int64_t time) override {
-    if (processingTimers_.add({key_, window_}, time))
-      this->context().processingTimeService().registerTimer(time, static_cast<ProcessingTimeCallback*>(this));
+    if (processingTimers_.add({key_, window_}, time)) requestCallback(time);
   }
   void deleteEventTimeTimer(int64_t time) override { eventTimers_.remove({key_, window_}, time); }
   void deleteProcessingTimeTimer(int64_t time) override { processingTimers_.remove({key_, window_}, time); }
@@ -185,9 +196,9 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     else if constexpr (kProcessingTime) registerProcessingTimeTimer(cleanupTime(w));
   }
 
-  void add(const T& record, int64_t timestamp) {
+  void add(const T& record, int64_t timestamp, bool timestamped) {
     if constexpr (kKeepsRecords) {
-      contents_->add(Element{record, timestamp});
+      contents_->add(Element{record, timestamp, timestamped});
     } else {
       std::optional<Acc> acc = contents_->value();
       if (!acc) acc = policy_.create();
@@ -276,8 +287,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
         K k = decodeState<K>(in, state, e.keyGroup);
         W w = decodeState<W>(in, state, e.keyGroup);
         int64_t time = decodeState<int64_t>(in, state, e.keyGroup);
-        if (timers.add({std::move(k), w}, time) && processingTime)
-          this->context().processingTimeService().registerTimer(time, static_cast<ProcessingTimeCallback*>(this));
+        if (timers.add({std::move(k), w}, time) && processingTime) requestCallback(time);
       }
     }
   }
@@ -296,6 +306,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   Timers eventTimers_;
   Timers processingTimers_;
   int64_t now_ = std::numeric_limits<int64_t>::min();  // processing time: the clock when the last batch came
+  int64_t callbackAt_ = std::numeric_limits<int64_t>::max();  // the earliest callback asked for
 };
 
 }  // namespace weir::detail
