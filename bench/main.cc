@@ -199,6 +199,43 @@ void tumblingCount() {
   }
 }
 
+// tumbling_count's job (1,000 keys, p = 1) through the general window operator (an
+// explicit EventTimeTrigger: window contents, trigger and timers in keyed state) beside
+// the specialised one, measured alternately; and countWindow(100) (GlobalWindows with a
+// purging CountTrigger) on the same stream. ratio = specialised ÷ triggered records/s.
+void triggeredCount() {
+  using Count = std::pair<int64_t, int64_t>;
+  const int64_t n = 10'000'000, perMs = 2000, keys = 1000;
+  auto event = [](int64_t i) {
+    return TimedEvent{static_cast<int64_t>(mix(static_cast<uint64_t>(i)) % keys), i / perMs};
+  };
+  enum Kind { kSpecialised, kTriggered, kCountWindow };
+  auto job = [&](Kind kind) {
+    StreamExecutionEnvironment env;
+    auto keyed = env.fromSource(DataGeneratorSource(event, n),
+                                WatermarkStrategy<TimedEvent>::forMonotonousTimestamps().withTimestampAssigner(
+                                    [](const TimedEvent& e) { return e.time; }),
+                                "events")
+                     .map([](const TimedEvent& e) { return Count{e.key, 1}; })
+                     .keyBy([](const Count& c) { return c.first; });
+    auto add = [](const Count& a, const Count& b) { return Count{a.first, a.second + b.second}; };
+    auto tumbling = TumblingEventTimeWindows::of(std::chrono::seconds(1));
+    if (kind == kSpecialised) keyed.window(tumbling).reduce(add).sinkTo(DiscardingSink<Count>());
+    else if (kind == kTriggered)
+      keyed.window(tumbling).trigger(EventTimeTrigger::create()).reduce(add).sinkTo(DiscardingSink<Count>());
+    else keyed.countWindow(100).reduce(add).sinkTo(DiscardingSink<Count>());
+    env.execute("triggered_count");
+  };
+  auto [triggered, specialised] = medianSecondsInterleaved(gRuns, [&] { job(kTriggered); }, [&] { job(kSpecialised); });
+  double counted = medianSecondsInterleaved(gRuns, [&] { job(kCountWindow); }, [] {}).first;
+  double records = static_cast<double>(n);
+  printFigure("triggered_count", {{"parallelism", 1}, {"keys", static_cast<double>(keys)}, {"records", records},
+                                  {"records_per_s", records / triggered},
+                                  {"specialised_records_per_s", records / specialised},
+                                  {"count_window_records_per_s", records / counted},
+                                  {"ratio", triggered / specialised}});
+}
+
 // Sum per key in sliding windows of 10 s every 1 s with an AggregateFunction, beside
 // tumbling_count's job at the same key count, measured alternately; the target is a
 // sliding throughput within 2x of the tumbling one (ratio = tumbling / sliding).
@@ -362,6 +399,7 @@ int main(int argc, char** argv) {
   std::map<std::string, void (*)()> benches{
       {"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}, {"rest_overhead", rest},
       {"tumbling_count", tumblingCount}, {"sliding_sum", slidingSum}, {"session_count", sessionCount},
+      {"triggered_count", triggeredCount},
       {"value_state", [] { valueState(gRuns); }}, {"map_state", [] { mapState(gRuns); }},
       {"list_state", [] { listState(gRuns); }}, {"state_memory", [] { stateMemory(gRuns); }},
       {"checkpoint_size", [] { checkpointSize(gRuns); }}, {"checkpoint_overhead", [] { checkpointOverhead(gRuns); }},

@@ -18,6 +18,9 @@
 #include <cstdint>
 #include <limits>
 #include <string>
+#include <typeindex>
+
+#include <absl/container/flat_hash_map.h>
 
 #include "weir/detail/state_factory.h"
 #include "weir/error.h"
@@ -49,36 +52,51 @@ class TriggerContext {
   // checkpoints. TTL is not available here.
   template <class T>
   ValueState<T>& getPartitionedState(const ValueStateDescriptor<T>& d) {
-    return scoped(detail::valueState<W>(store(d), d), d);
+    return scoped<ValueState<T>>(d, [&](detail::KeyedStateStore& s) -> auto& { return detail::valueState<W>(s, d); });
   }
   template <class T>
   ReducingState<T>& getPartitionedState(const ReducingStateDescriptor<T>& d) {
-    return scoped(detail::reducingState<W>(store(d), d), d);
+    return scoped<ReducingState<T>>(d,
+                                    [&](detail::KeyedStateStore& s) -> auto& { return detail::reducingState<W>(s, d); });
   }
   template <class T>
   ListState<T>& getPartitionedState(const ListStateDescriptor<T>& d) {
-    return scoped(detail::listState<W>(store(d), d), d);
+    return scoped<ListState<T>>(d, [&](detail::KeyedStateStore& s) -> auto& { return detail::listState<W>(s, d); });
   }
 
  protected:
   virtual detail::KeyedStateStore& windowStore() = 0;
   virtual const W& currentWindow() const = 0;
+  // The states looked up so far belong to a store that is going away.
+  void forgetStates() { states_.clear(); }
 
  private:
-  detail::KeyedStateStore& store(const StateDescriptor& d) {
-    if (d.getName().starts_with('_'))
-      throw Error(ErrorCode::kState, "trigger state '" + d.getName() + "': names starting with '_' are weir's own");
-    return windowStore();
+  // A state looked up before, by name: its type, and it as State and as per-window state.
+  struct Known {
+    std::type_index type;
+    void* state;
+    detail::NamespacedState<W>* windowed;
+  };
+
+  // The state of `d` (made by `make` on first use), scoped to the current window.
+  template <class State, class Make>
+  State& scoped(const StateDescriptor& d, Make make) {
+    auto it = states_.find(d.getName());
+    if (it == states_.end() || it->second.type != std::type_index(typeid(State))) {
+      if (d.getName().starts_with('_'))
+        throw Error(ErrorCode::kState, "trigger state '" + d.getName() + "': names starting with '_' are weir's own");
+      State& state = make(windowStore());  // throws when the name has another kind or type
+      auto* windowed = dynamic_cast<detail::NamespacedState<W>*>(&state);
+      if (windowed == nullptr)
+        throw Error(ErrorCode::kState, "trigger state '" + d.getName() +
+                                           "': the name is already used by a state that is not per window");
+      it = states_.insert_or_assign(d.getName(), Known{typeid(State), &state, windowed}).first;
+    }
+    it->second.windowed->setCurrentNamespace(currentWindow());
+    return *static_cast<State*>(it->second.state);
   }
-  template <class State>
-  State& scoped(State& state, const StateDescriptor& d) {
-    auto* namespaced = dynamic_cast<detail::NamespacedState<W>*>(&state);
-    if (namespaced == nullptr)
-      throw Error(ErrorCode::kState, "trigger state '" + d.getName() +
-                                         "': the name is already used by a state that is not per window");
-    namespaced->setCurrentNamespace(currentWindow());
-    return state;
-  }
+
+  absl::flat_hash_map<std::string, Known> states_;
 };
 
 namespace detail {

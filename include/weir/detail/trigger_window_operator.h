@@ -75,7 +75,8 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
       if constexpr (kKeepsRecords) {
         contents_ = &listState<W>(*store_, ListStateDescriptor<Element>(kContentsState));
       } else {
-        contents_ = &valueState<W>(*store_, ValueStateDescriptor<Acc>(kContentsState));
+        contents_ = &aggregatingState<W>(*store_, AggregatingStateDescriptor<T, Acc, Acc>(
+                                                      kContentsState, std::make_shared<PolicyAggregate>(&policy_)));
       }
       contentsWindow_ = dynamic_cast<NamespacedState<W>*>(contents_);
       openFunction(policy_.fn, this->context_);
@@ -83,6 +84,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   }
   void close() override {
     Base::close();
+    this->forgetStates();
     contents_ = nullptr;
     store_.reset();
   }
@@ -200,10 +202,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     if constexpr (kKeepsRecords) {
       contents_->add(Element{record, timestamp, timestamped});
     } else {
-      std::optional<Acc> acc = contents_->value();
-      if (!acc) acc = policy_.create();
-      policy_.add(*acc, record);
-      contents_->update(std::move(*acc));
+      contents_->add(record);  // in place on the heap
     }
   }
 
@@ -233,7 +232,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
         if (elements.size() != before) contents_->update(std::move(elements));
       }
     } else {
-      if (std::optional<Acc> acc = contents_->value()) policy_.fire(key_, window_, *acc, watermark_, clock, collector);
+      if (std::optional<Acc> acc = contents_->get()) policy_.fire(key_, window_, *acc, watermark_, clock, collector);
     }
   }
 
@@ -298,7 +297,26 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   [[no_unique_address]] Ev evictor_;
   int64_t allowedLateness_;
   std::unique_ptr<KeyedStateBackend<K>> store_;
-  std::conditional_t<kKeepsRecords, ListState<Element>, ValueState<Acc>>* contents_ = nullptr;
+  // The window function's policy as an AggregateFunction: the contents' accumulator.
+  class PolicyAggregate final : public AggregateFunction<T, Acc, Acc> {
+   public:
+    explicit PolicyAggregate(Policy* policy) : policy_(policy) {}
+    Acc createAccumulator() override { return policy_->create(); }
+    Acc add(const T& value, Acc acc) override {
+      policy_->add(acc, value);
+      return acc;
+    }
+    Acc getResult(const Acc& acc) override { return acc; }
+    Acc merge(Acc a, const Acc& b) override {
+      Acc from = b;
+      policy_->merge(a, from);
+      return a;
+    }
+
+   private:
+    Policy* policy_;
+  };
+  std::conditional_t<kKeepsRecords, ListState<Element>, AggregatingState<T, Acc>>* contents_ = nullptr;
   NamespacedState<W>* contentsWindow_ = nullptr;
   K key_{};     // the current key,
   W window_{};  // and window
