@@ -734,6 +734,10 @@ constexpr int32_t kCountWindow = 6;
 constexpr int32_t kSlidingCountWindow = 7;
 constexpr int32_t kTriggeredWindow = 8;  // the windows of kWindowResult, through a trigger
 constexpr int32_t kTriggeredLate = 9;
+constexpr int32_t kSession = 10;  // sessions on the specialised operator,
+constexpr int32_t kSessionLate = 11;
+constexpr int32_t kTriggeredSession = 12;  // and through a trigger
+constexpr int32_t kTriggeredSessionLate = 13;
 
 // Counts a window's records; StampCount gives the count its key and window.
 struct CountEvents : AggregateFunction<Event, int64_t, int64_t> {
@@ -796,7 +800,25 @@ std::vector<Out> runLateJob(int64_t n, std::vector<int64_t> failures, const std:
   auto slidingCounts = events.keyBy(byKey).countWindow(5, 2).reduce(sumTimes).map([](const Event& e) {
     return Out{e.key, e.time, kSlidingCountWindow, 0};
   });
-  windows.unionWith(late, counts, slidingCounts, triggered, triggeredLate).sinkTo(TransactionalSink(committed));
+  // Sessions that break where a record's gap is short; late records within the
+  // lateness merge into (and may bridge) sessions that fired. Through a trigger, the
+  // key's windows and where each keeps its contents are keyed state as well.
+  auto gap = [](const Event& e) { return e.time % 300 < 280 ? 10 : 1; };
+  auto sessionsOn = [&](bool viaTrigger, int32_t kind, int32_t lateKind) {
+    OutputTag<Event> tag(viaTrigger ? "late triggered sessions" : "late sessions");
+    StampCount stamp;
+    stamp.kind = kind;
+    auto windowed = events.keyBy(byKey).window(EventTimeSessionWindows::withDynamicGap(gap));
+    windowed.allowedLateness(5000ms).sideOutputLateData(tag);
+    auto result = viaTrigger ? windowed.trigger(EventTimeTrigger::create()).aggregate(CountEvents{}, stamp)
+                             : windowed.aggregate(CountEvents{}, stamp);
+    return result.unionWith(
+        result.getSideOutput(tag).map([lateKind](const Event& e) { return Out{e.key, e.time, lateKind, 0}; }));
+  };
+  auto sessions = sessionsOn(false, kSession, kSessionLate);
+  auto triggeredSessions = sessionsOn(true, kTriggeredSession, kTriggeredSessionLate);
+  windows.unionWith(late, counts, slidingCounts, triggered, triggeredLate, sessions, triggeredSessions)
+      .sinkTo(TransactionalSink(committed));
   env.execute("late data");
   auto out = committed->out;
   std::sort(out.begin(), out.end(), [](const Out& a, const Out& b) {
@@ -827,6 +849,18 @@ TEST(LateDataAcrossRestores, FiresAgainAndGoesAsideExactlyAsAFailureFreeRun) {
   }
   EXPECT_TRUE(general == specialised) << general.size() << " results through the trigger, " << specialised.size()
                                       << " without";
+  std::multiset<std::tuple<int64_t, int64_t, int64_t, bool>> sessions, triggeredSessions;
+  int64_t sessionsAside = 0;
+  for (const Out& o : expected) {
+    if (o.kind == kSession || o.kind == kSessionLate) sessions.insert({o.key, o.value, o.window, o.kind == kSessionLate});
+    if (o.kind == kTriggeredSession || o.kind == kTriggeredSessionLate)
+      triggeredSessions.insert({o.key, o.value, o.window, o.kind == kTriggeredSessionLate});
+    if (o.kind == kSessionLate) ++sessionsAside;
+  }
+  ASSERT_GT(sessions.size(), 1000u);
+  ASSERT_GT(sessionsAside, 1000);
+  EXPECT_TRUE(triggeredSessions == sessions) << triggeredSessions.size() << " session results through the trigger, "
+                                             << sessions.size() << " without";
   for (const std::string backend : {"heap", "rocksdb"}) {
     auto got = runLateJob(n, {12000, 15500, 19000, 23000, 27500}, backend);
     EXPECT_EQ(Failures::thrown.load(), 5);

@@ -45,21 +45,28 @@ class WindowedStream {
     return *this;
   }
 
-  // Fires the windows by `trigger` instead of the assigner's default trigger.
+  // Fires the windows by `trigger` instead of the assigner's default trigger. Session
+  // windows need one that can merge (onMerge); one that says it cannot (canMerge() is
+  // false) is an error here.
   template <class NewTrigger>
   WindowedStream<T, K, KeySelector, Assigner, NewTrigger, Ev> trigger(NewTrigger trigger) {
-    static_assert(!MergingWindowAssigner<Assigner>, "trigger(): session windows take their default trigger only, for now");
     static_assert(TriggerFor<NewTrigger, T, W>,
                   "trigger(t): t needs TriggerResult onElement(const T&, int64_t, const W&, TriggerContext<W>&), "
                   "onEventTime(int64_t, const W&, TriggerContext<W>&), onProcessingTime(int64_t, const W&, "
                   "TriggerContext<W>&) and clear(const W&, TriggerContext<W>&) for this stream's record type T and "
                   "window type W (derive from weir::Trigger<T, W>)");
+    if constexpr (MergingWindowAssigner<Assigner>) {
+      static_assert(MergingTriggerFor<NewTrigger, T, W>,
+                    "trigger(t): session windows merge, so t also needs void onMerge(const W&, OnMergeContext<W>&)");
+      if (!detail::canMerge(trigger))
+        throw Error(ErrorCode::kInvalidArgument,
+                    "trigger(): session windows merge, and this trigger's canMerge() says it cannot merge windows");
+    }
     return {graph_, id_, keySelector_, assigner_, std::move(trigger), evictor_, allowedLateness_, lateTag_};
   }
   // Evicts records from a window when it fires, before or after the window function.
   template <class NewEvictor>
   WindowedStream<T, K, KeySelector, Assigner, Tr, NewEvictor> evictor(NewEvictor evictor) {
-    static_assert(!MergingWindowAssigner<Assigner>, "evictor(): session windows take no evictor, for now");
     static_assert(EvictorFor<NewEvictor, T, W>,
                   "evictor(e): e needs evictBefore and evictAfter(std::vector<TimestampedValue<T>>&, const W&, "
                   "const EvictorContext&) for this stream's record type T and window type W");

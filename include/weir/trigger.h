@@ -11,14 +11,22 @@
 //   void clear(const W& window, TriggerContext<W>& ctx)   // delete its timers and state
 // Its own per-window state comes from ctx.getPartitionedState(descriptor), scoped to the
 // key and window it is called for; ask for it in each call rather than keeping it.
+// On session (merging) windows a trigger also needs
+//   void onMerge(const W& merged, OnMergeContext<W>& ctx)
+// called when windows merged into `merged`: it sets the timers the merged window needs
+// and combines its state with ctx.mergePartitionedState(descriptor). The windows merged
+// away are clear()ed after it.
 #pragma once
 
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <limits>
+#include <optional>
+#include <span>
 #include <string>
 #include <typeindex>
+#include <vector>
 
 #include <absl/container/flat_hash_map.h>
 
@@ -70,7 +78,17 @@ class TriggerContext {
   // The states looked up so far belong to a store that is going away.
   void forgetStates() { states_.clear(); }
 
+  // The state of `d` (made by `make` on first use), scoped to the current window.
+  template <class State, class Make>
+  State& scoped(const StateDescriptor& d, Make make) {
+    Known& known = lookup<State>(d, make);
+    known.windowed->setCurrentNamespace(currentWindow());
+    return *static_cast<State*>(known.state);
+  }
+
  private:
+  template <class>
+  friend class OnMergeContext;
   // A state looked up before, by name: its type, and it as State and as per-window state.
   struct Known {
     std::type_index type;
@@ -78,9 +96,8 @@ class TriggerContext {
     detail::NamespacedState<W>* windowed;
   };
 
-  // The state of `d` (made by `make` on first use), scoped to the current window.
   template <class State, class Make>
-  State& scoped(const StateDescriptor& d, Make make) {
+  Known& lookup(const StateDescriptor& d, Make make) {
     auto it = states_.find(d.getName());
     if (it == states_.end() || it->second.type != std::type_index(typeid(State))) {
       if (d.getName().starts_with('_'))
@@ -92,14 +109,63 @@ class TriggerContext {
                                            "': the name is already used by a state that is not per window");
       it = states_.insert_or_assign(d.getName(), Known{typeid(State), &state, windowed}).first;
     }
-    it->second.windowed->setCurrentNamespace(currentWindow());
-    return *static_cast<State*>(it->second.state);
+    return it->second;
   }
 
   absl::flat_hash_map<std::string, Known> states_;
 };
 
+// What a trigger may do in onMerge: what TriggerContext offers for the merged window,
+// and combining its per-window state with that of the windows merged into it.
+template <class W>
+class OnMergeContext : public TriggerContext<W> {
+ public:
+  // The state of `d` of the windows merged away is added to the merged window's and
+  // cleared (Flink's mergePartitionedState). Value state cannot be merged.
+  template <class T>
+  void mergePartitionedState(const ReducingStateDescriptor<T>& d) {
+    mergeFrom<ReducingState<T>>(d, [&](detail::KeyedStateStore& s) -> auto& { return detail::reducingState<W>(s, d); },
+                                [](ReducingState<T>& state, std::optional<T> value) {
+                                  if (value) state.add(std::move(*value));
+                                });
+  }
+  template <class T>
+  void mergePartitionedState(const ListStateDescriptor<T>& d) {
+    mergeFrom<ListState<T>>(d, [&](detail::KeyedStateStore& s) -> auto& { return detail::listState<W>(s, d); },
+                            [](ListState<T>& state, std::vector<T> values) { state.addAll(std::move(values)); });
+  }
+
+ protected:
+  // The windows merged into the current one (it may be one of them).
+  virtual std::span<const W> mergedWindows() const = 0;
+
+ private:
+  template <class State, class Make, class Add>
+  void mergeFrom(const StateDescriptor& d, Make make, Add add) {
+    auto& known = this->template lookup<State>(d, make);
+    auto& state = *static_cast<State*>(known.state);
+    const W& target = this->currentWindow();
+    for (const W& source : mergedWindows()) {
+      if (source == target) continue;
+      known.windowed->setCurrentNamespace(source);
+      auto contents = state.get();
+      state.clear();
+      known.windowed->setCurrentNamespace(target);
+      add(state, std::move(contents));
+    }
+    known.windowed->setCurrentNamespace(target);
+  }
+};
+
 namespace detail {
+// Whether a trigger with onMerge really merges: one derived from Trigger<T, W> says so
+// by overriding canMerge().
+template <class Tr>
+bool canMerge(const Tr& trigger) {
+  if constexpr (requires { trigger.canMerge(); }) return trigger.canMerge();
+  else return true;
+}
+
 // What the built-in triggers answer to the calls they do not react to.
 struct TriggerDefaults {
   template <class W>
@@ -126,6 +192,11 @@ class Trigger {
   virtual TriggerResult onEventTime(int64_t time, const W& window, TriggerContext<W>& ctx) = 0;
   virtual TriggerResult onProcessingTime(int64_t time, const W& window, TriggerContext<W>& ctx) = 0;
   virtual void clear(const W& window, TriggerContext<W>& ctx) {}
+  // Session windows take only triggers that can merge: override both to say how.
+  virtual bool canMerge() const { return false; }
+  virtual void onMerge(const W& window, OnMergeContext<W>& ctx) {
+    throw Error(ErrorCode::kInvalidArgument, "this trigger does not support merging windows");
+  }
 };
 
 // Fires once the watermark passes the window's end, and again at once for each record
@@ -147,6 +218,11 @@ class EventTimeTrigger : public detail::TriggerDefaults {
   void clear(const W& window, TriggerContext<W>& ctx) {
     ctx.deleteEventTimeTimer(window.maxTimestamp());
   }
+  // A merged window the watermark already passed fires from onElement, which follows.
+  template <class W>
+  void onMerge(const W& window, OnMergeContext<W>& ctx) {
+    if (window.maxTimestamp() > ctx.getCurrentWatermark()) ctx.registerEventTimeTimer(window.maxTimestamp());
+  }
 };
 
 // Fires once the clock passes the window's end. The default of processing-time windows.
@@ -165,6 +241,10 @@ class ProcessingTimeTrigger : public detail::TriggerDefaults {
   template <class W>
   void clear(const W& window, TriggerContext<W>& ctx) {
     ctx.deleteProcessingTimeTimer(window.maxTimestamp());
+  }
+  template <class W>
+  void onMerge(const W& window, OnMergeContext<W>& ctx) {
+    if (window.maxTimestamp() > ctx.getCurrentProcessingTime()) ctx.registerProcessingTimeTimer(window.maxTimestamp());
   }
 };
 
@@ -190,6 +270,11 @@ class CountTrigger : public detail::TriggerDefaults {
   template <class W>
   void clear(const W&, TriggerContext<W>& ctx) {
     ctx.getPartitionedState(descriptor()).clear();
+  }
+  // A merged window counts the records of all it merged.
+  template <class W>
+  void onMerge(const W&, OnMergeContext<W>& ctx) {
+    ctx.mergePartitionedState(descriptor());
   }
   int64_t count() const { return count_; }
 
@@ -217,17 +302,16 @@ class ContinuousEventTimeTrigger : public detail::TriggerDefaults {
   TriggerResult onElement(const T&, int64_t timestamp, const W& window, TriggerContext<W>& ctx) {
     if (window.maxTimestamp() <= ctx.getCurrentWatermark()) return TriggerResult::FIRE;
     ctx.registerEventTimeTimer(window.maxTimestamp());
-    ValueState<int64_t>& next = ctx.getPartitionedState(descriptor());
-    if (!next.value()) {
-      scheduleNext(detail::alignedStart(timestamp, 0, interval_), window, next, ctx);
-    }
+    ReducingState<int64_t>& next = ctx.getPartitionedState(descriptor());
+    if (!next.get()) scheduleNext(detail::alignedStart(timestamp, 0, interval_), window, next, ctx);
     return TriggerResult::CONTINUE;
   }
   template <class W>
   TriggerResult onEventTime(int64_t time, const W& window, TriggerContext<W>& ctx) {
     if (time == window.maxTimestamp()) return TriggerResult::FIRE;
-    ValueState<int64_t>& next = ctx.getPartitionedState(descriptor());
-    if (next.value() != time) return TriggerResult::CONTINUE;
+    ReducingState<int64_t>& next = ctx.getPartitionedState(descriptor());
+    if (next.get() != time) return TriggerResult::CONTINUE;
+    next.clear();
     // At the end of input (the final watermark) the next firing is the window's end: a
     // GlobalWindow would otherwise fire every interval up to INT64_MAX.
     bool ended = ctx.getCurrentWatermark() == std::numeric_limits<int64_t>::max();
@@ -236,22 +320,32 @@ class ContinuousEventTimeTrigger : public detail::TriggerDefaults {
   }
   template <class W>
   void clear(const W& window, TriggerContext<W>& ctx) {
-    ValueState<int64_t>& next = ctx.getPartitionedState(descriptor());
-    if (auto at = next.value()) ctx.deleteEventTimeTimer(*at);
+    ReducingState<int64_t>& next = ctx.getPartitionedState(descriptor());
+    if (auto at = next.get()) ctx.deleteEventTimeTimer(*at);
     next.clear();
     ctx.deleteEventTimeTimer(window.maxTimestamp());
+  }
+  // A merged window fires early at the earliest time one of its parts would have.
+  template <class W>
+  void onMerge(const W& window, OnMergeContext<W>& ctx) {
+    ctx.mergePartitionedState(descriptor());
+    if (auto at = ctx.getPartitionedState(descriptor()).get()) ctx.registerEventTimeTimer(*at);
+    if (window.maxTimestamp() > ctx.getCurrentWatermark()) ctx.registerEventTimeTimer(window.maxTimestamp());
   }
 
  private:
   explicit ContinuousEventTimeTrigger(int64_t interval) : interval_(interval) {}
   // The next early firing: an interval after `from`, but not after the window's end.
   template <class W>
-  void scheduleNext(int64_t from, const W& window, ValueState<int64_t>& next, TriggerContext<W>& ctx) {
+  void scheduleNext(int64_t from, const W& window, ReducingState<int64_t>& next, TriggerContext<W>& ctx) {
     int64_t fireAt = std::min(detail::saturatingAdd(from, interval_), window.maxTimestamp());
     ctx.registerEventTimeTimer(fireAt);
-    next.update(fireAt);
+    next.add(fireAt);
   }
-  static ValueStateDescriptor<int64_t> descriptor() { return ValueStateDescriptor<int64_t>("continuous-fire-time"); }
+  // The next early firing's time; merged windows keep the earliest.
+  static ReducingStateDescriptor<int64_t> descriptor() {
+    return ReducingStateDescriptor<int64_t>("continuous-fire-time", [](int64_t a, int64_t b) { return std::min(a, b); });
+  }
   int64_t interval_;
 };
 
@@ -277,6 +371,11 @@ class PurgingTrigger {
   void clear(const W& window, TriggerContext<W>& ctx) {
     inner_.clear(window, ctx);
   }
+  template <class W>
+  void onMerge(const W& window, OnMergeContext<W>& ctx) {
+    inner_.onMerge(window, ctx);
+  }
+  bool canMerge() const { return detail::canMerge(inner_); }
 
  private:
   explicit PurgingTrigger(Inner trigger) : inner_(std::move(trigger)) {}
@@ -300,6 +399,12 @@ concept TriggerFor = requires(Tr trigger, const T& element, int64_t time, const 
   { trigger.onEventTime(time, window, ctx) } -> std::same_as<TriggerResult>;
   { trigger.onProcessingTime(time, window, ctx) } -> std::same_as<TriggerResult>;
   trigger.clear(window, ctx);
+};
+
+// Whether `Tr` can also trigger merging (session) windows: it has onMerge.
+template <class Tr, class T, class W>
+concept MergingTriggerFor = TriggerFor<Tr, T, W> && requires(Tr trigger, const W& window, OnMergeContext<W>& ctx) {
+  trigger.onMerge(window, ctx);
 };
 
 }  // namespace weir

@@ -7,11 +7,14 @@
 // ProcessWindowFunction needs them all) and the trigger's own state. Timers are one per
 // (key, window, time) in each time domain, checkpointed per key group. A window's state
 // is cleared when the time passes its end plus the allowed lateness (never for
-// GlobalWindows), after the trigger saw that time.
+// GlobalWindows), after the trigger saw that time. Session windows merge as Flink's do:
+// the key's windows and the namespace each keeps its contents in are keyed state too
+// (MergingWindowSet), and the trigger's onMerge sets up the merged window.
 #pragma once
 
 #include <type_traits>
 
+#include "weir/detail/merging_window_set.h"
 #include "weir/detail/state_factory.h"
 #include "weir/detail/timer_queue.h"
 #include "weir/detail/window_operator.h"
@@ -38,7 +41,7 @@ concept KeepsRecords = Policy::kKeepsRecords;
 template <class T, class K, class KeySelector, class Assigner, class Tr, class Ev, class Policy>
 class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
                                     private ProcessingTimeCallback,
-                                    private TriggerContext<typename Assigner::WindowType> {
+                                    private OnMergeContext<typename Assigner::WindowType> {
   using Base = WindowOperatorBase<T, Policy>;
   using Base::policy_;
   using Base::watermark_;
@@ -52,7 +55,14 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   using Stored = std::conditional_t<kKeepsRecords, Element, Acc>;
   static constexpr bool kEventTime = EventTimeWindowAssigner<Assigner>;
   static constexpr bool kProcessingTime = ProcessingTimeWindowAssigner<Assigner>;
+  static constexpr bool kMerging = MergingWindowAssigner<Assigner>;
   static constexpr const char* kContentsState = "_window_contents";
+  static constexpr const char* kMergingWindowsState = "_merging_windows";
+  // What the contents' accumulator takes: a record, or (merging) another accumulator.
+  struct ContentsInput {
+    const T* record;
+    Acc* acc;
+  };
 
  public:
   TriggerWindowOperator(KeySelector keySelector, Assigner assigner, Tr trigger, Ev evictor, int64_t allowedLateness,
@@ -75,10 +85,13 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
       if constexpr (kKeepsRecords) {
         contents_ = &listState<W>(*store_, ListStateDescriptor<Element>(kContentsState));
       } else {
-        contents_ = &aggregatingState<W>(*store_, AggregatingStateDescriptor<T, Acc, Acc>(
+        contents_ = &aggregatingState<W>(*store_, AggregatingStateDescriptor<ContentsInput, Acc, Acc>(
                                                       kContentsState, std::make_shared<PolicyAggregate>(&policy_)));
       }
       contentsWindow_ = dynamic_cast<NamespacedState<W>*>(contents_);
+      if constexpr (kMerging)
+        mergingWindows_ = &valueState<VoidNamespace>(*store_, ValueStateDescriptor<MergingWindowSet::Mapping>(
+                                                                   kMergingWindowsState));
       openFunction(policy_.fn, this->context_);
     });
   }
@@ -86,6 +99,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     Base::close();
     this->forgetStates();
     contents_ = nullptr;
+    mergingWindows_ = nullptr;
     store_.reset();
   }
 
@@ -117,17 +131,20 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
         const int64_t timestamp = timestamps.empty() ? std::numeric_limits<int64_t>::min() : timestamps[i];
         key_ = std::invoke(keySelector_, records[i]);
         store_->setCurrentKey(key_);
-        windows_.clear();
-        assigner_.assignWindows(kProcessingTime ? now_ : timestamp, [&](const W& w) { windows_.push_back(w); });
-        bool placed = false;
-        for (const W& w : windows_) {
-          if (isLate(w)) continue;
-          placed = true;
-          setWindow(w);
-          add(records[i], timestamp, !timestamps.empty());
-          TriggerResult result = trigger_.onElement(records[i], timestamp, window_, *this);
-          act(result, collector);
-          registerCleanupTimer(w);
+        const int64_t time = kProcessingTime ? now_ : timestamp;
+        bool placed;
+        if constexpr (kMerging) {
+          placed = placeMerging(records[i], time, timestamp, !timestamps.empty(), collector);
+        } else {
+          placed = false;
+          windows_.clear();
+          assigner_.assignWindows(time, [&](const W& w) { windows_.push_back(w); });
+          for (const W& w : windows_) {
+            if (isLate(w)) continue;
+            placed = true;
+            setWindow(w, w);
+            place(records[i], timestamp, !timestamps.empty(), collector);
+          }
         }
         if (!placed) this->dropLate(records[i], timestamp);
       }
@@ -177,10 +194,64 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   void deleteProcessingTimeTimer(int64_t time) override { processingTimers_.remove({key_, window_}, time); }
   KeyedStateStore& windowStore() override { return *store_; }
   const W& currentWindow() const override { return window_; }
+  std::span<const W> mergedWindows() const override { return merged_; }
 
-  void setWindow(const W& w) {
+  // Makes `w` the current window, its contents kept under `stateWindow` (itself unless
+  // sessions merged).
+  void setWindow(const W& w, const W& stateWindow) {
     window_ = w;
-    contentsWindow_->setCurrentNamespace(w);
+    contentsWindow_->setCurrentNamespace(stateWindow);
+  }
+
+  // Adds the record to the current window and asks the trigger.
+  void place(const T& record, int64_t timestamp, bool timestamped, Collector<OUT>& collector) {
+    add(record, timestamp, timestamped);
+    TriggerResult result = trigger_.onElement(record, timestamp, window_, *this);
+    act(result, collector);
+    registerCleanupTimer(window_);
+  }
+
+  // Sessions: the record's window joins the key's windows (merging those it touches,
+  // their trigger state and contents with them), then takes the record like any window.
+  bool placeMerging(const T& record, int64_t time, int64_t timestamp, bool timestamped, Collector<OUT>& collector)
+    requires kMerging
+  {
+    sessions_.load(*mergingWindows_);
+    W actual = sessions_.addWindow(
+        assigner_.assignWindow(record, time),
+        [&](const W& merged, std::span<const W> mergedWindows, const W& stateWindow, std::span<const W> mergedStates) {
+          window_ = merged;
+          merged_ = mergedWindows;
+          trigger_.onMerge(merged, static_cast<OnMergeContext<W>&>(*this));
+          merged_ = {};
+          for (const W& m : mergedWindows) {
+            window_ = m;
+            trigger_.clear(m, *this);
+            deleteCleanupTimer(m);
+          }
+          mergeContents(stateWindow, mergedStates);
+        });
+    bool placed = !isLate(actual);
+    if (placed) {
+      setWindow(actual, *sessions_.stateWindowOf(actual));
+      place(record, timestamp, timestamped, collector);
+    } else {
+      sessions_.retire(actual);  // a new window alone, behind the watermark
+    }
+    sessions_.persist();
+    return placed;
+  }
+
+  // Moves the contents kept under `sources` into `target`'s.
+  void mergeContents(const W& target, std::span<const W> sources) {
+    for (const W& source : sources) {
+      contentsWindow_->setCurrentNamespace(source);
+      auto contents = contents_->get();
+      contents_->clear();
+      contentsWindow_->setCurrentNamespace(target);
+      if constexpr (kKeepsRecords) contents_->addAll(std::move(contents));
+      else if (contents) contents_->add(ContentsInput{nullptr, &*contents});
+    }
   }
 
   // When a window's state goes: its end plus the allowed lateness in its time domain;
@@ -197,12 +268,17 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     if constexpr (kEventTime) registerEventTimeTimer(cleanupTime(w));
     else if constexpr (kProcessingTime) registerProcessingTimeTimer(cleanupTime(w));
   }
+  void deleteCleanupTimer(const W& w) {
+    if (w.maxTimestamp() == std::numeric_limits<int64_t>::max()) return;
+    if constexpr (kEventTime) eventTimers_.remove({key_, w}, cleanupTime(w));
+    else if constexpr (kProcessingTime) processingTimers_.remove({key_, w}, cleanupTime(w));
+  }
 
   void add(const T& record, int64_t timestamp, bool timestamped) {
     if constexpr (kKeepsRecords) {
       contents_->add(Element{record, timestamp, timestamped});
     } else {
-      contents_->add(record);  // in place on the heap
+      contents_->add(ContentsInput{&record, nullptr});  // in place on the heap
     }
   }
 
@@ -246,7 +322,14 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
       while (timers.pop(upTo, kw, time)) {
         key_ = std::move(kw.first);
         store_->setCurrentKey(key_);
-        setWindow(kw.second);
+        if constexpr (kMerging) {
+          sessions_.load(*mergingWindows_);
+          const W* stateWindow = sessions_.stateWindowOf(kw.second);
+          if (stateWindow == nullptr) continue;  // the window merged away; its trigger left the timer
+          setWindow(kw.second, *stateWindow);
+        } else {
+          setWindow(kw.second, kw.second);
+        }
         TriggerResult result = processingTime ? trigger_.onProcessingTime(time, window_, *this)
                                               : trigger_.onEventTime(time, window_, *this);
         act(result, collector);
@@ -254,6 +337,10 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
         if (cleanupDomain && time == cleanupTime(window_)) {
           contents_->clear();
           trigger_.clear(window_, *this);
+          if constexpr (kMerging) {
+            sessions_.retire(window_);
+            sessions_.persist();
+          }
         }
       }
     } catch (...) {
@@ -298,12 +385,13 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   int64_t allowedLateness_;
   std::unique_ptr<KeyedStateBackend<K>> store_;
   // The window function's policy as an AggregateFunction: the contents' accumulator.
-  class PolicyAggregate final : public AggregateFunction<T, Acc, Acc> {
+  class PolicyAggregate final : public AggregateFunction<ContentsInput, Acc, Acc> {
    public:
     explicit PolicyAggregate(Policy* policy) : policy_(policy) {}
     Acc createAccumulator() override { return policy_->create(); }
-    Acc add(const T& value, Acc acc) override {
-      policy_->add(acc, value);
+    Acc add(const ContentsInput& in, Acc acc) override {
+      if (in.record != nullptr) policy_->add(acc, *in.record);
+      else policy_->merge(acc, *in.acc);
       return acc;
     }
     Acc getResult(const Acc& acc) override { return acc; }
@@ -316,8 +404,11 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
    private:
     Policy* policy_;
   };
-  std::conditional_t<kKeepsRecords, ListState<Element>, AggregatingState<T, Acc>>* contents_ = nullptr;
+  std::conditional_t<kKeepsRecords, ListState<Element>, AggregatingState<ContentsInput, Acc>>* contents_ = nullptr;
   NamespacedState<W>* contentsWindow_ = nullptr;
+  ValueState<MergingWindowSet::Mapping>* mergingWindows_ = nullptr;  // sessions: the key's windows,
+  MergingWindowSet sessions_;                                        // as last loaded
+  std::span<const W> merged_;  // during onMerge: the windows merged
   K key_{};     // the current key,
   W window_{};  // and window
   std::vector<W> windows_;  // the current record's
