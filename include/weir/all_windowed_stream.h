@@ -21,9 +21,12 @@ class ProcessAllWindowFunction : public RichFunction {
   using InputType = IN;
   using OutputType = OUT;
   using Context = typename ProcessWindowFunction<IN, OUT, int32_t, W>::Context;
+  using FunctionBase = ProcessAllWindowFunction;
 
   // Called when the window fires; everything emitted carries window.maxTimestamp().
   virtual void process(Context& ctx, std::span<const IN> elements, Collector<OUT>& out) = 0;
+  // Called when the window's state goes; clear what it kept in ctx.windowState() here.
+  virtual void clear(Context& ctx) {}
 };
 
 namespace detail {
@@ -49,6 +52,8 @@ class AllWindowProcess final
   void process(const int32_t&, typename Base::Context& ctx, std::span<const IN> elements, Collector<OUT>& out) override {
     fn_.process(ctx, elements, out);
   }
+  void clear(typename Base::Context& ctx) override { fn_.clear(ctx); }
+  static constexpr bool kOverridesClear = overridesClear<F>();
 
  private:
   F fn_;

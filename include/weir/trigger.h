@@ -25,11 +25,9 @@
 #include <optional>
 #include <span>
 #include <string>
-#include <typeindex>
 #include <vector>
 
-#include <absl/container/flat_hash_map.h>
-
+#include "weir/detail/scoped_states.h"
 #include "weir/detail/state_factory.h"
 #include "weir/error.h"
 #include "weir/state.h"
@@ -76,43 +74,15 @@ class TriggerContext {
   virtual detail::KeyedStateStore& windowStore() = 0;
   virtual const W& currentWindow() const = 0;
   // The states looked up so far belong to a store that is going away.
-  void forgetStates() { states_.clear(); }
+  void forgetStates() { states_.forget(); }
 
   // The state of `d` (made by `make` on first use), scoped to the current window.
   template <class State, class Make>
   State& scoped(const StateDescriptor& d, Make make) {
-    Known& known = lookup<State>(d, make);
-    known.windowed->setCurrentNamespace(currentWindow());
-    return *static_cast<State*>(known.state);
+    return states_.template scoped<State>(d, windowStore(), currentWindow(), make);
   }
 
- private:
-  template <class>
-  friend class OnMergeContext;
-  // A state looked up before, by name: its type, and it as State and as per-window state.
-  struct Known {
-    std::type_index type;
-    void* state;
-    detail::NamespacedState<W>* windowed;
-  };
-
-  template <class State, class Make>
-  Known& lookup(const StateDescriptor& d, Make make) {
-    auto it = states_.find(d.getName());
-    if (it == states_.end() || it->second.type != std::type_index(typeid(State))) {
-      if (d.getName().starts_with('_'))
-        throw Error(ErrorCode::kState, "trigger state '" + d.getName() + "': names starting with '_' are weir's own");
-      State& state = make(windowStore());  // throws when the name has another kind or type
-      auto* windowed = dynamic_cast<detail::NamespacedState<W>*>(&state);
-      if (windowed == nullptr)
-        throw Error(ErrorCode::kState, "trigger state '" + d.getName() +
-                                           "': the name is already used by a state that is not per window");
-      it = states_.insert_or_assign(d.getName(), Known{typeid(State), &state, windowed}).first;
-    }
-    return it->second;
-  }
-
-  absl::flat_hash_map<std::string, Known> states_;
+  detail::ScopedStates<W> states_{"trigger state"};
 };
 
 // What a trigger may do in onMerge: what TriggerContext offers for the merged window,
@@ -142,7 +112,7 @@ class OnMergeContext : public TriggerContext<W> {
  private:
   template <class State, class Make, class Add>
   void mergeFrom(const StateDescriptor& d, Make make, Add add) {
-    auto& known = this->template lookup<State>(d, make);
+    auto& known = this->states_.template lookup<State>(d, this->windowStore(), make);
     auto& state = *static_cast<State*>(known.state);
     const W& target = this->currentWindow();
     for (const W& source : mergedWindows()) {

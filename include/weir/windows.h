@@ -17,6 +17,7 @@
 #include "weir/functions.h"
 #include "weir/key_group.h"
 #include "weir/serializer.h"
+#include "weir/state_store.h"
 
 namespace weir {
 
@@ -274,25 +275,39 @@ class ProcessWindowFunction : public RichFunction {
   using InputType = IN;
   using OutputType = OUT;
   using KeyType = KEY;
+  using FunctionBase = ProcessWindowFunction;
 
   class Context {
    public:
-    Context(const W& window, int64_t watermark, const Clock& clock)
-        : window_(window), watermark_(watermark), clock_(&clock) {}
+    Context(const W& window, int64_t watermark, const Clock& clock, detail::WindowFunctionState<W>* state = nullptr)
+        : window_(window), watermark_(watermark), clock_(&clock), state_(state) {}
     const W& window() const { return window_; }
     int64_t currentWatermark() const { return watermark_; }
     // The job's processing-time clock (env.setClock), in ms.
     int64_t currentProcessingTime() const { return clock_->currentTimeMillis(); }
+    // Keyed state of the current key and this window: each window has its own. Delete
+    // it in clear(), which is called when the window goes. Session windows merge, so
+    // they have none (an error, as in Flink).
+    StateStore<W>& windowState() { return state().windowState(window_); }
+    // Keyed state of the current key, shared by all its windows.
+    StateStore<W>& globalState() { return state().globalState(); }
 
    private:
+    detail::WindowFunctionState<W>& state() {
+      if (state_ == nullptr) throw Error(ErrorCode::kState, "this window function's context has no keyed state");
+      return *state_;
+    }
     W window_;
     int64_t watermark_;
     const Clock* clock_;
+    detail::WindowFunctionState<W>* state_;
   };
 
   // Called when the window fires; everything emitted carries window.maxTimestamp().
   virtual void process(const KEY& key, Context& ctx, std::span<const IN> elements, Collector<OUT>& out) = 0;
+  // Called when the window's state goes: its end plus the allowed lateness passed (never
+  // for a GlobalWindow). Clear what the window kept in ctx.windowState() here.
+  virtual void clear(Context& ctx) {}
 };
-
 
 }  // namespace weir

@@ -41,7 +41,8 @@ concept KeepsRecords = Policy::kKeepsRecords;
 template <class T, class K, class KeySelector, class Assigner, class Tr, class Ev, class Policy>
 class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
                                     private ProcessingTimeCallback,
-                                    private OnMergeContext<typename Assigner::WindowType> {
+                                    private OnMergeContext<typename Assigner::WindowType>,
+                                    private WindowFunctionState<typename Assigner::WindowType> {
   using Base = WindowOperatorBase<T, Policy>;
   using Base::policy_;
   using Base::watermark_;
@@ -196,6 +197,15 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   const W& currentWindow() const override { return window_; }
   std::span<const W> mergedWindows() const override { return merged_; }
 
+  // WindowFunctionState, for the current key.
+  StateStore<W>& windowState(const W& window) override {
+    if constexpr (kMerging)
+      throw Error(ErrorCode::kState, "windowState(): session windows merge, so they have no per-window state; "
+                                     "use globalState()");
+    return windowStore_.bind(*store_, &window);
+  }
+  StateStore<W>& globalState() override { return globalStore_.bind(*store_, nullptr); }
+
   // Makes `w` the current window, its contents kept under `stateWindow` (itself unless
   // sessions merged).
   void setWindow(const W& w, const W& stateWindow) {
@@ -301,14 +311,15 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
       if (!elements.empty()) {
         Acc acc = policy_.create();
         for (const Element& e : elements) policy_.add(acc, e.value);
-        policy_.fire(key_, window_, acc, watermark_, clock, collector);
+        policy_.fire(key_, window_, acc, watermark_, clock, this, collector);
       }
       if constexpr (kEvicting) {
         evictor_.evictAfter(elements, window_, ctx);
         if (elements.size() != before) contents_->update(std::move(elements));
       }
     } else {
-      if (std::optional<Acc> acc = contents_->get()) policy_.fire(key_, window_, *acc, watermark_, clock, collector);
+      if (std::optional<Acc> acc = contents_->get())
+        policy_.fire(key_, window_, *acc, watermark_, clock, this, collector);
     }
   }
 
@@ -337,6 +348,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
         if (cleanupDomain && time == cleanupTime(window_)) {
           contents_->clear();
           trigger_.clear(window_, *this);
+          if constexpr (ClearsWindows<Policy>) policy_.clear(window_, watermark_, *this->context().clock(), this);
           if constexpr (kMerging) {
             sessions_.retire(window_);
             sessions_.persist();
@@ -409,6 +421,8 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   ValueState<MergingWindowSet::Mapping>* mergingWindows_ = nullptr;  // sessions: the key's windows,
   MergingWindowSet sessions_;                                        // as last loaded
   std::span<const W> merged_;  // during onMerge: the windows merged
+  StateStore<W> windowStore_{true};    // the window function's state: per window,
+  StateStore<W> globalStore_{false};  // and per key
   K key_{};     // the current key,
   W window_{};  // and window
   std::vector<W> windows_;  // the current record's

@@ -5,8 +5,9 @@
 // time when its batch arrives, and a window fires when the clock passes its end.
 // Sessions merge: a record's window absorbs the key's windows it overlaps or touches.
 // Sliding windows are kept in panes that the windows combine when they fire.
-// Window contents and timers live on the heap (not yet on the state backends); a
-// checkpoint copies them out.
+// Window contents and timers live on the heap (not on the state backends); a
+// checkpoint copies them out. A ProcessWindowFunction's own state (windowState,
+// globalState) is on the job's state backend, in a store made on first use.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -23,6 +24,18 @@
 
 namespace weir::detail {
 
+// Whether window function F overrides clear(Context&); if not, its windows need not
+// be told when they go.
+template <class F>
+constexpr bool overridesClear() {
+  if constexpr (requires { F::kOverridesClear; }) return F::kOverridesClear;
+  else return !std::is_same_v<decltype(&F::clear), decltype(&F::FunctionBase::clear)>;
+}
+
+// A policy whose function clears per-window state when a window goes.
+template <class Policy>
+concept ClearsWindows = Policy::kClears;
+
 // reduce(): the accumulator is the reduced record.
 template <class T, class F>
 struct ReduceWindowPolicy {
@@ -35,7 +48,7 @@ struct ReduceWindowPolicy {
     if (from) add(into, *from);
   }
   template <class K, class W>
-  void fire(const K&, const W&, Acc& acc, int64_t, const Clock&, Collector<T>& out) {
+  void fire(const K&, const W&, Acc& acc, int64_t, const Clock&, WindowFunctionState<W>*, Collector<T>& out) {
     out.collect(*acc);
   }
 };
@@ -50,7 +63,7 @@ struct AggregateWindowPolicy {
   void add(Acc& acc, const T& value) { acc = fn.add(value, std::move(acc)); }
   void merge(Acc& into, Acc& from) { into = fn.merge(std::move(into), from); }
   template <class K, class W>
-  void fire(const K&, const W&, Acc& acc, int64_t, const Clock&, Collector<Out>& out) {
+  void fire(const K&, const W&, Acc& acc, int64_t, const Clock&, WindowFunctionState<W>*, Collector<Out>& out) {
     out.collect(fn.getResult(acc));
   }
 };
@@ -61,6 +74,7 @@ template <class T, class A, class F>
 struct AggregateProcessWindowPolicy {
   using Acc = typename A::AccumulatorType;
   using Out = typename F::OutputType;
+  static constexpr bool kClears = overridesClear<F>();
   A agg;
   F fn;
   Acc create() { return agg.createAccumulator(); }
@@ -68,10 +82,15 @@ struct AggregateProcessWindowPolicy {
   void merge(Acc& into, Acc& from) { into = agg.merge(std::move(into), from); }
   template <class K, class W>
   void fire(const K& key, const W& window, Acc& acc, int64_t watermark, const Clock& clock,
-            Collector<Out>& out) {
+            WindowFunctionState<W>* state, Collector<Out>& out) {
     typename A::OutputType result = agg.getResult(acc);
-    typename F::Context ctx(window, watermark, clock);
+    typename F::Context ctx(window, watermark, clock, state);
     fn.process(key, ctx, std::span<const typename A::OutputType>(&result, 1), out);
+  }
+  template <class W>
+  void clear(const W& window, int64_t watermark, const Clock& clock, WindowFunctionState<W>* state) {
+    typename F::Context ctx(window, watermark, clock, state);
+    fn.clear(ctx);
   }
 };
 
@@ -79,6 +98,7 @@ struct AggregateProcessWindowPolicy {
 template <class T, class F>
 struct ProcessWindowPolicy {
   static constexpr bool kKeepsRecords = true;
+  static constexpr bool kClears = overridesClear<F>();
   using Acc = std::vector<T>;
   using Out = typename F::OutputType;
   F fn;
@@ -89,9 +109,14 @@ struct ProcessWindowPolicy {
   }
   template <class K, class W>
   void fire(const K& key, const W& window, Acc& acc, int64_t watermark, const Clock& clock,
-            Collector<Out>& out) {
-    typename F::Context ctx(window, watermark, clock);
+            WindowFunctionState<W>* state, Collector<Out>& out) {
+    typename F::Context ctx(window, watermark, clock, state);
     fn.process(key, ctx, std::span<const T>(acc), out);
+  }
+  template <class W>
+  void clear(const W& window, int64_t watermark, const Clock& clock, WindowFunctionState<W>* state) {
+    typename F::Context ctx(window, watermark, clock, state);
+    fn.clear(ctx);
   }
 };
 
@@ -197,7 +222,9 @@ class WindowOperatorBase : public OneInputOperator<T, typename Policy::Out> {
 };
 
 template <class T, class K, class KeySelector, class Assigner, class Policy>
-class WindowOperator final : public WindowOperatorBase<T, Policy>, private ProcessingTimeCallback {
+class WindowOperator final : public WindowOperatorBase<T, Policy>,
+                             private ProcessingTimeCallback,
+                             private WindowFunctionState<TimeWindow> {
   using Base = WindowOperatorBase<T, Policy>;
   using OUT = typename Policy::Out;
   using Base::policy_;
@@ -210,8 +237,15 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>, private Proce
         allowedLateness_(kProcessingTime ? 0 : allowedLateness) {}
 
   void open() override {
-    if (auto* restored = this->context().restored()) restore(*restored);
+    if (auto* restored = this->context().restored()) {
+      restore(*restored);
+      if (!restored->keyed.empty()) this->callUser([&] { keyedState().setRestored(std::move(restored->keyed)); });
+    }
     this->callUser([&] { openFunction(policy_.fn, this->context_); });
+  }
+  void close() override {
+    Base::close();
+    store_.reset();
   }
 
   std::string checkpointUnsupportedReason() const override {
@@ -248,9 +282,10 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>, private Proce
         key.clear();
         writeKeyAndWindow(t.key, t.window, key);
         key.write(t.time);
-        key.write(t.cleanup);
+        key.write(static_cast<uint8_t>(t.clears ? 2 : t.cleanup ? 1 : 0));
         timers.push_back({keyGroup(t.key), key.data(), {}});
       }
+      if (store_) out.keyed = store_->snapshot();  // the window function's state
       out.keyed[kWindowsState] = std::make_unique<MaterializedSnapshot>(std::move(windows));
       out.keyed[kTimersState] = std::make_unique<MaterializedSnapshot>(std::move(timers));
     }
@@ -327,9 +362,9 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>, private Proce
         if (it == state_.end()) continue;
         if (t.cleanup) {
           state_.erase(it);
+          clearWindow(t.key, t.window);
         } else {
-          collector.setTimestamp(true, t.window.maxTimestamp());
-          policy_.fire(t.key, t.window, it->second, watermark_, *this->context().clock(), collector);
+          fireWindow(t.key, t.window, it->second, collector);
         }
       }
     } catch (...) {
@@ -343,6 +378,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>, private Proce
     bool cleanup;  // drop the window's state; ordered after its firing at the same time
     K key;
     TimeWindow window;
+    bool clears = false;  // paned: the cleanup of a window (not a pane), for the function's clear()
   };
   struct Later {
     bool operator()(const Timer& a, const Timer& b) const {
@@ -404,10 +440,12 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>, private Proce
         DataInput in(e.key);
         auto [key, window] = readKeyAndWindow(in, e.keyGroup);
         int64_t time = in.read<int64_t>();
-        bool cleanup = in.read<bool>();
-        if constexpr (kPaned)
-          if (!cleanup) scheduled_.insert(std::pair<K, TimeWindow>{key, window});
-        schedule(Timer{time, cleanup, std::move(key), window});
+        uint8_t kind = in.read<uint8_t>();  // 0 fire, 1 cleanup, 2 clear a paned window
+        if constexpr (kPaned) {
+          if (kind == 0) scheduled_.insert(std::pair<K, TimeWindow>{key, window});
+          if (kind == 2) clearing_.insert(std::pair<K, TimeWindow>{key, window});
+        }
+        schedule(Timer{time, kind != 0, std::move(key), window, kind == 2});
       }
     }
   }
@@ -438,8 +476,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>, private Proce
   // (late within the allowed lateness) fires again at once; a new one gets its timers.
   void afterAdd(const K& key, const TimeWindow& w, Acc& acc, bool created, Collector<OUT>& collector) {
     if (behindWatermark(w)) {
-      collector.setTimestamp(true, w.maxTimestamp());
-      policy_.fire(key, w, acc, watermark_, *this->context().clock(), collector);
+      fireWindow(key, w, acc, collector);
     } else if (created) {
       schedule(Timer{w.maxTimestamp(), false, key, w});
     }
@@ -483,8 +520,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>, private Proce
     session->window = merged;
     policy_.add(session->acc, record);
     if (behindWatermark(merged)) {  // late within the allowed lateness
-      collector.setTimestamp(true, merged.maxTimestamp());
-      policy_.fire(key, merged, session->acc, watermark_, *this->context().clock(), collector);
+      fireWindow(key, merged, session->acc, collector);
       session->fired = true;
     } else {
       session->fired = false;  // it fires (again) when the watermark passes its end
@@ -502,11 +538,14 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>, private Proce
     entry->second.armed = std::numeric_limits<int64_t>::max();
     for (SessionWindow& s : windows) {
       if (s.fired || s.window.maxTimestamp() > currentTime()) continue;
-      collector.setTimestamp(true, s.window.maxTimestamp());
-      policy_.fire(t.key, s.window, s.acc, watermark_, *this->context().clock(), collector);
+      fireWindow(t.key, s.window, s.acc, collector);
       s.fired = true;
     }
-    std::erase_if(windows, [&](const SessionWindow& s) { return expired(s.window); });
+    std::erase_if(windows, [&](const SessionWindow& s) {
+      if (!expired(s.window)) return false;
+      clearWindow(t.key, s.window);
+      return true;
+    });
     if (windows.empty()) sessions_.erase(entry);
     else arm(t.key, entry->second);
   }
@@ -533,6 +572,9 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>, private Proce
       if (behindWatermark(w)) firePanes(key, w, collector);
       else if (created && scheduled_.insert(std::pair<K, TimeWindow>{key, w}).second)
         schedule(Timer{w.maxTimestamp(), false, key, w});
+      if constexpr (ClearsWindows<Policy>)
+        if (created && clearing_.insert(std::pair<K, TimeWindow>{key, w}).second)
+          schedule(Timer{saturatingAdd(w.maxTimestamp(), allowedLateness_), true, key, w, true});
     }
     if (created)
       schedule(Timer{saturatingAdd(paneWindows_.front().maxTimestamp(), allowedLateness_), true, key, pane});
@@ -540,6 +582,11 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>, private Proce
   }
 
   void onPaneTimer(const Timer& t, Collector<OUT>& collector) {
+    if (t.clears) {
+      clearing_.erase(std::pair<K, TimeWindow>{t.key, t.window});
+      clearWindow(t.key, t.window);
+      return;
+    }
     if (t.cleanup) {
       state_.erase(std::pair<K, TimeWindow>{t.key, t.window});
       return;
@@ -563,9 +610,51 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>, private Proce
       start = static_cast<__int128>(pane.end) + (pane.end == std::numeric_limits<int64_t>::max() ? 1 : 0);
     }
     if (!any) return;
-    collector.setTimestamp(true, w.maxTimestamp());
-    policy_.fire(key, w, acc, watermark_, *this->context().clock(), collector);
+    fireWindow(key, w, acc, collector);
   }
+
+  // Hands window `w` of `key` to the window function.
+  void fireWindow(const K& key, const TimeWindow& w, Acc& acc, Collector<OUT>& collector) {
+    collector.setTimestamp(true, w.maxTimestamp());
+    withKey(key, [&] { policy_.fire(key, w, acc, watermark_, *this->context().clock(), this, collector); });
+  }
+  // Window `w` of `key` is gone: a ProcessWindowFunction clears what it kept for it.
+  void clearWindow(const K& key, const TimeWindow& w) {
+    if constexpr (ClearsWindows<Policy>)
+      withKey(key, [&] { policy_.clear(w, watermark_, *this->context().clock(), this); });
+  }
+  // Runs `call` with `key` as the one the function's state is for (set on first use).
+  template <class Call>
+  void withKey(const K& key, Call call) {
+    firingKey_ = &key;
+    keySet_ = false;
+    call();
+    if (keySet_) store_->clearCurrentKey();
+    firingKey_ = nullptr;
+  }
+
+  // WindowFunctionState: the function's keyed state, made when first asked for (most
+  // window functions have none, and a RocksDB instance is not free).
+  KeyedStateBackend<K>& keyedState() {
+    if (!store_) {
+      RuntimeContext& context = this->context();
+      store_ = std::make_unique<KeyedStateBackend<K>>(
+          context.stateBackend(), context.getMaxNumberOfParallelSubtasks(),
+          context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock());
+    }
+    if (!keySet_ && firingKey_ != nullptr) {
+      store_->setCurrentKey(*firingKey_);
+      keySet_ = true;
+    }
+    return *store_;
+  }
+  StateStore<TimeWindow>& windowState(const TimeWindow& window) override {
+    if constexpr (kMerging)
+      throw Error(ErrorCode::kState, "windowState(): session windows merge, so they have no per-window state; "
+                                     "use globalState()");
+    return windowStore_.bind(keyedState(), &window);
+  }
+  StateStore<TimeWindow>& globalState() override { return globalStore_.bind(keyedState(), nullptr); }
 
   // Queues the key's timer for its next firing or cleanup, unless one comes earlier.
   void arm(const K& key, KeySessions& sessions) {
@@ -589,9 +678,18 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>, private Proce
   absl::flat_hash_map<K, KeySessions, KeyHasher<K>> sessions_;
   // Paned assigners: state_ holds (key, pane); windows whose firing timer is queued.
   absl::flat_hash_set<std::pair<K, TimeWindow>, StateHash> scheduled_;
+  // Paned, with a function that clears: windows whose clear timer is queued.
+  absl::flat_hash_set<std::pair<K, TimeWindow>, StateHash> clearing_;
   TimeWindow pane_;                      // the pane of the last record,
   std::vector<TimeWindow> paneWindows_;  // and its windows, latest first
   std::priority_queue<Timer, std::vector<Timer>, Later> timers_;
+  // The window function's keyed state (ProcessWindowFunction's windowState and
+  // globalState), if it has any, and the key it is for while the function runs.
+  std::unique_ptr<KeyedStateBackend<K>> store_;
+  const K* firingKey_ = nullptr;
+  bool keySet_ = false;
+  StateStore<TimeWindow> windowStore_{true};
+  StateStore<TimeWindow> globalStore_{false};
 };
 
 }  // namespace weir::detail
