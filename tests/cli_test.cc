@@ -197,6 +197,8 @@ TEST(Cli, BadCheckpointOptionsNameTheOption) {
   expectUsageError("run clicks --checkpoint-interval -5 --no-rest", "--checkpoint-interval");
   expectUsageError("run clicks --checkpoint-timeout -1 --checkpoint-interval 10 --no-rest", "--checkpoint-timeout");
   expectUsageError("run clicks --checkpoint-timeout 100 --no-rest", "--checkpoint-interval");
+  expectUsageError("run clicks --max-concurrent-checkpoints 0 --checkpoint-interval 10 --no-rest",
+                   "--max-concurrent-checkpoints");
   expectUsageError("run clicks --checkpointing-mode sometimes --checkpoint-interval 10 --no-rest",
                    "--checkpointing-mode");
   expectUsageError("run clicks --restore yesterday --no-rest", "--restore");

@@ -51,12 +51,13 @@ class CheckpointConfig {
     minPause_ = pause;
   }
 
-  // Checkpoints in progress at once (default 1; weir takes one at a time).
+  // Checkpoints in progress at once (default 1): a new one is triggered every interval
+  // while fewer are. A min pause > 0 implies one at a time, as in Flink.
   int getMaxConcurrentCheckpoints() const { return maxConcurrent_; }
   void setMaxConcurrentCheckpoints(int n) {
-    if (n != 1)
+    if (n < 1)
       throw Error(ErrorCode::kInvalidArgument,
-                  "max concurrent checkpoints is " + std::to_string(n) + "; weir supports 1 for now");
+                  "max concurrent checkpoints must be at least 1, got " + std::to_string(n));
     maxConcurrent_ = n;
   }
 

@@ -98,6 +98,24 @@ struct WindowNow : ProcessWindowFunction<Event, int64_t, int64_t> {
 };
 
 // Processing time is the job's clock: a test injects one and every context reads it.
+// A timer moved on every record (a session that grows) leaves removed entries behind
+// in the queue; they are dropped once they outnumber the live ones, and the live timers
+// still come out in time order.
+TEST(EventTimeTimers, RemovedTimersDoNotPileUpInTheQueue) {
+  detail::TimerQueue<int64_t> timers;
+  for (int64_t i = 1; i <= 100000; ++i) {
+    timers.add(i % 10, i);
+    if (i > 10) timers.remove(i % 10, i - 10);  // each of 10 keys keeps only its newest timer
+    ASSERT_LE(timers.queued(), 2 * 10 + 1024u) << "after " << i << " moves";
+  }
+  std::vector<std::pair<int64_t, int64_t>> fired;
+  int64_t key, time;
+  while (timers.pop(INT64_MAX, key, time)) fired.emplace_back(time, key);
+  std::vector<std::pair<int64_t, int64_t>> expected;
+  for (int64_t i = 99991; i <= 100000; ++i) expected.emplace_back(i, i % 10);
+  EXPECT_EQ(fired, expected);
+}
+
 TEST(ProcessingTime, EveryContextReadsTheJobsClock) {
   StreamExecutionEnvironment env;
   env.setClock(std::make_shared<ManualClock>(1'234'567));

@@ -81,23 +81,35 @@ void CheckpointCoordinator::startAttempt(int subtasks, Hooks hooks) {
 void CheckpointCoordinator::endAttempt() {
   std::unique_lock lock(mutex_);
   attemptRunning_ = false;
-  if (pending_) abortLocked(lock, "the job's tasks stopped", false);
+  while (!pending_.empty()) {
+    abortLocked(lock, pending_.begin()->first, "the job's tasks stopped", false);
+    lock.lock();
+  }
   hooks_ = {};
+}
+
+size_t CheckpointCoordinator::concurrency() const {
+  if (config_.getMinPauseBetweenCheckpoints().count() > 0) return 1;
+  return static_cast<size_t>(config_.getMaxConcurrentCheckpoints());
 }
 
 CheckpointCoordinator::SteadyClock::time_point CheckpointCoordinator::tick(bool canTrigger) {
   std::unique_lock lock(mutex_);
   auto now = SteadyClock::now();
-  if (pending_ && now - pending_->start >= config_.getCheckpointTimeout()) {
-    abortLocked(lock, "it expired before completing (checkpoint timeout " +
-                          std::to_string(config_.getCheckpointTimeout().count()) + " ms)");
+  while (!pending_.empty() && now - pending_.begin()->second.start >= config_.getCheckpointTimeout()) {
+    abortLocked(lock, pending_.begin()->first,
+                "it expired before completing (checkpoint timeout " +
+                    std::to_string(config_.getCheckpointTimeout().count()) + " ms)");
     lock.lock();
   }
-  if (pending_) return std::min(nextTrigger_, pending_->start + config_.getCheckpointTimeout());
-  if (!attemptRunning_ || now < nextTrigger_) return nextTrigger_;
+  // The oldest checkpoint in progress times out first.
+  auto wake = [&](SteadyClock::time_point t) {
+    return pending_.empty() ? t : std::min(t, pending_.begin()->second.start + config_.getCheckpointTimeout());
+  };
+  if (pending_.size() >= concurrency() || !attemptRunning_ || now < nextTrigger_) return wake(nextTrigger_);
   if (!canTrigger) {
     nextTrigger_ = now + config_.getCheckpointInterval();
-    return nextTrigger_;
+    return wake(nextTrigger_);
   }
   Pending p;
   p.id = nextId_++;
@@ -107,15 +119,16 @@ CheckpointCoordinator::SteadyClock::time_point CheckpointCoordinator::tick(bool 
   nextTrigger_ = now + config_.getCheckpointInterval();
   std::error_code ec;
   fs::create_directories(p.folder, ec);
-  pending_ = std::move(p);
+  const int64_t id = p.id, ts = p.timestampMillis;
+  const std::string folder = p.folder;
+  pending_.emplace(id, std::move(p));
   ++stats_.inProgress;
-  auto next = nextTrigger_;
+  auto next = wake(nextTrigger_);
   if (ec) {
-    abortLocked(lock, "its folder '" + pending_->folder + "' cannot be created: " + ec.message());
+    abortLocked(lock, id, "its folder '" + folder + "' cannot be created: " + ec.message());
     return next;
   }
   auto trigger = hooks_.triggerSources;
-  int64_t id = pending_->id, ts = pending_->timestampMillis;
   lock.unlock();
   trigger(id, ts);
   return next;
@@ -126,7 +139,8 @@ void CheckpointCoordinator::acknowledge(int64_t id, int64_t syncNanos, int64_t a
   std::string folder;
   {
     std::lock_guard lock(mutex_);
-    if (pending_ && pending_->id == id) folder = pending_->folder;
+    auto it = pending_.find(id);
+    if (it != pending_.end()) folder = it->second.folder;
   }
   if (folder.empty()) {  // aborted already: nothing to write
     done();
@@ -147,16 +161,18 @@ void CheckpointCoordinator::acknowledge(int64_t id, int64_t syncNanos, int64_t a
       int64_t asyncNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start).count();
       done();  // the snapshots are gone: the task may close its state
       std::unique_lock lock(mutex_);
-      if (!pending_ || pending_->id != id) return;
+      auto it = pending_.find(id);
+      if (it == pending_.end()) return;
       if (!error.empty()) {
-        abortLocked(lock, error);
+        abortLocked(lock, id, error);
         return;
       }
-      for (auto& f : files) pending_->files.push_back(std::move(f));
-      pending_->syncNanos = std::max(pending_->syncNanos, syncNanos);
-      pending_->asyncNanos = std::max(pending_->asyncNanos, asyncNanos);
-      pending_->alignmentNanos = std::max(pending_->alignmentNanos, alignmentNanos);
-      if (++pending_->acks == subtasks_) completeLocked(lock);
+      Pending& p = it->second;
+      for (auto& f : files) p.files.push_back(std::move(f));
+      p.syncNanos = std::max(p.syncNanos, syncNanos);
+      p.asyncNanos = std::max(p.asyncNanos, asyncNanos);
+      p.alignmentNanos = std::max(p.alignmentNanos, alignmentNanos);
+      if (++p.acks == subtasks_) completeLocked(lock, id);
     });
   }
   ioCv_.notify_one();
@@ -164,19 +180,22 @@ void CheckpointCoordinator::acknowledge(int64_t id, int64_t syncNanos, int64_t a
 
 void CheckpointCoordinator::decline(int64_t id, const std::string& reason) {
   std::unique_lock lock(mutex_);
-  if (pending_ && pending_->id == id) abortLocked(lock, reason);
+  if (pending_.contains(id)) abortLocked(lock, id, reason);
 }
 
-int64_t CheckpointCoordinator::pendingId() const {
+std::vector<int64_t> CheckpointCoordinator::pendingIds() const {
   std::lock_guard lock(mutex_);
-  return pending_ ? pending_->id : 0;
+  std::vector<int64_t> ids;
+  for (const auto& [id, p] : pending_) ids.push_back(id);
+  return ids;
 }
 
 // Called with the lock held; returns with it released.
-void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, const std::string& reason,
+void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, int64_t id, const std::string& reason,
                                         bool failure) {
-  Pending p = std::move(*pending_);
-  pending_.reset();
+  auto it = pending_.find(id);
+  Pending p = std::move(it->second);
+  pending_.erase(it);
   --stats_.inProgress;
   ++stats_.failed;
   Record failed;
@@ -205,16 +224,16 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, cons
 }
 
 // Called with the lock held; returns with it released. The checkpoint stays pending
-// while _metadata is written, so no other starts meanwhile.
-void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock) {
-  const int64_t id = pending_->id;
-  const std::string folder = pending_->folder;
+// while _metadata is written.
+void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, int64_t id) {
+  const Pending& pending = pending_.at(id);
+  const std::string folder = pending.folder;
   CheckpointMetadata metadata;
   metadata.checkpointId = id;
   metadata.jobId = jobId_;
-  metadata.timestampMillis = pending_->timestampMillis;
+  metadata.timestampMillis = pending.timestampMillis;
   metadata.maxParallelism = maxParallelism_;
-  metadata.files = pending_->files;
+  metadata.files = pending.files;
   lock.unlock();
   std::string error;
   try {
@@ -223,16 +242,23 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock) {
     error = e.what();
   }
   lock.lock();
-  if (!pending_ || pending_->id != id) {  // aborted meanwhile: its folder is being removed
+  auto it = pending_.find(id);
+  if (it == pending_.end()) {  // aborted meanwhile: its folder is being removed
     lock.unlock();
     return;
   }
   if (!error.empty()) {
-    abortLocked(lock, error);
+    abortLocked(lock, id, error);
     return;
   }
-  Pending p = std::move(*pending_);
-  pending_.reset();
+  // Older checkpoints still in progress can no longer be the latest: subsumed.
+  while (pending_.begin()->first < id) {
+    abortLocked(lock, pending_.begin()->first, "subsumed by checkpoint " + std::to_string(id), false);
+    lock.lock();
+  }
+  it = pending_.find(id);
+  Pending p = std::move(it->second);
+  pending_.erase(it);
   --stats_.inProgress;
   ++stats_.completed;
   consecutiveFailures_ = 0;

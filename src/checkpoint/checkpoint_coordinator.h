@@ -1,7 +1,9 @@
 // The checkpoint coordinator of one job: triggers checkpoint n at the sources, collects
 // every subtask's acknowledgement (its state files, written on the coordinator's I/O
 // thread so tasks go on at once), writes _metadata last, keeps the retained
-// checkpoints, and tells every subtask how each checkpoint ended.
+// checkpoints, and tells every subtask how each checkpoint ended. Up to
+// maxConcurrentCheckpoints are in progress at once; one that completes subsumes (aborts)
+// older ones still in progress.
 #pragma once
 
 #include <chrono>
@@ -9,9 +11,9 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
-#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,8 +55,8 @@ class CheckpointCoordinator {
   void acknowledge(int64_t id, int64_t syncNanos, int64_t alignmentNanos, Upload upload, std::function<void()> done);
   // A subtask cannot take part in checkpoint `id`.
   void decline(int64_t id, const std::string& reason);
-  // The checkpoint in progress, or 0.
-  int64_t pendingId() const;
+  // The checkpoints in progress, oldest first.
+  std::vector<int64_t> pendingIds() const;
 
   // The newest completed checkpoint's chk-<n> folder, or "" when none.
   std::string latestCompleted() const;
@@ -97,10 +99,14 @@ class CheckpointCoordinator {
   };
 
   // `failure`: counts toward tolerableCheckpointFailureNumber (a checkpoint given up
-  // because the attempt ended does not, as in Flink).
-  void abortLocked(std::unique_lock<std::mutex>& lock, const std::string& reason, bool failure = true);
+  // because the attempt ended, or subsumed by a newer one that completed, does not, as
+  // in Flink).
+  void abortLocked(std::unique_lock<std::mutex>& lock, int64_t id, const std::string& reason, bool failure = true);
   void recordLocked(Record record);
-  void completeLocked(std::unique_lock<std::mutex>& lock);
+  void completeLocked(std::unique_lock<std::mutex>& lock, int64_t id);
+  // How many checkpoints may be in progress at once: maxConcurrentCheckpoints, but one
+  // when there is a min pause (which counts from the end of the previous one).
+  size_t concurrency() const;
   void runIo();
 
   const CheckpointConfig config_;
@@ -113,7 +119,7 @@ class CheckpointCoordinator {
   int subtasks_ = 0;                   // guarded by mutex_
   bool attemptRunning_ = false;        // guarded by mutex_
   int64_t nextId_;                     // guarded by mutex_
-  std::optional<Pending> pending_;     // guarded by mutex_
+  std::map<int64_t, Pending> pending_;  // guarded by mutex_; by id
   SteadyClock::time_point nextTrigger_;   // guarded by mutex_
   int consecutiveFailures_ = 0;        // guarded by mutex_
   std::deque<std::string> retained_;   // guarded by mutex_; oldest first

@@ -55,6 +55,8 @@ void CheckpointOptions::addTo(CLI::App& app) {
   app.add_option("--checkpoint-dir", dir_, "Folder that keeps checkpoints (default: a temporary one)");
   app.add_option("--checkpoint-timeout", timeout_, "Discard a checkpoint not complete after this many ms (default 600000)");
   app.add_option("--min-pause", minPause_, "Least ms between a checkpoint's end and the next's start (default 0)");
+  app.add_option("--max-concurrent-checkpoints", maxConcurrent_,
+                 "Checkpoints in progress at once (default 1; a min pause implies 1)");
   app.add_option("--tolerable-checkpoint-failures", tolerable_,
                  "Failed checkpoints in a row before the job fails (default 0)");
   app.add_option("--retained-checkpoints", retained_, "Completed checkpoints kept (default 1)");
@@ -70,7 +72,7 @@ void CheckpointOptions::addTo(CLI::App& app) {
 void CheckpointOptions::apply(JobOptions& options) const {
   auto& c = options.checkpoint;
   auto given = [](int64_t v) { return v != kUnset; };
-  bool configures = given(timeout_) || given(minPause_) || given(tolerable_) || given(retained_) ||
+  bool configures = given(timeout_) || given(minPause_) || given(maxConcurrent_) || given(tolerable_) || given(retained_) ||
                     retainOnCancellation_ || !mode_.empty() || unaligned_;
   if (unaligned_) throw bad("--unaligned: unaligned checkpoints are not supported yet");
   if (given(interval_)) {
@@ -89,6 +91,11 @@ void CheckpointOptions::apply(JobOptions& options) const {
   if (given(minPause_)) {
     if (minPause_ < 0) throw bad("--min-pause must not be negative, got " + std::to_string(minPause_));
     c.setMinPauseBetweenCheckpoints(std::chrono::milliseconds(minPause_));
+  }
+  if (given(maxConcurrent_)) {
+    if (maxConcurrent_ < 1 || maxConcurrent_ > 1000)
+      throw bad("--max-concurrent-checkpoints must be between 1 and 1000, got " + std::to_string(maxConcurrent_));
+    c.setMaxConcurrentCheckpoints(static_cast<int>(maxConcurrent_));
   }
   if (given(tolerable_)) {
     if (tolerable_ < 0 || tolerable_ > std::numeric_limits<int>::max())

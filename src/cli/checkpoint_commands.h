@@ -29,6 +29,7 @@ class CheckpointOptions {
   std::string dir_;
   int64_t timeout_ = kUnset;
   int64_t minPause_ = kUnset;
+  int64_t maxConcurrent_ = kUnset;
   int64_t tolerable_ = kUnset;
   int64_t retained_ = kUnset;
   bool retainOnCancellation_ = false;

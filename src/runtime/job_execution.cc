@@ -790,13 +790,13 @@ void JobExecution::awaitUploads(Subtask& task) {
 // With checkpointing, a subtask whose input ended waits until every subtask's has: only
 // then is nothing left to replay, and operators are told that a final checkpoint
 // completed (exactly-once sinks commit the rest). Meanwhile checkpoints go on: it takes
-// them when the coordinator asks (its state is final), and at once for one in progress
-// whose barrier cannot reach it any more — every input ended before delivering it, so
+// them when the coordinator asks (its state is final), and at once for those in progress
+// whose barriers cannot reach it any more — every input ended before delivering it, so
 // every upstream subtask took that checkpoint after its own end as well.
 void JobExecution::awaitDrained(Attempt& attempt, Subtask& task) {
   task.inputEnded.store(true);
-  int64_t pending = coordinator_->pendingId();
-  if (pending > task.lastSnapshotId.load()) performCheckpoint(task, pending, nowMillis(), 0);
+  for (int64_t pending : coordinator_->pendingIds())
+    if (pending > task.lastSnapshotId.load()) performCheckpoint(task, pending, nowMillis(), 0);
   bool last = attempt.inputsEnded.fetch_add(1) + 1 == static_cast<int>(attempt.subtasks.size());
   if (last) {
     // Decided under the lock fail() takes: an attempt that already failed is never
@@ -883,6 +883,9 @@ void JobExecution::runInputs(Subtask& task) {
           progress = true;
           int64_t id = task.inputs[i]->barrierId();
           if (id <= task.lastSnapshotId.load()) break;  // of a checkpoint taken or given up here
+          // At least once, with checkpoints in progress at once: the barrier of one this
+          // subtask gave up for a newer one, which must wait for its own barriers.
+          if (id < aligning) break;
           if (id > aligning) {
             // A newer checkpoint: an older one still aligning cannot complete any more.
             aligning = id;

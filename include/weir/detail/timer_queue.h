@@ -24,12 +24,21 @@ class TimerQueue {
     queue_.push({time, key});
     return true;
   }
-  void remove(const K& key, int64_t time) { live_.erase(std::pair<K, int64_t>{key, time}); }
+  // The queue keeps a removed timer until it comes up; once those outnumber the live
+  // ones, it is rebuilt from them, so a timer moved on every record (a growing session)
+  // costs no memory for long.
+  void remove(const K& key, int64_t time) {
+    if (live_.erase(std::pair<K, int64_t>{key, time}) == 0) return;
+    if (queue_.size() > 2 * live_.size() + 1024) rebuild();
+  }
   // Calls f(key, time) for every live timer, in no particular order.
   template <class F>
   void forEach(F&& f) const {
     for (const auto& [key, time] : live_) f(key, time);
   }
+
+  // Entries in the queue, removed ones not yet dropped included.
+  size_t queued() const { return queue_.size(); }
 
   // The time of the earliest live timer, if any.
   std::optional<int64_t> earliest() {
@@ -61,6 +70,13 @@ class TimerQueue {
       return Hash{}(t.first) * 31 + static_cast<size_t>(t.second);
     }
   };
+
+  void rebuild() {
+    std::vector<std::pair<int64_t, K>> timers;
+    timers.reserve(live_.size());
+    for (const auto& [key, time] : live_) timers.emplace_back(time, key);
+    queue_ = decltype(queue_)(Later{}, std::move(timers));
+  }
 
   absl::flat_hash_set<std::pair<K, int64_t>, TimerHash> live_;
   std::priority_queue<std::pair<int64_t, K>, std::vector<std::pair<int64_t, K>>, Later> queue_;  // by time
