@@ -1,11 +1,16 @@
-// Restart strategies, and checkpoint files: what is written is read back, and any damage
-// to any file is found before its state is used.
+// Restart strategies; checkpoint files: what is written is read back, and any damage to
+// any file is found before its state is used; the coordinator's concurrent checkpoints.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <random>
+#include <thread>
 
+#include "checkpoint/checkpoint_coordinator.h"
 #include "checkpoint/checkpoint_storage.h"
 #include "weir/restart_strategy.h"
 
@@ -209,6 +214,86 @@ TEST_F(CheckpointFilesTest, TheLatestCheckpointIsTheNewestWithMetadata) {
   }
   EXPECT_EQ(findLatestCheckpoint(dir_.string()), (job / "chk-2").string());
   EXPECT_THROW(findLatestCheckpoint((dir_ / "missing").string()), Error);
+}
+
+}  // namespace
+}  // namespace weir::detail
+
+// The coordinator with two checkpoints in progress at once: the newer one completing
+// first subsumes the older (aborted, not a failure), and a third is triggered only while
+// fewer than two are in progress.
+namespace weir::detail {
+namespace {
+
+class ConcurrentCoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    dir_ = fs::temp_directory_path() / ("weir-coordinator-" + std::to_string(::getpid()));
+    fs::remove_all(dir_);
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  // Waits (up to 10 s) until `done` holds under the lock.
+  template <class Done>
+  bool waitFor(Done done) {
+    std::unique_lock lock(mutex_);
+    return cv_.wait_for(lock, 10s, done);
+  }
+
+  fs::path dir_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  std::vector<int64_t> triggered, completed, aborted;  // guarded by mutex_
+  bool jobFailed = false;                              // guarded by mutex_
+};
+
+TEST_F(ConcurrentCoordinatorTest, ANewerCheckpointCompletingSubsumesAnOlderOneWithoutAFailure) {
+  CheckpointConfig config;
+  config.setCheckpointInterval(1ms);
+  config.setMaxConcurrentCheckpoints(2);  // tolerable failures stay 0
+  CheckpointCoordinator coordinator(config, dir_.string(), "job", 8, 1);
+  CheckpointCoordinator::Hooks hooks;
+  hooks.triggerSources = [&](int64_t id, int64_t) {
+    std::lock_guard lock(mutex_);
+    triggered.push_back(id);
+  };
+  hooks.notifySubtasks = [&](int64_t id, bool ok) {
+    std::lock_guard lock(mutex_);
+    (ok ? completed : aborted).push_back(id);
+    cv_.notify_all();
+  };
+  hooks.failJob = [&](const std::string&) {
+    std::lock_guard lock(mutex_);
+    jobFailed = true;
+  };
+  coordinator.startAttempt(1, hooks);
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (coordinator.pendingIds().size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_until(coordinator.tick(true));
+  }
+  ASSERT_EQ(coordinator.pendingIds(), (std::vector<int64_t>{1, 2}));
+  std::this_thread::sleep_for(5ms);
+  coordinator.tick(true);  // two in progress: no third
+  EXPECT_EQ(coordinator.pendingIds().size(), 2u);
+
+  auto noFiles = [](const std::string&) { return std::vector<StateFileInfo>{}; };
+  coordinator.acknowledge(2, 0, 0, noFiles, [] {});
+  ASSERT_TRUE(waitFor([&] { return !completed.empty() && !aborted.empty(); }));
+  EXPECT_EQ(completed, (std::vector<int64_t>{2}));
+  EXPECT_EQ(aborted, (std::vector<int64_t>{1}));
+  EXPECT_TRUE(coordinator.pendingIds().empty());
+  auto stats = coordinator.stats();
+  EXPECT_EQ(stats.completed, 1);
+  EXPECT_EQ(stats.latestId, 2);
+  EXPECT_NE(stats.history.at(1).failureMessage.find("subsumed by checkpoint 2"), std::string::npos);
+  // The older one's late acknowledgement changes nothing.
+  coordinator.acknowledge(1, 0, 0, noFiles, [] {});
+  coordinator.endAttempt();
+  std::lock_guard lock(mutex_);
+  EXPECT_FALSE(jobFailed);
+  EXPECT_EQ(completed, (std::vector<int64_t>{2}));
+  EXPECT_TRUE(fs::exists(dir_ / "chk-2" / "_metadata"));
+  EXPECT_FALSE(fs::exists(dir_ / "chk-1"));
 }
 
 }  // namespace
