@@ -251,7 +251,7 @@ TEST_F(ConcurrentCoordinatorTest, ANewerCheckpointCompletingSubsumesAnOlderOneWi
   CheckpointConfig config;
   config.setCheckpointInterval(1ms);
   config.setMaxConcurrentCheckpoints(2);  // tolerable failures stay 0
-  CheckpointCoordinator coordinator(config, dir_.string(), "job", 8, 1);
+  auto coordinator = std::make_unique<CheckpointCoordinator>(config, dir_.string(), "job", 8, 1);
   CheckpointCoordinator::Hooks hooks;
   hooks.triggerSources = [&](int64_t id, int64_t) {
     std::lock_guard lock(mutex_);
@@ -266,32 +266,36 @@ TEST_F(ConcurrentCoordinatorTest, ANewerCheckpointCompletingSubsumesAnOlderOneWi
     std::lock_guard lock(mutex_);
     jobFailed = true;
   };
-  coordinator.startAttempt(1, hooks);
+  coordinator->startAttempt(1, hooks);
   auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (coordinator.pendingIds().size() < 2 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_until(coordinator.tick(true));
+  while (coordinator->pendingIds().size() < 2 && std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_until(coordinator->tick(true));
   }
-  ASSERT_EQ(coordinator.pendingIds(), (std::vector<int64_t>{1, 2}));
+  ASSERT_EQ(coordinator->pendingIds(), (std::vector<int64_t>{1, 2}));
   std::this_thread::sleep_for(5ms);
-  coordinator.tick(true);  // two in progress: no third
-  EXPECT_EQ(coordinator.pendingIds().size(), 2u);
+  coordinator->tick(true);  // two in progress: no third
+  EXPECT_EQ(coordinator->pendingIds().size(), 2u);
 
   auto noFiles = [](const std::string&) { return std::vector<StateFileInfo>{}; };
-  coordinator.acknowledge(2, 0, 0, noFiles, [] {});
+  coordinator->acknowledge(2, 0, 0, noFiles, [] {});
   ASSERT_TRUE(waitFor([&] { return !completed.empty() && !aborted.empty(); }));
   EXPECT_EQ(completed, (std::vector<int64_t>{2}));
   EXPECT_EQ(aborted, (std::vector<int64_t>{1}));
-  EXPECT_TRUE(coordinator.pendingIds().empty());
-  auto stats = coordinator.stats();
+  EXPECT_TRUE(coordinator->pendingIds().empty());
+  auto stats = coordinator->stats();
   EXPECT_EQ(stats.completed, 1);
   EXPECT_EQ(stats.latestId, 2);
   EXPECT_NE(stats.history.at(1).failureMessage.find("subsumed by checkpoint 2"), std::string::npos);
   // The older one's late acknowledgement changes nothing.
-  coordinator.acknowledge(1, 0, 0, noFiles, [] {});
-  coordinator.endAttempt();
-  std::lock_guard lock(mutex_);
-  EXPECT_FALSE(jobFailed);
-  EXPECT_EQ(completed, (std::vector<int64_t>{2}));
+  coordinator->acknowledge(1, 0, 0, noFiles, [] {});
+  coordinator->endAttempt();
+  {
+    std::lock_guard lock(mutex_);
+    EXPECT_FALSE(jobFailed);
+    EXPECT_EQ(completed, (std::vector<int64_t>{2}));
+  }
+  // Folders are removed on the I/O thread, which finishes its queue before it stops.
+  coordinator.reset();
   EXPECT_TRUE(fs::exists(dir_ / "chk-2" / "_metadata"));
   EXPECT_FALSE(fs::exists(dir_ / "chk-1"));
 }
