@@ -251,12 +251,17 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
     abortLocked(lock, id, error);
     return;
   }
-  // Older checkpoints still in progress can no longer be the latest: subsumed.
-  while (pending_.begin()->first < id) {
+  // Older checkpoints still in progress can no longer be the latest: subsumed. Each
+  // abort releases the lock, and meanwhile this one may time out or the attempt end.
+  while (!pending_.empty() && pending_.begin()->first < id) {
     abortLocked(lock, pending_.begin()->first, "subsumed by checkpoint " + std::to_string(id), false);
     lock.lock();
   }
   it = pending_.find(id);
+  if (it == pending_.end()) {
+    lock.unlock();
+    return;
+  }
   Pending p = std::move(it->second);
   pending_.erase(it);
   --stats_.inProgress;

@@ -840,24 +840,33 @@ void JobExecution::runSource(Subtask& task) {
 
 // Reads the inputs in turn. A checkpoint barrier n is taken once it arrived on every
 // input that has not ended; in exactly-once mode an input that delivered it is not read
-// until then (alignment), in at-least-once mode reading goes on.
+// until then (alignment), in at-least-once mode reading goes on and several checkpoints
+// may be arriving at once (each is taken when its barriers are all in, as Flink's
+// barrier tracker does; they complete in order, as every channel keeps their order).
 void JobExecution::runInputs(Subtask& task) {
   const size_t n = task.inputs.size();
   const bool align = plan_->graph.checkpointConfig.getCheckpointingMode() == CheckpointingMode::EXACTLY_ONCE;
   std::vector<bool> ended(n, false);
-  std::vector<bool> arrived(n, false);  // barrier `aligning` came on this input
   size_t endedCount = 0;
-  int64_t aligning = 0;  // the checkpoint whose barriers are arriving; 0: none
-  auto firstBarrier = std::chrono::steady_clock::now();
+  struct Arriving {
+    std::vector<bool> arrived;  // its barrier came on this input
+    std::chrono::steady_clock::time_point first;
+  };
+  std::map<int64_t, Arriving> arriving;  // exactly once: at most one
+  auto blocked = [&](size_t i) { return align && !arriving.empty() && arriving.begin()->second.arrived[i]; };
+  // Takes the oldest arriving checkpoint whose barriers are all in, dropping older ones.
   auto takeIfAligned = [&] {
-    if (aligning == 0) return;
-    for (size_t i = 0; i < n; ++i)
-      if (!ended[i] && !arrived[i]) return;
-    auto alignment = std::chrono::steady_clock::now() - firstBarrier;
-    performCheckpoint(task, aligning, nowMillis(),
-                      std::chrono::duration_cast<std::chrono::nanoseconds>(alignment).count());
-    aligning = 0;
-    arrived.assign(n, false);
+    for (auto it = arriving.begin(); it != arriving.end(); ++it) {
+      bool all = true;
+      for (size_t i = 0; i < n; ++i) all = all && (ended[i] || it->second.arrived[i]);
+      if (!all) continue;
+      auto alignment = std::chrono::steady_clock::now() - it->second.first;
+      int64_t id = it->first;
+      arriving.erase(arriving.begin(), std::next(it));
+      performCheckpoint(task, id, nowMillis(),
+                        std::chrono::duration_cast<std::chrono::nanoseconds>(alignment).count());
+      return;
+    }
   };
   ProcessingTimeService& timers = task.processingTime;
   const Clock& clock = *task.contexts.front()->clock();
@@ -866,7 +875,7 @@ void JobExecution::runInputs(Subtask& task) {
     if (!timers.empty()) timers.fireDue(clock.currentTimeMillis());
     bool progress = false;
     for (size_t i = 0; i < n; ++i) {
-      if (ended[i] || (align && arrived[i])) continue;
+      if (ended[i] || blocked(i)) continue;
       switch (task.inputs[i]->pollOnce()) {
         case ChannelInputBase::Poll::kEmpty:
           break;
@@ -883,16 +892,15 @@ void JobExecution::runInputs(Subtask& task) {
           progress = true;
           int64_t id = task.inputs[i]->barrierId();
           if (id <= task.lastSnapshotId.load()) break;  // of a checkpoint taken or given up here
-          // At least once, with checkpoints in progress at once: the barrier of one this
-          // subtask gave up for a newer one, which must wait for its own barriers.
-          if (id < aligning) break;
-          if (id > aligning) {
-            // A newer checkpoint: an older one still aligning cannot complete any more.
-            aligning = id;
-            arrived.assign(n, false);
-            firstBarrier = std::chrono::steady_clock::now();
+          // Exactly once, one checkpoint aligns at a time: a newer one means the one
+          // aligning was given up elsewhere, and an older one's barrier is stale.
+          if (align && !arriving.empty()) {
+            if (id < arriving.begin()->first) break;
+            if (id > arriving.begin()->first) arriving.clear();
           }
-          arrived[i] = true;
+          auto [it, created] = arriving.try_emplace(id);
+          if (created) it->second = {std::vector<bool>(n, false), std::chrono::steady_clock::now()};
+          it->second.arrived[i] = true;
           takeIfAligned();
           break;
         }
