@@ -98,7 +98,7 @@ class WindowedStream {
                   "aggregate(a, f): f must derive from ProcessWindowFunction<R, OUT, K, W> where R is a's result type "
                   "and W the assigner's window type");
     return add<typename F::OutputType>("Window Aggregate",
-                                       detail::AggregateProcessWindowPolicy<T, A, F>{std::move(agg), std::move(fn)});
+                                       detail::AggregateProcessWindowPolicy<T, A, F>{{std::move(fn)}, std::move(agg)});
   }
 
   // `fn` derives from ProcessWindowFunction<T, OUT, K, W>: all records of a window at once.
@@ -107,7 +107,7 @@ class WindowedStream {
     static_assert(std::is_base_of_v<ProcessWindowFunction<T, typename F::OutputType, K, W>, F>,
                   "process(f): f must derive from ProcessWindowFunction<T, OUT, K, W> with this stream's record and "
                   "key types and the assigner's window type W");
-    return add<typename F::OutputType>("Window Process", detail::ProcessWindowPolicy<T, F>{std::move(fn)});
+    return add<typename F::OutputType>("Window Process", detail::ProcessWindowPolicy<T, F>{{std::move(fn)}});
   }
 
  private:

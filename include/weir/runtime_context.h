@@ -113,4 +113,14 @@ class RuntimeContext {
   std::unique_ptr<detail::RestoredOperatorState> restored_;
 };
 
+namespace detail {
+// The keyed state of a keyed operator's subtask, on the job's state backend.
+template <class K>
+std::unique_ptr<KeyedStateBackend<K>> makeKeyedStateBackend(RuntimeContext& context) {
+  return std::make_unique<KeyedStateBackend<K>>(
+      context.stateBackend(), context.getMaxNumberOfParallelSubtasks(),
+      context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock());
+}
+}  // namespace detail
+
 }  // namespace weir

@@ -286,9 +286,7 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   void open() override {
     RuntimeContext& context = this->context();
     this->callUser([&] {
-      state_ = std::make_unique<KeyedStateBackend<K>>(
-          context.stateBackend(), context.getMaxNumberOfParallelSubtasks(),
-          context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock());
+      state_ = makeKeyedStateBackend<K>(context);
       if (auto* restored = context.restored()) {
         restoreTimers(restored->takeKeyed(kTimersState), timers_);
         restoreTimers(restored->takeKeyed(kProcessingTimersState), processingTimers_);

@@ -74,9 +74,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   void open() override {
     RuntimeContext& context = this->context();
     this->callUser([&] {
-      store_ = std::make_unique<KeyedStateBackend<K>>(
-          context.stateBackend(), context.getMaxNumberOfParallelSubtasks(),
-          context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock());
+      store_ = makeKeyedStateBackend<K>(context);
       if (auto* restored = context.restored()) {
         watermark_ = restoreWindowWatermark(*restored, context);
         restoreTimers(restored->takeKeyed(kTimersState), eventTimers_, false);
@@ -199,9 +197,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
 
   // WindowFunctionState, for the current key.
   StateStore<W>& windowState(const W& window) override {
-    if constexpr (kMerging)
-      throw Error(ErrorCode::kState, "windowState(): session windows merge, so they have no per-window state; "
-                                     "use globalState()");
+    if constexpr (kMerging) throwNoWindowStateOnSessions();
     return windowStore_.bind(*store_, &window);
   }
   StateStore<W>& globalState() override { return globalStore_.bind(*store_, nullptr); }

@@ -36,6 +36,29 @@ constexpr bool overridesClear() {
 template <class Policy>
 concept ClearsWindows = Policy::kClears;
 
+// What the policies with a ProcessWindowFunction share: its context, and clear().
+template <class F>
+struct ProcessFunctionPolicy {
+  static constexpr bool kClears = overridesClear<F>();
+  F fn;
+  template <class W>
+  static typename F::Context context(const W& window, int64_t watermark, const Clock& clock,
+                                     WindowFunctionState<W>* state) {
+    return typename F::Context(window, watermark, clock, state);
+  }
+  template <class W>
+  void clear(const W& window, int64_t watermark, const Clock& clock, WindowFunctionState<W>* state) {
+    auto ctx = context(window, watermark, clock, state);
+    fn.clear(ctx);
+  }
+};
+
+// Session windows merge, so a window function has no per-window state there (as in Flink).
+[[noreturn]] inline void throwNoWindowStateOnSessions() {
+  throw Error(ErrorCode::kState,
+              "windowState(): session windows merge, so they have no per-window state; use globalState()");
+}
+
 // reduce(): the accumulator is the reduced record.
 template <class T, class F>
 struct ReduceWindowPolicy {
@@ -71,12 +94,10 @@ struct AggregateWindowPolicy {
 // aggregate(agg, processWindowFunction): the accumulator's result is the one element the
 // ProcessWindowFunction sees, with the key and the window.
 template <class T, class A, class F>
-struct AggregateProcessWindowPolicy {
+struct AggregateProcessWindowPolicy : ProcessFunctionPolicy<F> {
   using Acc = typename A::AccumulatorType;
   using Out = typename F::OutputType;
-  static constexpr bool kClears = overridesClear<F>();
   A agg;
-  F fn;
   Acc create() { return agg.createAccumulator(); }
   void add(Acc& acc, const T& value) { acc = agg.add(value, std::move(acc)); }
   void merge(Acc& into, Acc& from) { into = agg.merge(std::move(into), from); }
@@ -84,24 +105,17 @@ struct AggregateProcessWindowPolicy {
   void fire(const K& key, const W& window, Acc& acc, int64_t watermark, const Clock& clock,
             WindowFunctionState<W>* state, Collector<Out>& out) {
     typename A::OutputType result = agg.getResult(acc);
-    typename F::Context ctx(window, watermark, clock, state);
-    fn.process(key, ctx, std::span<const typename A::OutputType>(&result, 1), out);
-  }
-  template <class W>
-  void clear(const W& window, int64_t watermark, const Clock& clock, WindowFunctionState<W>* state) {
-    typename F::Context ctx(window, watermark, clock, state);
-    fn.clear(ctx);
+    auto ctx = this->context(window, watermark, clock, state);
+    this->fn.process(key, ctx, std::span<const typename A::OutputType>(&result, 1), out);
   }
 };
 
 // process(): keeps the window's records and hands them to a ProcessWindowFunction.
 template <class T, class F>
-struct ProcessWindowPolicy {
+struct ProcessWindowPolicy : ProcessFunctionPolicy<F> {
   static constexpr bool kKeepsRecords = true;
-  static constexpr bool kClears = overridesClear<F>();
   using Acc = std::vector<T>;
   using Out = typename F::OutputType;
-  F fn;
   Acc create() { return {}; }
   void add(Acc& acc, const T& value) { acc.push_back(value); }
   void merge(Acc& into, Acc& from) {
@@ -110,13 +124,8 @@ struct ProcessWindowPolicy {
   template <class K, class W>
   void fire(const K& key, const W& window, Acc& acc, int64_t watermark, const Clock& clock,
             WindowFunctionState<W>* state, Collector<Out>& out) {
-    typename F::Context ctx(window, watermark, clock, state);
-    fn.process(key, ctx, std::span<const T>(acc), out);
-  }
-  template <class W>
-  void clear(const W& window, int64_t watermark, const Clock& clock, WindowFunctionState<W>* state) {
-    typename F::Context ctx(window, watermark, clock, state);
-    fn.clear(ctx);
+    auto ctx = this->context(window, watermark, clock, state);
+    this->fn.process(key, ctx, std::span<const T>(acc), out);
   }
 };
 
@@ -636,12 +645,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   // WindowFunctionState: the function's keyed state, made when first asked for (most
   // window functions have none, and a RocksDB instance is not free).
   KeyedStateBackend<K>& keyedState() {
-    if (!store_) {
-      RuntimeContext& context = this->context();
-      store_ = std::make_unique<KeyedStateBackend<K>>(
-          context.stateBackend(), context.getMaxNumberOfParallelSubtasks(),
-          context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock());
-    }
+    if (!store_) store_ = makeKeyedStateBackend<K>(this->context());
     if (!keySet_ && firingKey_ != nullptr) {
       store_->setCurrentKey(*firingKey_);
       keySet_ = true;
@@ -649,9 +653,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     return *store_;
   }
   StateStore<TimeWindow>& windowState(const TimeWindow& window) override {
-    if constexpr (kMerging)
-      throw Error(ErrorCode::kState, "windowState(): session windows merge, so they have no per-window state; "
-                                     "use globalState()");
+    if constexpr (kMerging) throwNoWindowStateOnSessions();
     return windowStore_.bind(keyedState(), &window);
   }
   StateStore<TimeWindow>& globalState() override { return globalStore_.bind(keyedState(), nullptr); }
