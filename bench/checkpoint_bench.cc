@@ -1,5 +1,6 @@
 #include "checkpoint_bench.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <thread>
 
@@ -155,6 +156,82 @@ void checkpointOverhead(int runs) {
     printFigure("checkpoint_overhead", {{"parallelism", p}, {"records", static_cast<double>(n)},
                                         {"keys", static_cast<double>(keys)}, {"interval_ms", 1000},
                                         {"records_per_s", e}, {"baseline_records_per_s", b}, {"ratio", b / e}});
+  }
+}
+
+namespace {
+
+// A sink that spends `nanosPerRecord` of CPU on each record: the job's bottleneck.
+class SlowSink final : public Sink<KeyedRecord> {
+ public:
+  explicit SlowSink(int64_t nanosPerRecord) : nanos_(nanosPerRecord) {}
+  std::unique_ptr<SinkWriter<KeyedRecord>> createWriter(RuntimeContext&) const override {
+    struct Writer final : SinkWriter<KeyedRecord> {
+      int64_t nanos = 0;
+      int64_t checksum = 0;
+      void write(const KeyedRecord& r) override {
+        auto until = std::chrono::steady_clock::now() + std::chrono::nanoseconds(nanos);
+        while (std::chrono::steady_clock::now() < until) checksum += r.second;
+      }
+    };
+    auto w = std::make_unique<Writer>();
+    w->nanos = nanos_;
+    return w;
+  }
+
+ private:
+  int64_t nanos_;
+};
+
+}  // namespace
+
+void alignment(int runs) {
+  const int64_t keys = 10'000, nanosPerRecord = 20'000;
+  const int checkpoints = std::max(5, runs * 2);
+  double alignedMedian = 0;
+  for (bool unaligned : {false, true}) {
+    StreamExecutionEnvironment env;
+    env.setParallelism(2);
+    env.enableCheckpointing(200ms);
+    env.getCheckpointConfig().enableUnalignedCheckpoints(unaligned);
+    env.fromSource(DataGeneratorSource([](int64_t i) { return keyedRecord(i, keys); }, kUnboundedCount),
+                   WatermarkStrategy<KeyedRecord>::noWatermarks(), "gen")
+        .keyBy([](const KeyedRecord& r) { return r.first; })
+        .sum<1>()
+        .sinkTo(SlowSink(nanosPerRecord))
+        .setParallelism(1);
+    auto client = env.executeAsync("alignment");
+    // Every completed checkpoint's duration, after the queues filled (the first two).
+    std::vector<double> durations;
+    double persisted = 0, alignmentMs = 0;
+    int64_t seen = 0;
+    auto deadline = std::chrono::steady_clock::now() + 120s;
+    while (static_cast<int>(durations.size()) < checkpoints && std::chrono::steady_clock::now() < deadline) {
+      JobMetrics m = client.getMetrics();
+      if (m.latestCompletedCheckpointId != seen) {
+        seen = m.latestCompletedCheckpointId;
+        if (seen > 2) {
+          durations.push_back(static_cast<double>(m.lastCheckpointDuration));
+          persisted += static_cast<double>(std::max<int64_t>(0, m.lastCheckpointPersistedData));
+          alignmentMs += static_cast<double>(m.lastCheckpointAlignmentTime);
+        }
+      }
+      std::this_thread::sleep_for(1ms);
+    }
+    client.cancel();
+    client.wait();
+    if (durations.empty()) continue;
+    std::sort(durations.begin(), durations.end());
+    double n = static_cast<double>(durations.size());
+    double median = durations[durations.size() / 2];
+    std::vector<std::pair<std::string, double>> fields = {
+        {"checkpoints", n}, {"sink_ns_per_record", static_cast<double>(nanosPerRecord)},
+        {"duration_ms_median", median}, {"duration_ms_max", durations.back()},
+        {"alignment_ms_mean", alignmentMs / n}, {"persisted_bytes_mean", persisted / n}};
+    // The unaligned line holds the ratio against the aligned run before it.
+    if (unaligned && alignedMedian > 0 && median > 0) fields.push_back({"ratio", alignedMedian / median});
+    if (!unaligned) alignedMedian = median;
+    printFigure("alignment", {{"mode", unaligned ? "unaligned" : "aligned"}}, fields);
   }
 }
 

@@ -15,4 +15,8 @@ void checkpointOverhead(int runs);
 // state of 100 MB (1 GB with WEIR_BENCH_LARGE=1), heap and RocksDB (`recovery`).
 void recovery(int runs);
 
+// Checkpoint duration under back-pressure (a sink that takes 5 us per record), aligned
+// against unaligned (`alignment`).
+void alignment(int runs);
+
 }  // namespace weir::bench

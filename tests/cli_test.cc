@@ -205,7 +205,11 @@ TEST(Cli, BadCheckpointOptionsNameTheOption) {
   expectUsageError("run clicks --restore latest --no-rest", "--checkpoint-dir");
   expectUsageError("run clicks --checkpoint-interval 10 --checkpoint-dir /no/such/dir --no-rest", "/no/such/dir");
   expectUsageError("run clicks --from-checkpoint /no/such/chk-1 --no-rest", "/no/such/chk-1");
-  expectUsageError("run clicks --unaligned --checkpoint-interval 10 --no-rest", "--unaligned");
+  expectUsageError("run clicks --unaligned --checkpointing-mode at-least-once --checkpoint-interval 10 --no-rest",
+                   "--unaligned");
+  expectUsageError("run clicks --aligned-checkpoint-timeout 50 --checkpoint-interval 10 --no-rest", "--unaligned");
+  expectUsageError("run clicks --unaligned --aligned-checkpoint-timeout -1 --checkpoint-interval 10 --no-rest",
+                   "--aligned-checkpoint-timeout");
   expectUsageError("run clicks --restart-strategy sometimes --no-rest", "restart strategy");
   Result r = weir("checkpoint inspect /no/such/chk-1");
   EXPECT_EQ(r.exitCode, 2) << r.err;

@@ -100,9 +100,11 @@ struct Committed {
 // when that checkpoint completes (or again on restore, if the failure came first).
 class TransactionalSink final : public Sink<Out> {
  public:
-  explicit TransactionalSink(std::shared_ptr<Committed> committed) : committed_(std::move(committed)) {}
+  // `slow`: the writer sleeps 1 ms every 32 records, so it back-pressures the job.
+  explicit TransactionalSink(std::shared_ptr<Committed> committed, bool slow = false)
+      : committed_(std::move(committed)), slow_(slow) {}
   std::unique_ptr<SinkWriter<Out>> createWriter(RuntimeContext& context) const override {
-    return std::make_unique<Writer>(committed_, context.getIndexOfThisSubtask());
+    return std::make_unique<Writer>(committed_, context.getIndexOfThisSubtask(), slow_);
   }
 
  private:
@@ -130,8 +132,12 @@ class TransactionalSink final : public Sink<Out> {
 
   class Writer final : public SinkWriter<Out>, public CheckpointedFunction, public CheckpointListener {
    public:
-    Writer(std::shared_ptr<Committed> committed, int subtask) : committed_(std::move(committed)), subtask_(subtask) {}
-    void write(const Out& r) override { pending_.push_back(r); }
+    Writer(std::shared_ptr<Committed> committed, int subtask, bool slow)
+        : committed_(std::move(committed)), subtask_(subtask), slow_(slow) {}
+    void write(const Out& r) override {
+      pending_.push_back(r);
+      if (slow_ && ++written_ % 32 == 0) std::this_thread::sleep_for(1ms);
+    }
     // The rest goes into the next transaction: the final notification commits it, or
     // a checkpoint taken after the end (others are still running) pre-commits it.
     void flush(bool endOfInput) override {
@@ -180,8 +186,11 @@ class TransactionalSink final : public Sink<Out> {
     std::vector<Out> pending_;
     std::map<int64_t, Transaction> open_;  // pre-committed, by checkpoint id
     int64_t lastSnapshot_ = 0;
+    bool slow_;
+    int64_t written_ = 0;
   };
   std::shared_ptr<Committed> committed_;
+  bool slow_;
 };
 
 // Makes every record visible at once (what a plain sink does).
@@ -324,6 +333,10 @@ struct Options {
   std::string checkpointDir;
   std::chrono::milliseconds interval = 20ms;
   int maxConcurrent = 1;
+  bool unaligned = false;
+  std::chrono::milliseconds alignedTimeout{0};
+  bool slowSink = false;  // back-pressures the job
+  int retained = 1;
 };
 
 // Refuses every third snapshot (a snapshotState that throws declines the checkpoint).
@@ -395,12 +408,16 @@ JobRun runJob(const Options& o, int64_t n, double rate, std::shared_ptr<Committe
   env.setRestartStrategy(o.restart);
   if (o.checkpointing) {
     env.enableCheckpointing(o.interval, o.mode);
-    env.getCheckpointConfig().setMaxConcurrentCheckpoints(o.maxConcurrent);
-    if (!o.checkpointDir.empty()) env.getCheckpointConfig().setCheckpointStorage(o.checkpointDir);
+    auto& config = env.getCheckpointConfig();
+    config.setMaxConcurrentCheckpoints(o.maxConcurrent);
+    config.setNumRetainedCheckpoints(o.retained);
+    if (!o.checkpointDir.empty()) config.setCheckpointStorage(o.checkpointDir);
+    config.enableUnalignedCheckpoints(o.unaligned);
+    config.setAlignedCheckpointTimeout(o.alignedTimeout);
   }
   if (!committed) committed = std::make_shared<Committed>();
   const Extra extra = o.maxConcurrent > 1 ? Extra::kProbeOverlap : Extra::kNone;
-  if (o.transactional) addJob(env, n, rate, TransactionalSink(committed), extra);
+  if (o.transactional) addJob(env, n, rate, TransactionalSink(committed, o.slowSink), extra);
   else addJob(env, n, rate, ImmediateSink(committed), extra);
   auto client = env.executeAsync("recovery");
   JobRun run;
@@ -436,17 +453,46 @@ std::vector<int64_t> failurePositions(uint64_t seed, int64_t n) {
   return at;
 }
 
-class ExactlyOnceRecovery : public ::testing::TestWithParam<std::tuple<std::string, int>> {};
+// An empty folder of its own for a test's checkpoints.
+fs::path freshFolder(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("weir-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+// Runs the job at parallelism 2, a checkpoint every 20 ms retained in `dir`, until
+// `reached` holds; then cancels it and returns its newest checkpoint ("" when the job
+// stopped before).
+template <class Reached>
+std::string runThenCancel(const fs::path& dir, int64_t n, double rate, bool unaligned,
+                          std::shared_ptr<Committed> committed, Reached reached) {
+  StreamExecutionEnvironment env;
+  env.setParallelism(2).setAutoWatermarkInterval(5ms);
+  env.enableCheckpointing(20ms);
+  env.getCheckpointConfig().setCheckpointStorage(dir.string());
+  env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
+  env.getCheckpointConfig().enableUnalignedCheckpoints(unaligned);
+  addJob(env, n, rate, TransactionalSink(std::move(committed), unaligned));  // unaligned: back-pressured
+  auto client = env.executeAsync("first");
+  bool ok = waitWhileRunning(client, reached);
+  client.cancel();
+  EXPECT_EQ(client.wait().status, JobStatus::CANCELED);
+  return ok ? detail::findLatestCheckpoint(dir.string()) : "";
+}
+
+class ExactlyOnceRecovery : public ::testing::TestWithParam<std::tuple<std::string, int, bool>> {};
 
 TEST_P(ExactlyOnceRecovery, OutputEqualsAFailureFreeRun) {
-  auto [backend, parallelism] = GetParam();
+  auto [backend, parallelism, unaligned] = GetParam();
   const int64_t n = 40000;
-  uint64_t seed = std::hash<std::string>{}(backend) + static_cast<uint64_t>(parallelism);
+  uint64_t seed = std::hash<std::string>{}(backend) + static_cast<uint64_t>(parallelism) + (unaligned ? 100 : 0);
   auto failures = failurePositions(seed, n);
   Failures::reset(failures);
   Options o;
   o.parallelism = parallelism;
   o.backend = backend;
+  o.unaligned = unaligned;
   JobRun run = runJob(o, n, 40000);
   ASSERT_FALSE(run.error) << *run.error;
   Verdict v = check(run.out, n);
@@ -460,10 +506,79 @@ TEST_P(ExactlyOnceRecovery, OutputEqualsAFailureFreeRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BackendsAndParallelism, ExactlyOnceRecovery,
-                         ::testing::Combine(::testing::Values("heap", "rocksdb"), ::testing::Values(1, 2, 4)),
+                         ::testing::Combine(::testing::Values("heap", "rocksdb"), ::testing::Values(1, 2, 4),
+                                            ::testing::Bool()),
                          [](const auto& info) {
-                           return std::get<0>(info.param) + "_p" + std::to_string(std::get<1>(info.param));
+                           return std::get<0>(info.param) + "_p" + std::to_string(std::get<1>(info.param)) +
+                                  (std::get<2>(info.param) ? "_unaligned" : "_aligned");
                          });
+
+// Under back-pressure (a slow sink, a source without a rate limit) the barriers of
+// unaligned checkpoints overtake the records queued ahead of them: the checkpoints hold
+// those records, and restores replay them exactly once. With an aligned checkpoint
+// timeout, checkpoints start aligned and turn unaligned when the barriers are slow.
+TEST(UnalignedCheckpoints, UnderBackPressureHoldRecordsInFlightAndRecoverExactly) {
+  struct Case {
+    std::string backend;
+    std::chrono::milliseconds alignedTimeout;
+  };
+  for (const Case& c : {Case{"heap", 0ms}, Case{"rocksdb", 0ms}, Case{"heap", 5ms}}) {
+    const int64_t n = 40000;
+    // Few failures, late enough and far enough apart that checkpoints holding records in
+    // flight complete before each.
+    std::vector<int64_t> failures = {n / 2, 3 * n / 4, 9 * n / 10};
+    Failures::reset(failures);
+    Options o;
+    o.parallelism = 2;
+    o.backend = c.backend;
+    o.unaligned = true;
+    o.alignedTimeout = c.alignedTimeout;
+    o.slowSink = true;
+    o.interval = 5ms;
+    JobRun run = runJob(o, n, 1e9);
+    std::string name = c.backend + " timeout " + std::to_string(c.alignedTimeout.count()) + " ms";
+    ASSERT_FALSE(run.error) << name << ": " << *run.error;
+    Verdict v = check(run.out, n);
+    EXPECT_TRUE(v.exact()) << name << ": " << v.duplicates << " duplicates, " << v.losses << " losses, " << v.wrong
+                           << " wrong";
+    EXPECT_EQ(Failures::thrown.load(), static_cast<int>(failures.size())) << name;
+    EXPECT_GT(run.metrics.numberOfCompletedCheckpoints, 0) << name;
+    EXPECT_GT(run.metrics.totalCheckpointPersistedData, 0) << name << ": no checkpoint held records in flight";
+  }
+}
+
+// A retained unaligned checkpoint that holds records in flight resumes the job after it
+// was cancelled: at its own parallelism exactly, at another one not at all (those
+// records were on their way to particular subtasks), with an error that says so.
+TEST(UnalignedCheckpoints, ResumeFromARetainedOneReplaysItsRecordsInFlight) {
+  const int64_t n = 20000;
+  Failures::reset({});
+  fs::path dir = freshFolder("unaligned");
+  auto committed = std::make_shared<Committed>();
+  std::string latest = runThenCancel(dir, n, 1e9, true, committed,
+                                     [](const JobMetrics& m) { return m.lastCheckpointPersistedData > 0; });
+  ASSERT_FALSE(latest.empty());
+  bool inFlight = false;
+  for (const auto& f : detail::readMetadata(latest).files)
+    for (const auto& name : f.operatorStates) inFlight = inFlight || name == detail::kChannelState;
+  ASSERT_TRUE(inFlight) << "the job was back-pressured, yet its last checkpoint holds no records in flight";
+  Options o;
+  o.parallelism = 3;
+  o.unaligned = true;
+  try {
+    runJob(o, n, 1e9, std::make_shared<Committed>(), latest);
+    FAIL() << "an unaligned checkpoint with records in flight was restored at another parallelism";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCheckpoint);
+    EXPECT_NE(std::string(e.what()).find("records in flight"), std::string::npos) << e.what();
+  }
+  o.parallelism = 2;
+  JobRun run = runJob(o, n, 1e9, committed, latest);
+  ASSERT_FALSE(run.error) << *run.error;
+  Verdict v = check(run.out, n);
+  EXPECT_TRUE(v.exact()) << v.duplicates << " duplicates, " << v.losses << " losses, " << v.wrong << " wrong";
+  fs::remove_all(dir);
+}
 
 // Several checkpoints in progress at once (a new one every 2 ms while fewer than 4 are):
 // they really overlap, a newer one that completes subsumes older ones, sinks commit on
@@ -509,23 +624,11 @@ TEST(ConcurrentCheckpoints, OverlapAndRecoverExactly) {
 TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
   const int64_t n = 30000;
   Failures::reset({});
-  fs::path dir = fs::temp_directory_path() / ("weir-rescale-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
+  fs::path dir = freshFolder("rescale");
   auto committed = std::make_shared<Committed>();
-  {
-    StreamExecutionEnvironment env;
-    env.setParallelism(2).setAutoWatermarkInterval(5ms);
-    env.enableCheckpointing(20ms);
-    env.getCheckpointConfig().setCheckpointStorage(dir.string());
-    env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
-    addJob(env, n, 3000, TransactionalSink(committed));  // about 10 s if never cancelled
-    auto client = env.executeAsync("first");
-    ASSERT_TRUE(waitWhileRunning(client, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 3; }));
-    client.cancel();
-    EXPECT_EQ(client.wait().status, JobStatus::CANCELED);
-  }
-  std::string latest = detail::findLatestCheckpoint(dir.string());
+  // About 10 s if never cancelled.
+  std::string latest = runThenCancel(dir, n, 3000, false, committed,
+                                     [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 3; });
   ASSERT_FALSE(latest.empty());
   size_t before = committed->out.size();
   EXPECT_LT(before, static_cast<size_t>(n));

@@ -87,11 +87,22 @@ class CheckpointConfig {
     storage_ = std::move(directory);
   }
 
-  // Unaligned checkpoints (not yet supported: setting true is an error).
-  bool isUnalignedCheckpointsEnabled() const { return false; }
-  void enableUnalignedCheckpoints(bool enabled = true) {
-    if (enabled)
-      throw Error(ErrorCode::kInvalidArgument, "unaligned checkpoints are not supported yet; use aligned ones");
+  // Unaligned checkpoints (default off; EXACTLY_ONCE only): a barrier overtakes the
+  // records queued ahead of it, which go into the checkpoint as channel state and are
+  // processed again after a restore. Checkpoints then complete in about the same time
+  // under back-pressure as without it, at the price of persisting in-flight records.
+  bool isUnalignedCheckpointsEnabled() const { return unaligned_; }
+  void enableUnalignedCheckpoints(bool enabled = true) { unaligned_ = enabled; }
+
+  // With unaligned checkpoints: a checkpoint starts aligned and turns unaligned at a
+  // subtask whose barriers have not all arrived this long after the checkpoint was
+  // triggered (default 0: unaligned from the start).
+  Millis getAlignedCheckpointTimeout() const { return alignedTimeout_; }
+  void setAlignedCheckpointTimeout(Millis timeout) {
+    if (timeout.count() < 0)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "aligned checkpoint timeout must be >= 0, got " + std::to_string(timeout.count()) + " ms");
+    alignedTimeout_ = timeout;
   }
 
  private:
@@ -110,6 +121,8 @@ class CheckpointConfig {
   int retained_ = 1;
   ExternalizedCheckpointCleanup cleanup_ = ExternalizedCheckpointCleanup::DELETE_ON_CANCELLATION;
   std::string storage_;
+  bool unaligned_ = false;
+  Millis alignedTimeout_{0};
 };
 
 }  // namespace weir

@@ -63,6 +63,10 @@ struct JobMetrics {
   int64_t lastCheckpointSyncDuration = -1;
   int64_t lastCheckpointAsyncDuration = -1;
   int64_t lastCheckpointAlignmentTime = -1;
+  // Unaligned checkpoints: bytes of records in flight the last completed checkpoint
+  // holds (-1 before the first), and all completed checkpoints together.
+  int64_t lastCheckpointPersistedData = -1;
+  int64_t totalCheckpointPersistedData = 0;
   int64_t latestCompletedCheckpointId = 0;
   std::string latestCompletedCheckpointPath;  // its chk-<n> folder; empty when none
   int numRestarts = 0;

@@ -134,8 +134,7 @@ CheckpointCoordinator::SteadyClock::time_point CheckpointCoordinator::tick(bool 
   return next;
 }
 
-void CheckpointCoordinator::acknowledge(int64_t id, int64_t syncNanos, int64_t alignmentNanos, Upload upload,
-                                        std::function<void()> done) {
+void CheckpointCoordinator::acknowledge(int64_t id, Ack ack, Upload upload, std::function<void()> done) {
   std::string folder;
   {
     std::lock_guard lock(mutex_);
@@ -148,7 +147,7 @@ void CheckpointCoordinator::acknowledge(int64_t id, int64_t syncNanos, int64_t a
   }
   {
     std::lock_guard lock(ioMutex_);
-    ioQueue_.push_back([this, id, folder, syncNanos, alignmentNanos, upload = std::move(upload),
+    ioQueue_.push_back([this, id, folder, ack, upload = std::move(upload),
                         done = std::move(done)] {
       std::vector<StateFileInfo> files;
       std::string error;
@@ -169,9 +168,11 @@ void CheckpointCoordinator::acknowledge(int64_t id, int64_t syncNanos, int64_t a
       }
       Pending& p = it->second;
       for (auto& f : files) p.files.push_back(std::move(f));
-      p.syncNanos = std::max(p.syncNanos, syncNanos);
+      p.syncNanos = std::max(p.syncNanos, ack.syncNanos);
       p.asyncNanos = std::max(p.asyncNanos, asyncNanos);
-      p.alignmentNanos = std::max(p.alignmentNanos, alignmentNanos);
+      p.alignmentNanos = std::max(p.alignmentNanos, ack.alignmentNanos);
+      p.unaligned = p.unaligned || ack.unaligned;
+      p.persistedBytes += ack.persistedBytes;
       if (++p.acks == subtasks_) completeLocked(lock, id);
     });
   }
@@ -181,6 +182,13 @@ void CheckpointCoordinator::acknowledge(int64_t id, int64_t syncNanos, int64_t a
 void CheckpointCoordinator::decline(int64_t id, const std::string& reason) {
   std::unique_lock lock(mutex_);
   if (pending_.contains(id)) abortLocked(lock, id, reason);
+}
+
+std::optional<CheckpointCoordinator::SteadyClock::time_point> CheckpointCoordinator::triggeredAt(int64_t id) const {
+  std::lock_guard lock(mutex_);
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return std::nullopt;
+  return it->second.start;
 }
 
 std::vector<int64_t> CheckpointCoordinator::pendingIds() const {
@@ -275,6 +283,8 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   stats_.lastSyncMillis = p.syncNanos / 1'000'000;
   stats_.lastAsyncMillis = p.asyncNanos / 1'000'000;
   stats_.lastAlignmentMillis = p.alignmentNanos / 1'000'000;
+  stats_.lastPersistedDataBytes = p.persistedBytes;
+  stats_.totalPersistedDataBytes += p.persistedBytes;
   stats_.latestId = p.id;
   stats_.latestPath = p.folder;
   Record done;
@@ -284,6 +294,8 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   done.durationMillis = stats_.lastDurationMillis;
   done.sizeBytes = size;
   done.alignmentMillis = stats_.lastAlignmentMillis;
+  done.unaligned = p.unaligned;
+  done.persistedDataBytes = p.persistedBytes;
   done.path = p.folder;
   recordLocked(std::move(done));
   retained_.push_back(p.folder);

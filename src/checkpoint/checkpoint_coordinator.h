@@ -14,6 +14,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -49,14 +50,22 @@ class CheckpointCoordinator {
   // Returns when it wants to be called again.
   SteadyClock::time_point tick(bool canTrigger);
 
-  // A subtask took the synchronous part of checkpoint `id` (in `syncNanos`, after
-  // `alignmentNanos` of waiting for barriers): `upload` runs on the I/O thread, then
-  // `done` (always, also when it failed or the checkpoint was aborted).
-  void acknowledge(int64_t id, int64_t syncNanos, int64_t alignmentNanos, Upload upload, std::function<void()> done);
+  // How a subtask took its part of a checkpoint.
+  struct Ack {
+    int64_t syncNanos = 0;       // the synchronous part
+    int64_t alignmentNanos = 0;  // waiting for barriers before it
+    bool unaligned = false;      // taken before every barrier arrived
+    int64_t persistedBytes = 0;  // records in flight it persisted (unaligned)
+  };
+  // A subtask took the synchronous part of checkpoint `id`: `upload` runs on the I/O
+  // thread, then `done` (always, also when it failed or the checkpoint was aborted).
+  void acknowledge(int64_t id, Ack ack, Upload upload, std::function<void()> done);
   // A subtask cannot take part in checkpoint `id`.
   void decline(int64_t id, const std::string& reason);
   // The checkpoints in progress, oldest first.
   std::vector<int64_t> pendingIds() const;
+  // When checkpoint `id` was triggered, while it is in progress.
+  std::optional<SteadyClock::time_point> triggeredAt(int64_t id) const;
 
   // The newest completed checkpoint's chk-<n> folder, or "" when none.
   std::string latestCompleted() const;
@@ -69,6 +78,8 @@ class CheckpointCoordinator {
     int64_t durationMillis = 0;
     int64_t sizeBytes = 0;
     int64_t alignmentMillis = 0;
+    bool unaligned = false;          // some subtask took it unaligned
+    int64_t persistedDataBytes = 0;  // records in flight it holds
     std::string path;            // completed: its chk-<n> folder
     std::string failureMessage;  // failed: why
   };
@@ -78,6 +89,8 @@ class CheckpointCoordinator {
     int64_t lastDurationMillis = -1, lastSizeBytes = -1;
     // Of the last completed checkpoint, the largest over its subtasks.
     int64_t lastSyncMillis = -1, lastAsyncMillis = -1, lastAlignmentMillis = -1;
+    // Records in flight of unaligned checkpoints: the last completed one's, all's.
+    int64_t lastPersistedDataBytes = -1, totalPersistedDataBytes = 0;
     int64_t latestId = 0;
     std::string latestPath;
     std::deque<Record> history;  // newest first, at most kHistorySize
@@ -96,6 +109,8 @@ class CheckpointCoordinator {
     int acks = 0;
     std::vector<StateFileInfo> files;
     int64_t syncNanos = 0, asyncNanos = 0, alignmentNanos = 0;  // the largest of any subtask
+    bool unaligned = false;
+    int64_t persistedBytes = 0;  // the sum over subtasks
   };
 
   // `failure`: counts toward tolerableCheckpointFailureNumber (a checkpoint given up

@@ -277,7 +277,7 @@ TEST_F(ConcurrentCoordinatorTest, ANewerCheckpointCompletingSubsumesAnOlderOneWi
   EXPECT_EQ(coordinator->pendingIds().size(), 2u);
 
   auto noFiles = [](const std::string&) { return std::vector<StateFileInfo>{}; };
-  coordinator->acknowledge(2, 0, 0, noFiles, [] {});
+  coordinator->acknowledge(2, {}, noFiles, [] {});
   ASSERT_TRUE(waitFor([&] { return !completed.empty() && !aborted.empty(); }));
   EXPECT_EQ(completed, (std::vector<int64_t>{2}));
   EXPECT_EQ(aborted, (std::vector<int64_t>{1}));
@@ -287,7 +287,7 @@ TEST_F(ConcurrentCoordinatorTest, ANewerCheckpointCompletingSubsumesAnOlderOneWi
   EXPECT_EQ(stats.latestId, 2);
   EXPECT_NE(stats.history.at(1).failureMessage.find("subsumed by checkpoint 2"), std::string::npos);
   // The older one's late acknowledgement changes nothing.
-  coordinator->acknowledge(1, 0, 0, noFiles, [] {});
+  coordinator->acknowledge(1, {}, noFiles, [] {});
   coordinator->endAttempt();
   {
     std::lock_guard lock(mutex_);

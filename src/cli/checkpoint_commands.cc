@@ -61,7 +61,9 @@ void CheckpointOptions::addTo(CLI::App& app) {
                  "Failed checkpoints in a row before the job fails (default 0)");
   app.add_option("--retained-checkpoints", retained_, "Completed checkpoints kept (default 1)");
   app.add_flag("--retain-on-cancellation", retainOnCancellation_, "Keep the checkpoints when the job is cancelled");
-  app.add_flag("--unaligned", unaligned_, "Unaligned checkpoints (not supported yet)");
+  app.add_flag("--unaligned", unaligned_, "Unaligned checkpoints: barriers overtake records in flight (exactly-once)");
+  app.add_option("--aligned-checkpoint-timeout", alignedTimeout_,
+                 "With --unaligned: start aligned, turn unaligned after this many ms (default 0)");
   app.add_option("--restart-strategy", restartStrategy_,
                  "none | fixed-delay:ATTEMPTS:DELAY_MS | exponential-delay:INITIAL_MS:MAX_MS | "
                  "failure-rate:MAX:INTERVAL_MS:DELAY_MS (default: fixed-delay without limit with checkpoints)");
@@ -74,7 +76,7 @@ void CheckpointOptions::apply(JobOptions& options) const {
   auto given = [](int64_t v) { return v != kUnset; };
   bool configures = given(timeout_) || given(minPause_) || given(maxConcurrent_) || given(tolerable_) || given(retained_) ||
                     retainOnCancellation_ || !mode_.empty() || unaligned_;
-  if (unaligned_) throw bad("--unaligned: unaligned checkpoints are not supported yet");
+  if (given(alignedTimeout_) && !unaligned_) throw bad("--aligned-checkpoint-timeout needs --unaligned");
   if (given(interval_)) {
     if (interval_ <= 0) throw bad("--checkpoint-interval must be positive, got " + std::to_string(interval_));
     c.setCheckpointInterval(std::chrono::milliseconds(interval_));
@@ -106,6 +108,15 @@ void CheckpointOptions::apply(JobOptions& options) const {
     if (retained_ < 1 || retained_ > 1000000)
       throw bad("--retained-checkpoints must be between 1 and 1000000, got " + std::to_string(retained_));
     c.setNumRetainedCheckpoints(static_cast<int>(retained_));
+  }
+  if (unaligned_) {
+    if (c.getCheckpointingMode() != CheckpointingMode::EXACTLY_ONCE)
+      throw bad("--unaligned needs --checkpointing-mode exactly-once");
+    c.enableUnalignedCheckpoints();
+  }
+  if (given(alignedTimeout_)) {
+    if (alignedTimeout_ < 0) throw bad("--aligned-checkpoint-timeout must not be negative, got " + std::to_string(alignedTimeout_));
+    c.setAlignedCheckpointTimeout(std::chrono::milliseconds(alignedTimeout_));
   }
   if (retainOnCancellation_) c.setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
   if (!dir_.empty()) c.setCheckpointStorage(dir_);

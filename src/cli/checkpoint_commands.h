@@ -34,6 +34,7 @@ class CheckpointOptions {
   int64_t retained_ = kUnset;
   bool retainOnCancellation_ = false;
   bool unaligned_ = false;
+  int64_t alignedTimeout_ = kUnset;
   std::string restartStrategy_;
   std::string restore_;
   std::string fromCheckpoint_;

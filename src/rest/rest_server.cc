@@ -416,7 +416,9 @@ class RestServer::Impl {
                 {"state_size", r.sizeBytes},
                 {"checkpointed_size", r.sizeBytes},
                 {"alignment_buffered", 0},
-                {"checkpoint_type", "CHECKPOINT"}};
+                {"is_unaligned", r.unaligned},
+                {"persisted_data", r.persistedDataBytes},
+                {"checkpoint_type", r.unaligned ? "UNALIGNED_CHECKPOINT" : "CHECKPOINT"}};
       if (r.completed) j["external_path"] = r.path;
       else j["failure_message"] = r.failureMessage;
       return j;
@@ -642,7 +644,8 @@ class RestServer::Impl {
                      {"max_concurrent", c->getMaxConcurrentCheckpoints()},
                      {"externalization", {{"enabled", true}, {"delete_on_cancellation", !retain}}},
                      {"tolerable_failed_checkpoints", c->getTolerableCheckpointFailureNumber()},
-                     {"unaligned_checkpoints", false},
+                     {"unaligned_checkpoints", c->isUnalignedCheckpointsEnabled()},
+                     {"aligned_checkpoint_timeout", c->getAlignedCheckpointTimeout().count()},
                      {"checkpoint_storage", c->getCheckpointStorage().empty() ? "temporary folder"
                                                                                : c->getCheckpointStorage()}});
     }));

@@ -15,6 +15,7 @@
 #include <set>
 #include <tuple>
 
+#include "runtime/barrier_handler.h"
 
 namespace weir::detail {
 
@@ -173,6 +174,7 @@ class Restore {
                                                 std::to_string(f->subtask) + " of " + std::to_string(old.size()));
       readStateFile(folder_, *f, range, *out, old[static_cast<size_t>(f->subtask)]);
     }
+    out->channelState = takeChannelState(*files->front(), old, subtask, parallelism);
     out->operatorState = redistributeOperatorState(old, parallelism).at(static_cast<size_t>(subtask));
     return out;
   }
@@ -217,6 +219,31 @@ class Restore {
   }
 
  private:
+  // Takes the records in flight out of the old instances' operator state: subtask
+  // `subtask`'s own. They were in channels to that very subtask, so a checkpoint that
+  // holds any restores at its own parallelism only.
+  std::vector<std::string> takeChannelState(const StateFileInfo& file, std::vector<std::vector<OperatorStateSnapshot>>& old,
+                                            int subtask, int parallelism) const {
+    std::vector<std::string> mine;
+    for (size_t s = 0; s < old.size(); ++s) {
+      auto& lists = old[s];
+      for (auto it = lists.begin(); it != lists.end();) {
+        if (it->name != kChannelState) {
+          ++it;
+          continue;
+        }
+        if (!it->elements.empty() && static_cast<int>(old.size()) != parallelism)
+          throw Error(ErrorCode::kCheckpoint,
+                      "checkpoint '" + folder_ + "' holds records in flight to '" + file.operatorName +
+                          "' (an unaligned checkpoint), taken at parallelism " + std::to_string(old.size()) +
+                          "; restore it at that parallelism, or rescale from a checkpoint taken aligned");
+        if (static_cast<int>(s) == subtask) mine = std::move(it->elements);
+        it = lists.erase(it);
+      }
+    }
+    return mine;
+  }
+
   const std::vector<const StateFileInfo*>* filesOf(int node) const {
     if (folder_.empty()) return nullptr;
     auto it = byOperator_.find(plan_.operatorIds[static_cast<size_t>(node)]);
@@ -379,6 +406,18 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
   }
   const CheckpointConfig& config = graph.checkpointConfig;
   plan.checkpointing = config.isCheckpointingEnabled();
+  if (plan.checkpointing && config.isUnalignedCheckpointsEnabled()) {
+    if (config.getCheckpointingMode() != CheckpointingMode::EXACTLY_ONCE)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "unaligned checkpoints need the EXACTLY_ONCE checkpointing mode (at least once never aligns)");
+    for (const auto& e : plan.edges) {
+      if (e.chained || e.type->serializable()) continue;
+      throw invalidJob("unaligned checkpoints persist records in flight, but those from '" +
+                       nodes[static_cast<size_t>(e.producer)]->name + "' to '" +
+                       nodes[static_cast<size_t>(e.consumer)]->name +
+                       "' have no weir::Serializer; give their type one (WEIR_STRUCT) or use aligned checkpoints");
+    }
+  }
   if (plan.checkpointing) {
     for (size_t i = 0; i < n; ++i) {
       if (plan.vertexOf[i] < 0) continue;
@@ -563,6 +602,7 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
           }
         }
       }
+      if (auto* restored = task.contexts.front()->restored()) task.restoredChannelState = std::move(restored->channelState);
     }
   }
 
@@ -838,44 +878,34 @@ void JobExecution::runSource(Subtask& task) {
   task.source->endInput();
 }
 
-// Reads the inputs in turn. A checkpoint barrier n is taken once it arrived on every
-// input that has not ended; in exactly-once mode an input that delivered it is not read
-// until then (alignment), in at-least-once mode reading goes on and several checkpoints
-// may be arriving at once (each is taken when its barriers are all in, as Flink's
-// barrier tracker does; they complete in order, as every channel keeps their order).
+// Reads the inputs in turn; the barrier handler decides when the subtask takes each
+// checkpoint and which inputs wait meanwhile. Records in flight of a restored unaligned
+// checkpoint are processed first.
 void JobExecution::runInputs(Subtask& task) {
   const size_t n = task.inputs.size();
-  const bool align = plan_->graph.checkpointConfig.getCheckpointingMode() == CheckpointingMode::EXACTLY_ONCE;
+  replayChannelState(task);
+  std::vector<ChannelInputBase*> inputs;
+  for (auto& input : task.inputs) inputs.push_back(input.get());
+  BarrierHandler::Hooks hooks;
+  hooks.snapshot = [&](int64_t id) { return takeSnapshot(task, id, nowMillis()); };
+  hooks.acknowledge = [&](std::shared_ptr<TakenSnapshot> snapshot, int64_t alignmentNanos, bool unaligned,
+                          std::vector<std::string> channelState) {
+    acknowledgeSnapshot(task, std::move(snapshot), alignmentNanos, unaligned, std::move(channelState));
+  };
+  hooks.triggeredAt = [&](int64_t id) { return coordinator_->triggeredAt(id); };
+  hooks.lastTaken = [&] { return task.lastSnapshotId.load(); };
+  BarrierHandler barriers(std::move(inputs), plan_->graph.checkpointConfig, std::move(hooks));
   std::vector<bool> ended(n, false);
   size_t endedCount = 0;
-  struct Arriving {
-    std::vector<bool> arrived;  // its barrier came on this input
-    std::chrono::steady_clock::time_point first;
-  };
-  std::map<int64_t, Arriving> arriving;  // exactly once: at most one
-  auto blocked = [&](size_t i) { return align && !arriving.empty() && arriving.begin()->second.arrived[i]; };
-  // Takes the oldest arriving checkpoint whose barriers are all in, dropping older ones.
-  auto takeIfAligned = [&] {
-    for (auto it = arriving.begin(); it != arriving.end(); ++it) {
-      bool all = true;
-      for (size_t i = 0; i < n; ++i) all = all && (ended[i] || it->second.arrived[i]);
-      if (!all) continue;
-      auto alignment = std::chrono::steady_clock::now() - it->second.first;
-      int64_t id = it->first;
-      arriving.erase(arriving.begin(), std::next(it));
-      performCheckpoint(task, id, nowMillis(),
-                        std::chrono::duration_cast<std::chrono::nanoseconds>(alignment).count());
-      return;
-    }
-  };
   ProcessingTimeService& timers = task.processingTime;
   const Clock& clock = *task.contexts.front()->clock();
   while (endedCount < n) {
     task.mailbox.runPending();
     if (!timers.empty()) timers.fireDue(clock.currentTimeMillis());
+    barriers.poll();
     bool progress = false;
     for (size_t i = 0; i < n; ++i) {
-      if (ended[i] || blocked(i)) continue;
+      if (ended[i] || barriers.blocked(i)) continue;
       switch (task.inputs[i]->pollOnce()) {
         case ChannelInputBase::Poll::kEmpty:
           break;
@@ -886,49 +916,60 @@ void JobExecution::runInputs(Subtask& task) {
           ended[i] = true;
           ++endedCount;
           progress = true;
-          takeIfAligned();
+          barriers.onEnded(i);
           break;
-        case ChannelInputBase::Poll::kBarrier: {
+        case ChannelInputBase::Poll::kBarrier:
           progress = true;
-          int64_t id = task.inputs[i]->barrierId();
-          if (id <= task.lastSnapshotId.load()) break;  // of a checkpoint taken or given up here
-          // Exactly once, one checkpoint aligns at a time: a newer one means the one
-          // aligning was given up elsewhere, and an older one's barrier is stale.
-          if (align && !arriving.empty()) {
-            if (id < arriving.begin()->first) break;
-            if (id > arriving.begin()->first) arriving.clear();
-          }
-          auto [it, created] = arriving.try_emplace(id);
-          if (created) it->second = {std::vector<bool>(n, false), std::chrono::steady_clock::now()};
-          it->second.arrived[i] = true;
-          takeIfAligned();
+          barriers.onBarrier(i, task.inputs[i]->barrierId());
           break;
-        }
       }
     }
     if (!progress) {
-      if (timers.empty()) {
-        task.metrics.idle([&] { task.signal.wait(); });
-      } else {
-        auto wake = std::chrono::steady_clock::now() + clock.sleepUntil(timers.nextDue());
-        task.metrics.idle([&] { task.signal.waitUntil(wake); });
+      auto wake = barriers.deadline();
+      if (!timers.empty()) {
+        auto due = std::chrono::steady_clock::now() + clock.sleepUntil(timers.nextDue());
+        wake = wake ? std::min(*wake, due) : due;
       }
+      if (wake) task.metrics.idle([&] { task.signal.waitUntil(*wake); });
+      else task.metrics.idle([&] { task.signal.wait(); });
     }
   }
   timers.quiesce();  // timers still pending do not fire after the end of input
   task.headInput->endInput();
 }
 
-// The synchronous part of a checkpoint on the task thread: every operator's state as it
-// is now, then the barrier goes on downstream. The files are written on the
-// coordinator's I/O thread while the task goes on.
+// The records in flight of a restored unaligned checkpoint, before anything new.
+void JobExecution::replayChannelState(Subtask& task) {
+  for (const std::string& element : task.restoredChannelState) {
+    DataInput in(element);
+    uint64_t index = in.readVarint("input channel");
+    if (index >= task.inputs.size())
+      throw Error(ErrorCode::kCheckpoint, "the checkpoint holds records in flight on input channel " +
+                                              std::to_string(index) + " of '" + task.operators.front()->name() +
+                                              "', which has " + std::to_string(task.inputs.size()));
+    task.inputs[index]->replay(std::string_view(element).substr(in.position()));
+  }
+  task.restoredChannelState.clear();
+}
+
 void JobExecution::performCheckpoint(Subtask& task, int64_t id, int64_t timestamp, int64_t alignmentNanos) {
-  if (id <= task.lastSnapshotId.load()) return;  // asked twice (mail and end of input)
+  if (auto snapshot = takeSnapshot(task, id, timestamp))
+    acknowledgeSnapshot(task, std::move(snapshot), alignmentNanos, false, {});
+}
+
+// The synchronous part of a checkpoint on the task thread: every operator's state as it
+// is now, then the barrier goes on downstream. Null when the subtask took this
+// checkpoint already, or declined it.
+std::shared_ptr<TakenSnapshot> JobExecution::takeSnapshot(Subtask& task, int64_t id, int64_t timestamp) {
+  if (id <= task.lastSnapshotId.load()) return nullptr;  // asked twice (mail and end of input)
   auto syncStart = std::chrono::steady_clock::now();
-  auto snapshots = std::make_shared<std::vector<OperatorSnapshot>>(task.operators.size());
+  auto taken = std::make_shared<TakenSnapshot>();
+  taken->id = id;
+  taken->operators = std::make_shared<std::vector<OperatorSnapshot>>(task.operators.size());
   std::string error;
   try {
-    for (size_t i = 0; i < task.operators.size(); ++i) task.operators[i]->snapshotState(id, timestamp, (*snapshots)[i]);
+    for (size_t i = 0; i < task.operators.size(); ++i)
+      task.operators[i]->snapshotState(id, timestamp, (*taken->operators)[i]);
   } catch (const TaskCancelled&) {
     throw;
   } catch (const std::exception& e) {
@@ -936,13 +977,31 @@ void JobExecution::performCheckpoint(Subtask& task, int64_t id, int64_t timestam
   }
   task.lastSnapshotId.store(id);
   for (auto* writer : task.writers) writer->broadcastBarrier(id);
-  int64_t syncNanos =
+  taken->syncNanos =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - syncStart).count();
   if (!error.empty()) {
-    snapshots->clear();
     coordinator_->decline(id, error);
-    return;
+    return nullptr;
   }
+  return taken;
+}
+
+// Hands a snapshot (with the records in flight per input channel, when taken unaligned)
+// to the coordinator, whose I/O thread writes the files while the task goes on.
+void JobExecution::acknowledgeSnapshot(Subtask& task, std::shared_ptr<TakenSnapshot> taken, int64_t alignmentNanos,
+                                       bool unaligned, std::vector<std::string> channelState) {
+  auto snapshots = taken->operators;
+  CheckpointCoordinator::Ack ack{taken->syncNanos, alignmentNanos, unaligned, 0};
+  OperatorStateSnapshot inFlight{kChannelState, OperatorStateMode::kSplitDistribute, {}};
+  for (size_t i = 0; i < channelState.size(); ++i) {
+    if (channelState[i].empty()) continue;
+    ack.persistedBytes += static_cast<int64_t>(channelState[i].size());
+    DataOutput element;
+    element.writeVarint(i);
+    element.writeRaw(channelState[i].data(), channelState[i].size());
+    inFlight.elements.push_back(element.release());
+  }
+  if (!inFlight.elements.empty()) snapshots->front().operatorState.push_back(std::move(inFlight));
   struct Part {
     std::string operatorId;
     std::string name;
@@ -979,7 +1038,7 @@ void JobExecution::performCheckpoint(Subtask& task, int64_t id, int64_t timestam
     --task.pendingUploads;
     task.uploadCv.notify_all();
   };
-  coordinator_->acknowledge(id, syncNanos, alignmentNanos, std::move(upload), std::move(done));
+  coordinator_->acknowledge(taken->id, ack, std::move(upload), std::move(done));
 }
 
 void JobExecution::fail(Attempt& attempt, std::exception_ptr error, bool unlessDrained) {
@@ -1163,6 +1222,8 @@ JobMetrics JobExecution::metrics() const {
     m.lastCheckpointSyncDuration = stats.lastSyncMillis;
     m.lastCheckpointAsyncDuration = stats.lastAsyncMillis;
     m.lastCheckpointAlignmentTime = stats.lastAlignmentMillis;
+    m.lastCheckpointPersistedData = stats.lastPersistedDataBytes;
+    m.totalCheckpointPersistedData = stats.totalPersistedDataBytes;
     m.latestCompletedCheckpointId = stats.latestId;
     m.latestCompletedCheckpointPath = stats.latestPath;
   }

@@ -20,6 +20,8 @@
 
 namespace weir::detail {
 
+struct TakenSnapshot;
+
 // One parallel instance of a vertex (an operator chain), run by its own thread.
 struct Subtask {
   Subtask() : mailbox(&signal) {}
@@ -40,6 +42,7 @@ struct Subtask {
   std::vector<std::unique_ptr<ChannelInputBase>> inputs;
   std::unique_ptr<WatermarkValve> valve;                   // combines the inputs' watermarks
   std::vector<ChannelBase*> inputChannels;
+  std::vector<std::string> restoredChannelState;           // records in flight to replay first
   std::thread thread;
 
   // Checkpoints.
@@ -153,7 +156,13 @@ class JobExecution {
   void runInputs(Subtask& task);
   void awaitDrained(Attempt& attempt, Subtask& task);
   void awaitUploads(Subtask& task);
+  void replayChannelState(Subtask& task);
+  // A checkpoint's synchronous part (takeSnapshot) and its hand-over to the coordinator
+  // (acknowledgeSnapshot); performCheckpoint does both at once.
   void performCheckpoint(Subtask& task, int64_t id, int64_t timestamp, int64_t alignmentNanos);
+  std::shared_ptr<TakenSnapshot> takeSnapshot(Subtask& task, int64_t id, int64_t timestamp);
+  void acknowledgeSnapshot(Subtask& task, std::shared_ptr<TakenSnapshot> taken, int64_t alignmentNanos, bool unaligned,
+                           std::vector<std::string> channelState);
   // Records the attempt's first failure and stops it (unless drained: then its sinks
   // commit what they have). With `unlessDrained`, a failure after the drain is ignored.
   void fail(Attempt& attempt, std::exception_ptr error, bool unlessDrained = false);

@@ -98,6 +98,8 @@ class ChannelBase {
   int credits() const { return initialCredits_; }
   // Largest number of record buffers that were ever queued at once.
   int maxBuffersInFlight() const { return maxInFlight_.load(std::memory_order_relaxed); }
+  // The id of the newest barrier queued so far (0: none); any thread.
+  int64_t announcedBarrier() const { return announced_.load(std::memory_order_acquire); }
   // Records sent through this channel so far.
   uint64_t recordsSent() const { return recordsSent_.load(std::memory_order_relaxed); }
 
@@ -115,6 +117,7 @@ class ChannelBase {
   TaskSignal* consumer_;
   std::atomic<int> maxInFlight_{0};
   std::atomic<uint64_t> recordsSent_{0};
+  std::atomic<int64_t> announced_{0};
 };
 
 // One producer subtask to one consumer subtask. The consumer owns `credits` buffers; the
@@ -173,13 +176,31 @@ class Channel final : public ChannelBase {
     return next;
   }
 
-  // Producer: queues an event; events need no credit.
+  // Producer: queues an event; events need no credit. A barrier is also announced at
+  // once (announcedBarrier()), so an unaligned consumer can take it before the records
+  // queued ahead of it.
   void sendEvent(EventKind kind, int64_t timestamp = 0) {
     {
       std::lock_guard lock(mutex_);
       queue_.push_back(Message{true, kind, timestamp, {}, {}});
+      if (kind == EventKind::kBarrier) announced_.store(timestamp, std::memory_order_release);
     }
     consumer_->notify();
+  }
+
+  // Consumer: calls `fn(records, timestamps)` for every record buffer queued ahead of
+  // barrier `checkpointId` (all of them if it is not queued), oldest first. The
+  // producer waits meanwhile.
+  template <class F>
+  void forEachQueuedBefore(int64_t checkpointId, F&& fn) {
+    std::lock_guard lock(mutex_);
+    for (const Message& m : queue_) {
+      if (m.isEvent) {
+        if (m.event == EventKind::kBarrier && m.timestamp >= checkpointId) return;
+        continue;
+      }
+      fn(m.records, m.timestamps);
+    }
   }
 
   // Consumer: takes the oldest message, if any.

@@ -8,6 +8,8 @@
 #include <memory>
 #include <mutex>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 #include <absl/container/flat_hash_set.h>
@@ -19,6 +21,7 @@
 #include "weir/checkpoint_config.h"
 #include "weir/clock.h"
 #include "weir/restart_strategy.h"
+#include "weir/serializer.h"
 #include "weir/state_backend.h"
 #include "weir/sink.h"
 #include "weir/source.h"
@@ -27,6 +30,12 @@
 namespace weir::detail {
 
 // Feeds the messages of one input channel to the operator at the head of a chain.
+//
+// For unaligned checkpoints it also persists the channel's in-flight records: those
+// queued ahead of a barrier (captureQueuedBefore) and, while a checkpoint records this
+// channel, every record processed before its barrier arrives. Persisted records are
+// buffers, each a varint record count, a byte saying whether timestamps follow, then
+// per record its timestamp (8 bytes, when stamped) and its serialized value.
 class ChannelInputBase {
  public:
   enum class Poll { kEmpty, kProcessed, kEnded, kBarrier };
@@ -35,8 +44,21 @@ class ChannelInputBase {
   virtual Poll pollOnce() = 0;
   int64_t barrierId() const { return barrierId_; }
 
+  // The newest barrier queued in the channel, processed or not (0: none).
+  virtual int64_t announcedBarrier() const = 0;
+  // Appends the records queued ahead of barrier `checkpointId` to `out`.
+  virtual void captureQueuedBefore(int64_t checkpointId, std::string& out) = 0;
+  // Until stopRecording(checkpointId), every record processed is appended to `out` too.
+  void startRecording(int64_t checkpointId, std::string* out) { recordings_.emplace_back(checkpointId, out); }
+  void stopRecording(int64_t checkpointId) {
+    std::erase_if(recordings_, [&](const auto& r) { return r.first == checkpointId; });
+  }
+  // Processes persisted records (of a restored checkpoint) as if they had arrived.
+  virtual void replay(std::string_view persisted) = 0;
+
  protected:
   int64_t barrierId_ = 0;
+  std::vector<std::pair<int64_t, std::string*>> recordings_;
 };
 
 template <class T>
@@ -58,6 +80,11 @@ class ChannelInput final : public ChannelInputBase {
       }
       return Poll::kProcessed;
     }
+    if (!recordings_.empty()) {
+      scratch_.clear();
+      persist(message_.records, message_.timestamps, scratch_);
+      for (auto& [id, out] : recordings_) out->append(scratch_);
+    }
     const size_t count = message_.records.size();
     target_->emitBatch(message_.records, message_.timestamps);
     // Counted once processed: a reader that sees the count sees the records' effects.
@@ -66,13 +93,60 @@ class ChannelInput final : public ChannelInputBase {
     return Poll::kProcessed;
   }
 
+  int64_t announcedBarrier() const override { return channel_->announcedBarrier(); }
+
+  void captureQueuedBefore(int64_t checkpointId, std::string& out) override {
+    channel_->forEachQueuedBefore(checkpointId, [&](const std::vector<T>& records, const std::vector<int64_t>& ts) {
+      persist(records, ts, out);
+    });
+  }
+
+  void replay(std::string_view persisted) override {
+    if constexpr (Serializable<T>) {
+      DataInput in(persisted);
+      std::vector<T> records;
+      std::vector<int64_t> timestamps;
+      while (!in.atEnd()) {
+        size_t count = in.readLength("records in flight", minEncodedSize<T>());
+        bool stamped = in.read<bool>();
+        records.clear();
+        timestamps.clear();
+        for (size_t i = 0; i < count; ++i) {
+          if (stamped) timestamps.push_back(in.read<int64_t>());
+          records.push_back(Serializer<T>::deserialize(in));
+        }
+        target_->emitBatch(records, timestamps);
+        metrics_->numRecordsIn.fetch_add(records.size(), std::memory_order_release);
+      }
+    } else {
+      throw Error(ErrorCode::kCheckpoint, "in-flight records of a type without a weir::Serializer cannot be restored");
+    }
+  }
+
  private:
+  static void persist(const std::vector<T>& records, const std::vector<int64_t>& timestamps, std::string& out) {
+    if constexpr (Serializable<T>) {
+      DataOutput data;
+      data.writeVarint(records.size());
+      data.write(!timestamps.empty());
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (!timestamps.empty()) data.write(timestamps[i]);
+        Serializer<T>::serialize(records[i], data);
+      }
+      out += data.data();
+    } else {
+      // The job's planning refuses unaligned checkpoints for such channels.
+      throw Error(ErrorCode::kInternal, "in-flight records of a type without a weir::Serializer cannot be persisted");
+    }
+  }
+
   Channel<T>* channel_;
   Output<T>* target_;
   TaskMetrics* metrics_;
   WatermarkValve* valve_;
   int index_;
   typename Channel<T>::Message message_;
+  std::string scratch_;
 };
 
 // A source's enumerator as checkpoints need it: remembers which splits it handed to
@@ -333,6 +407,8 @@ class StreamType {
                                                    const std::vector<ChannelBase*>& channels,
                                                    TaskMetrics* metrics) const = 0;
   virtual std::unique_ptr<SideOutputBase> createSideOutput(OutputBase* target) const = 0;
+  // Whether records of this type can be persisted (unaligned checkpoints need it).
+  virtual bool serializable() const = 0;
 };
 
 template <class T>
@@ -377,6 +453,7 @@ class TypedStream final : public StreamType {
   std::unique_ptr<SideOutputBase> createSideOutput(OutputBase* target) const override {
     return std::make_unique<SideOutput<T>>(&dynamic_cast<Output<T>&>(*target), kBatchSize);
   }
+  bool serializable() const override { return Serializable<T>; }
 };
 
 // Creates the key-group writer of a keyBy edge: (channels, maxParallelism, metrics).

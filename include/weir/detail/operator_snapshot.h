@@ -20,6 +20,9 @@ inline constexpr const char* kProcessingTimersState = "_processing_timers";
 inline constexpr const char* kRollingState = "_rolling";
 inline constexpr const char* kSourceSplitsState = "_source_splits";
 inline constexpr const char* kAssignedSplitsState = "_assigned_splits";
+// A chain head's records in flight (unaligned checkpoints), one element per input
+// channel: the channel's index as a varint, then its persisted records.
+inline constexpr const char* kChannelState = "_channel_state";
 
 // Taken on the task thread (the synchronous part); read later on another thread.
 struct OperatorSnapshot {
@@ -31,6 +34,7 @@ struct OperatorSnapshot {
 struct RestoredOperatorState {
   std::map<std::string, std::vector<OwnedStateEntry>> keyed;
   std::vector<OperatorStateSnapshot> operatorState;
+  std::vector<std::string> channelState;  // kChannelState elements of this subtask
 
   // Takes the keyed entries of `name` out (empty when there are none).
   std::vector<OwnedStateEntry> takeKeyed(const std::string& name) {

@@ -1,0 +1,164 @@
+#include "runtime/barrier_handler.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace weir::detail {
+
+namespace {
+
+int64_t nanosSince(BarrierHandler::SteadyClock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(BarrierHandler::SteadyClock::now() - start).count();
+}
+
+}  // namespace
+
+BarrierHandler::BarrierHandler(std::vector<ChannelInputBase*> inputs, const CheckpointConfig& config, Hooks hooks)
+    : inputs_(std::move(inputs)),
+      align_(config.getCheckpointingMode() == CheckpointingMode::EXACTLY_ONCE),
+      unaligned_(align_ && config.isUnalignedCheckpointsEnabled()),
+      alignedTimeout_(config.getAlignedCheckpointTimeout()),
+      hooks_(std::move(hooks)),
+      ended_(inputs_.size(), false),
+      announced_(inputs_.size(), 0) {}
+
+bool BarrierHandler::blocked(size_t i) const {
+  return align_ && !arriving_.empty() && arriving_.begin()->second.arrived[i];
+}
+
+bool BarrierHandler::unalignedNow(int64_t id) const {
+  if (!unaligned_) return false;
+  if (alignedTimeout_.count() == 0) return true;
+  auto triggered = hooks_.triggeredAt(id);
+  return triggered && SteadyClock::now() >= *triggered + alignedTimeout_;
+}
+
+void BarrierHandler::onBarrier(size_t i, int64_t id) {
+  if (unaligned_) {
+    announced_[i] = std::max(announced_[i], id);
+    newestAnnounced_ = std::max(newestAnnounced_, id);
+    finishRecordings(i, id, false);  // every record before the barrier was processed
+  }
+  if (id <= hooks_.lastTaken()) return;  // of a checkpoint taken or given up here
+  // Exactly once, one checkpoint aligns at a time: a newer one means the one aligning
+  // was given up elsewhere, and an older one's barrier is stale.
+  if (align_ && !arriving_.empty()) {
+    if (id < arriving_.begin()->first) return;
+    if (id > arriving_.begin()->first) arriving_.clear();
+  }
+  auto [it, created] = arriving_.try_emplace(id);
+  if (created) it->second = {std::vector<bool>(inputs_.size(), false), SteadyClock::now()};
+  it->second.arrived[i] = true;
+  if (unalignedNow(id)) takeUnaligned(id);
+  else takeIfAligned();
+}
+
+void BarrierHandler::onEnded(size_t i) {
+  ended_[i] = true;
+  for (auto& [id, r] : recordings_) {
+    if (r.done[i]) continue;
+    inputs_[i]->stopRecording(id);
+    r.done[i] = true;
+  }
+  acknowledgeComplete();
+  takeIfAligned();
+}
+
+void BarrierHandler::poll() {
+  if (!unaligned_) return;
+  for (size_t i = 0; i < inputs_.size(); ++i) {
+    if (ended_[i]) continue;
+    int64_t announced = inputs_[i]->announcedBarrier();
+    if (announced <= announced_[i]) continue;
+    announced_[i] = announced;
+    newestAnnounced_ = std::max(newestAnnounced_, announced);
+    finishRecordings(i, announced, true);
+  }
+  if (!arriving_.empty()) {
+    int64_t id = arriving_.begin()->first;
+    if (unalignedNow(id)) takeUnaligned(id);
+  } else if (newestAnnounced_ > hooks_.lastTaken() && unalignedNow(newestAnnounced_)) {
+    takeUnaligned(newestAnnounced_);
+  }
+}
+
+std::optional<BarrierHandler::SteadyClock::time_point> BarrierHandler::deadline() const {
+  if (!unaligned_ || alignedTimeout_.count() == 0) return std::nullopt;
+  int64_t id = 0;
+  if (!arriving_.empty()) id = arriving_.begin()->first;
+  else if (newestAnnounced_ > hooks_.lastTaken()) id = newestAnnounced_;
+  if (id == 0) return std::nullopt;
+  auto triggered = hooks_.triggeredAt(id);
+  if (!triggered) return std::nullopt;
+  return *triggered + alignedTimeout_;
+}
+
+void BarrierHandler::finishRecordings(size_t i, int64_t id, bool capture) {
+  bool finished = false;
+  for (auto& [recorded, r] : recordings_) {
+    if (recorded > id || r.done[i]) continue;
+    inputs_[i]->stopRecording(recorded);
+    if (capture) inputs_[i]->captureQueuedBefore(recorded, r.channelState[i]);
+    r.done[i] = true;
+    finished = true;
+  }
+  if (finished) acknowledgeComplete();
+}
+
+// Takes the oldest arriving checkpoint whose barriers are all in, dropping older ones.
+void BarrierHandler::takeIfAligned() {
+  for (auto it = arriving_.begin(); it != arriving_.end(); ++it) {
+    bool all = true;
+    for (size_t i = 0; i < inputs_.size(); ++i) all = all && (ended_[i] || it->second.arrived[i]);
+    if (!all) continue;
+    int64_t alignmentNanos = nanosSince(it->second.first);
+    int64_t id = it->first;
+    arriving_.erase(arriving_.begin(), std::next(it));
+    auto snapshot = hooks_.snapshot(id);
+    if (snapshot) hooks_.acknowledge(std::move(snapshot), alignmentNanos, false, {});
+    return;
+  }
+}
+
+void BarrierHandler::takeUnaligned(int64_t id) {
+  const size_t n = inputs_.size();
+  std::vector<bool> arrived(n, false);
+  int64_t alignmentNanos = 0;
+  if (auto it = arriving_.find(id); it != arriving_.end()) {
+    arrived = it->second.arrived;
+    alignmentNanos = nanosSince(it->second.first);
+  }
+  arriving_.clear();
+  auto snapshot = hooks_.snapshot(id);
+  if (!snapshot) return;  // declined
+  Recording& r = recordings_[id];
+  r.snapshot = std::move(snapshot);
+  r.alignmentNanos = alignmentNanos;
+  r.channelState.resize(n);
+  r.done.assign(n, false);
+  for (size_t i = 0; i < n; ++i) {
+    if (ended_[i] || arrived[i]) {
+      r.done[i] = true;  // nothing of it is before the barrier any more
+    } else if (announced_[i] >= id) {
+      inputs_[i]->captureQueuedBefore(id, r.channelState[i]);
+      r.done[i] = true;
+    } else {
+      inputs_[i]->startRecording(id, &r.channelState[i]);
+    }
+  }
+  acknowledgeComplete();
+}
+
+void BarrierHandler::acknowledgeComplete() {
+  for (auto it = recordings_.begin(); it != recordings_.end();) {
+    auto& r = it->second;
+    if (std::find(r.done.begin(), r.done.end(), false) != r.done.end()) {
+      ++it;
+      continue;
+    }
+    hooks_.acknowledge(std::move(r.snapshot), r.alignmentNanos, true, std::move(r.channelState));
+    it = recordings_.erase(it);
+  }
+}
+
+}  // namespace weir::detail

@@ -1,0 +1,106 @@
+// Decides when a subtask fed by input channels takes each checkpoint (Flink's
+// CheckpointBarrierHandler), and which of its inputs it may read meanwhile.
+//
+// * Aligned, exactly once: an input that delivered barrier n is not read until barrier n
+//   arrived on every input that has not ended; then the subtask snapshots. One
+//   checkpoint aligns at a time: a newer barrier means the older one was given up.
+// * At least once: inputs are never held; every checkpoint whose barriers are arriving
+//   is tracked and taken when they are all in (Flink's barrier tracker).
+// * Unaligned (exactly once): the subtask snapshots as soon as it learns of barrier n on
+//   any input — a barrier is announced when it is queued, ahead of the records before
+//   it — and persists as channel state every record that is still before barrier n on
+//   some input: those queued ahead of an announced barrier at once, and on inputs whose
+//   barrier is not queued yet every record processed until it arrives. The checkpoint
+//   is acknowledged with that channel state once every input delivered barrier n or
+//   ended. With an aligned checkpoint timeout, a checkpoint starts aligned and turns
+//   unaligned when it is not aligned that long after it was triggered.
+//
+// Runs on the task thread only.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "weir/checkpoint_config.h"
+#include "weir/detail/graph.h"
+#include "weir/detail/operator_snapshot.h"
+
+namespace weir::detail {
+
+// A subtask's synchronous part of one checkpoint, until its files are written.
+struct TakenSnapshot {
+  int64_t id = 0;
+  int64_t syncNanos = 0;
+  std::shared_ptr<std::vector<OperatorSnapshot>> operators;
+};
+
+class BarrierHandler {
+ public:
+  using SteadyClock = std::chrono::steady_clock;
+  struct Hooks {
+    // Takes the synchronous part of checkpoint `id` and sends barrier `id` downstream.
+    std::function<std::shared_ptr<TakenSnapshot>(int64_t id)> snapshot;
+    // Hands the snapshot, with the records in flight per input (serialized, "" for
+    // none; empty when aligned), to the coordinator.
+    std::function<void(std::shared_ptr<TakenSnapshot> snapshot, int64_t alignmentNanos, bool unaligned,
+                       std::vector<std::string> channelState)>
+        acknowledge;
+    // When checkpoint `id` was triggered, while it is in progress.
+    std::function<std::optional<SteadyClock::time_point>(int64_t id)> triggeredAt;
+    // The newest checkpoint the subtask took part in.
+    std::function<int64_t()> lastTaken;
+  };
+
+  BarrierHandler(std::vector<ChannelInputBase*> inputs, const CheckpointConfig& config, Hooks hooks);
+
+  // Whether input `i` must not be read now (it is aligned on a barrier).
+  bool blocked(size_t i) const;
+  // Input `i` delivered barrier `id`, in order with its records.
+  void onBarrier(size_t i, int64_t id);
+  // Input `i` ended.
+  void onEnded(size_t i);
+  // Unaligned: looks at the barriers the inputs announced and at the alignment timeout.
+  // Call before reading the inputs, on every round.
+  void poll();
+  // When poll() must run again even if no input has anything (an alignment timeout).
+  std::optional<SteadyClock::time_point> deadline() const;
+
+ private:
+  struct Arriving {  // a checkpoint whose barriers are arriving, aligned
+    std::vector<bool> arrived;
+    SteadyClock::time_point first;
+  };
+  struct Recording {  // a checkpoint taken unaligned whose channel state is not complete
+    std::shared_ptr<TakenSnapshot> snapshot;
+    int64_t alignmentNanos = 0;
+    std::vector<std::string> channelState;  // per input
+    std::vector<bool> done;                 // per input: its barrier arrived, or it ended
+  };
+
+  bool unalignedNow(int64_t id) const;
+  // Marks input `i` done for every recording up to `id`; `capture`: the records queued
+  // ahead of the barrier are still in the channel.
+  void finishRecordings(size_t i, int64_t id, bool capture);
+  void takeIfAligned();
+  void takeUnaligned(int64_t id);
+  void acknowledgeComplete();
+
+  std::vector<ChannelInputBase*> inputs_;
+  const bool align_;
+  const bool unaligned_;
+  const std::chrono::milliseconds alignedTimeout_;
+  Hooks hooks_;
+  std::vector<bool> ended_;
+  std::vector<int64_t> announced_;        // per input: the newest barrier it announced
+  std::map<int64_t, Arriving> arriving_;  // exactly once: at most one
+  int64_t newestAnnounced_ = 0;           // unaligned: the newest checkpoint announced anywhere
+  std::map<int64_t, Recording> recordings_;
+};
+
+}  // namespace weir::detail

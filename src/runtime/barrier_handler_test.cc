@@ -1,0 +1,201 @@
+#include "runtime/barrier_handler.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+
+namespace weir::detail {
+namespace {
+
+using namespace std::chrono_literals;
+
+// The operator: remembers every record it processed, in order.
+struct Collect final : Output<int64_t> {
+  std::vector<int64_t> seen;
+  void emitBatch(std::span<int64_t> records, Timestamps) override { seen.insert(seen.end(), records.begin(), records.end()); }
+  void endInput() override {}
+  void emitWatermark(int64_t) override {}
+  void emitIdleness(bool) override {}
+};
+
+struct Acknowledged {
+  int64_t id = 0;
+  bool unaligned = false;
+  std::vector<int64_t> processedBefore;
+  std::vector<std::vector<int64_t>> inFlight;  // per input, decoded by replaying it
+};
+
+// Two input channels of int64 records into one operator, a barrier handler over them,
+// and a log of the snapshots it took and acknowledged.
+class TwoInputs : public ::testing::Test {
+ protected:
+  void build(CheckpointConfig config) {
+    for (int i = 0; i < 2; ++i) {
+      channels_[i] = std::make_unique<Channel<int64_t>>(8, &signal_);
+      inputs_[i] = std::make_unique<ChannelInput<int64_t>>(channels_[i].get(), &op_, &metrics_, &valve_, i);
+    }
+    BarrierHandler::Hooks hooks;
+    hooks.snapshot = [this](int64_t id) {
+      lastTaken_ = id;
+      processedBefore_[id] = op_.seen;  // what the operator had seen when it was taken
+      return std::make_shared<TakenSnapshot>(TakenSnapshot{id, 0, nullptr});
+    };
+    hooks.acknowledge = [this](std::shared_ptr<TakenSnapshot> s, int64_t, bool unaligned,
+                               std::vector<std::string> channelState) {
+      Acknowledged a{s->id, unaligned, processedBefore_[s->id], {}};
+      for (const auto& bytes : channelState) {
+        Collect replayed;
+        ChannelInput<int64_t> input(channels_[0].get(), &replayed, &metrics_, &valve_, 0);
+        input.replay(bytes);
+        a.inFlight.push_back(replayed.seen);
+      }
+      acks_.push_back(a);
+    };
+    hooks.triggeredAt = [this](int64_t) { return std::optional(triggered_); };
+    hooks.lastTaken = [this] { return lastTaken_; };
+    handler_ = std::make_unique<BarrierHandler>(std::vector<ChannelInputBase*>{inputs_[0].get(), inputs_[1].get()},
+                                                config, std::move(hooks));
+  }
+
+  void send(int input, std::vector<int64_t> records) { ASSERT_TRUE(channels_[input]->send(std::move(records), {}, metrics_)); }
+  void barrier(int input, int64_t id) { channels_[input]->sendEvent(EventKind::kBarrier, id); }
+
+  // One round of the task loop: the handler looks at announcements, then each input that
+  // is not blocked gets one poll.
+  void round() {
+    handler_->poll();
+    for (size_t i = 0; i < 2; ++i) {
+      if (handler_->blocked(i)) continue;
+      switch (inputs_[i]->pollOnce()) {
+        case ChannelInputBase::Poll::kBarrier: handler_->onBarrier(i, inputs_[i]->barrierId()); break;
+        case ChannelInputBase::Poll::kEnded: handler_->onEnded(i); break;
+        default: break;
+      }
+    }
+  }
+
+  TaskSignal signal_;
+  TaskMetrics metrics_;
+  Collect op_;
+  WatermarkValve valve_{2, &op_};
+  std::unique_ptr<Channel<int64_t>> channels_[2];
+  std::unique_ptr<ChannelInput<int64_t>> inputs_[2];
+  std::unique_ptr<BarrierHandler> handler_;
+  int64_t lastTaken_ = 0;
+  BarrierHandler::SteadyClock::time_point triggered_ = BarrierHandler::SteadyClock::now();
+  std::map<int64_t, std::vector<int64_t>> processedBefore_;
+  std::vector<Acknowledged> acks_;
+};
+
+CheckpointConfig unaligned(std::chrono::milliseconds timeout = 0ms) {
+  CheckpointConfig config;
+  config.enableUnalignedCheckpoints();
+  config.setAlignedCheckpointTimeout(timeout);
+  return config;
+}
+
+TEST_F(TwoInputs, AlignedBlocksTheInputThatDeliveredTheBarrier) {
+  build(CheckpointConfig{});
+  send(0, {1, 2});
+  barrier(0, 1);
+  send(0, {3});
+  send(1, {10});
+  barrier(1, 1);
+  for (int i = 0; i < 6; ++i) round();
+  ASSERT_EQ(acks_.size(), 1u);
+  EXPECT_FALSE(acks_[0].unaligned);
+  // Exactly the records before the barriers, and not 3, which came after it on input 0.
+  std::vector<int64_t> before = acks_[0].processedBefore;
+  std::sort(before.begin(), before.end());
+  EXPECT_EQ(before, (std::vector<int64_t>{1, 2, 10}));
+  EXPECT_TRUE(acks_[0].inFlight.empty());
+}
+
+TEST_F(TwoInputs, UnalignedTakesTheFirstAnnouncedBarrierAndPersistsWhatIsBeforeIt) {
+  build(unaligned());
+  send(0, {1, 2});
+  send(0, {3});
+  barrier(0, 1);
+  send(0, {4});
+  send(1, {10, 11});
+  round();  // the barrier is announced: the snapshot comes before any record
+  ASSERT_EQ(lastTaken_, 1);
+  send(1, {12});
+  barrier(1, 1);
+  send(1, {13});
+  for (int i = 0; i < 8; ++i) round();
+  ASSERT_EQ(acks_.size(), 1u);
+  EXPECT_TRUE(acks_[0].unaligned);
+  EXPECT_TRUE(acks_[0].processedBefore.empty());
+  // In flight: every record before barrier 1 on each input; they were processed too.
+  ASSERT_EQ(acks_[0].inFlight.size(), 2u);
+  EXPECT_EQ(acks_[0].inFlight[0], (std::vector<int64_t>{1, 2, 3}));
+  EXPECT_EQ(acks_[0].inFlight[1], (std::vector<int64_t>{10, 11, 12}));
+  std::vector<int64_t> all = op_.seen;
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (std::vector<int64_t>{1, 2, 3, 4, 10, 11, 12, 13}));
+}
+
+TEST_F(TwoInputs, UnalignedNeverBlocksAndEndsRecordingWhenAnInputEnds) {
+  build(unaligned());
+  barrier(0, 1);
+  round();
+  ASSERT_EQ(lastTaken_, 1);
+  send(0, {5});  // after the barrier: not in flight
+  send(1, {7});
+  channels_[1]->sendEvent(EventKind::kEndOfPartition);
+  for (int i = 0; i < 4; ++i) {
+    EXPECT_FALSE(handler_->blocked(0));
+    round();
+  }
+  ASSERT_EQ(acks_.size(), 1u);
+  EXPECT_EQ(acks_[0].inFlight[0], std::vector<int64_t>{});
+  EXPECT_EQ(acks_[0].inFlight[1], (std::vector<int64_t>{7}));
+}
+
+TEST_F(TwoInputs, WithATimeoutACheckpointStartsAlignedAndTurnsUnaligned) {
+  build(unaligned(50ms));
+  send(0, {1});
+  barrier(0, 1);
+  send(0, {2});
+  send(1, {10});
+  for (int i = 0; i < 3; ++i) round();
+  EXPECT_TRUE(acks_.empty());
+  EXPECT_TRUE(handler_->blocked(0)) << "within the timeout it aligns";
+  ASSERT_TRUE(handler_->deadline());
+  EXPECT_EQ(*handler_->deadline(), triggered_ + 50ms);
+  send(1, {11});
+  barrier(1, 1);
+  triggered_ -= 60ms;  // the timeout passed
+  round();
+  ASSERT_EQ(lastTaken_, 1);
+  for (int i = 0; i < 4; ++i) round();
+  ASSERT_EQ(acks_.size(), 1u);
+  EXPECT_TRUE(acks_[0].unaligned);
+  // Input 0 had delivered its barrier: nothing of it is in flight. Input 1's record
+  // before its queued barrier is.
+  EXPECT_EQ(acks_[0].processedBefore, (std::vector<int64_t>{1, 10}));
+  EXPECT_EQ(acks_[0].inFlight[0], std::vector<int64_t>{});
+  EXPECT_EQ(acks_[0].inFlight[1], (std::vector<int64_t>{11}));
+}
+
+TEST(ChannelAnnouncement, ABarrierIsAnnouncedWhenQueuedAndCapturesWhatIsAheadOfIt) {
+  TaskSignal signal;
+  TaskMetrics metrics;
+  Channel<int> channel(4, &signal);
+  EXPECT_EQ(channel.announcedBarrier(), 0);
+  ASSERT_TRUE(channel.send({1, 2}, {}, metrics));
+  channel.sendEvent(EventKind::kBarrier, 7);
+  ASSERT_TRUE(channel.send({3}, {}, metrics));
+  EXPECT_EQ(channel.announcedBarrier(), 7);
+  std::vector<int> ahead;
+  channel.forEachQueuedBefore(7, [&](const std::vector<int>& r, const std::vector<int64_t>&) {
+    ahead.insert(ahead.end(), r.begin(), r.end());
+  });
+  EXPECT_EQ(ahead, (std::vector<int>{1, 2}));
+}
+
+}  // namespace
+}  // namespace weir::detail
