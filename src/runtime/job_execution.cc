@@ -486,12 +486,14 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
     int pp = parallelism[static_cast<size_t>(e.producer)];
     int cp = parallelism[static_cast<size_t>(e.consumer)];
     auto& consumers = subtasksOf[static_cast<size_t>(vertexOf[static_cast<size_t>(e.consumer)])];
+    auto& producers = subtasksOf[static_cast<size_t>(vertexOf[static_cast<size_t>(e.producer)])];
     bool forward = e.partitioner == PartitionerKind::kForward;
     for (int p = 0; p < pp; ++p) {
       for (int c = 0; c < cp; ++c) {
         if (forward && c != p) continue;
         Subtask* consumer = consumers[static_cast<size_t>(c)];
         auto channel = e.type->createChannel(graph.buffersPerChannel, &consumer->signal);
+        channel->setProducer(&producers[static_cast<size_t>(p)]->signal);
         e.channels.push_back(channel.get());
         consumer->inputChannels.push_back(channel.get());
         attempt->channels.push_back(std::move(channel));
@@ -867,6 +869,10 @@ void JobExecution::runSource(Subtask& task) {
   while (true) {
     task.mailbox.runPending();
     if (task.stopRequested) break;
+    if (!task.outputAvailable()) {  // checkpoint triggers and mail go on meanwhile
+      task.metrics.backPressured([&] { task.signal.wait(); });
+      continue;
+    }
     InputStatus status = task.source->emitNext();
     auto nextWatermark = task.source->onTime(std::chrono::steady_clock::now());
     if (status == InputStatus::END_OF_INPUT) break;
@@ -904,7 +910,8 @@ void JobExecution::runInputs(Subtask& task) {
     if (!timers.empty()) timers.fireDue(clock.currentTimeMillis());
     barriers.poll();
     bool progress = false;
-    for (size_t i = 0; i < n; ++i) {
+    const bool writable = task.outputAvailable();
+    for (size_t i = 0; writable && i < n; ++i) {
       if (ended[i] || barriers.blocked(i)) continue;
       switch (task.inputs[i]->pollOnce()) {
         case ChannelInputBase::Poll::kEmpty:
@@ -930,8 +937,12 @@ void JobExecution::runInputs(Subtask& task) {
         auto due = std::chrono::steady_clock::now() + clock.sleepUntil(timers.nextDue());
         wake = wake ? std::min(*wake, due) : due;
       }
-      if (wake) task.metrics.idle([&] { task.signal.waitUntil(*wake); });
-      else task.metrics.idle([&] { task.signal.wait(); });
+      auto wait = [&] {
+        if (wake) task.signal.waitUntil(*wake);
+        else task.signal.wait();
+      };
+      if (writable) task.metrics.idle(wait);
+      else task.metrics.backPressured(wait);
     }
   }
   timers.quiesce();  // timers still pending do not fire after the end of input

@@ -52,6 +52,14 @@ struct Subtask {
   std::mutex uploadMutex;
   std::condition_variable uploadCv;
   int pendingUploads = 0;  // guarded by uploadMutex: snapshots still being written
+
+  // Whether every output channel has a credit: only then does the subtask read input
+  // (or poll its source), so a back-pressured subtask still takes checkpoints at once.
+  bool outputAvailable() const {
+    for (const auto* w : writers)
+      if (!w->available()) return false;
+    return true;
+  }
 };
 
 // A vertex as the REST API and the Web UI show it.

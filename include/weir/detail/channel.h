@@ -96,6 +96,12 @@ class ChannelBase {
   }
 
   int credits() const { return initialCredits_; }
+  // Whether the producer could send a buffer now without waiting (any thread; a hint,
+  // as the consumer may return a credit just after).
+  bool hasCredit() const { return available_.load(std::memory_order_relaxed) > 0; }
+  // The producer's signal, notified whenever a credit comes back: a producer that waits
+  // for credit in its task loop, rather than in send(), wakes up then.
+  void setProducer(TaskSignal* producer) { producer_ = producer; }
   // Largest number of record buffers that were ever queued at once.
   int maxBuffersInFlight() const { return maxInFlight_.load(std::memory_order_relaxed); }
   // The id of the newest barrier queued so far (0: none); any thread.
@@ -105,7 +111,7 @@ class ChannelBase {
 
  protected:
   ChannelBase(int credits, TaskSignal* consumer) : initialCredits_(credits), credits_(credits),
-                                                    consumer_(consumer) {}
+                                                    consumer_(consumer), available_(credits) {}
 
   std::mutex mutex_;
   std::condition_variable creditCv_;
@@ -115,6 +121,8 @@ class ChannelBase {
   bool producerWaiting_ = false;  // guarded by mutex_
   bool cancelled_ = false; // guarded by mutex_
   TaskSignal* consumer_;
+  TaskSignal* producer_ = nullptr;
+  std::atomic<int> available_{0};  // credits_, readable without the lock
   std::atomic<int> maxInFlight_{0};
   std::atomic<uint64_t> recordsSent_{0};
   std::atomic<int64_t> announced_{0};
@@ -161,7 +169,7 @@ class Channel final : public ChannelBase {
         metrics.backPressuredTimeNanos.fetch_add(steadyNanos() - start, std::memory_order_relaxed);
       }
       if (cancelled_) return std::nullopt;
-      --credits_;
+      available_.store(--credits_, std::memory_order_relaxed);
       ++inFlight_;
       if (inFlight_ > maxInFlight_.load(std::memory_order_relaxed))
         maxInFlight_.store(inFlight_, std::memory_order_relaxed);
@@ -219,12 +227,13 @@ class Channel final : public ChannelBase {
     bool wake;
     {
       std::lock_guard lock(mutex_);
-      ++credits_;
+      available_.store(++credits_, std::memory_order_relaxed);
       --inFlight_;
       free_.push_back(Buffers{std::move(message.records), std::move(message.timestamps)});
       wake = producerWaiting_;
     }
     if (wake) creditCv_.notify_one();
+    if (producer_ != nullptr) producer_->notify();
   }
 
  private:

@@ -32,6 +32,10 @@ class ChannelWriterBase {
   virtual ~ChannelWriterBase() = default;
   // Sends checkpoint barrier `checkpointId` on every channel, after every record sent.
   virtual void broadcastBarrier(int64_t checkpointId) = 0;
+  // Whether every channel has a credit, so the next batch most likely goes out without
+  // waiting. A subtask reads its input only then, and meanwhile stays free to take
+  // checkpoints and read its mailbox (Flink's output availability).
+  virtual bool available() const = 0;
 };
 
 // Writes a stream of T onto `channels`; `Selector` picks a channel per record.
@@ -79,6 +83,11 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
   // Records never stay in the buffers between batches, so the barrier follows them all.
   void broadcastBarrier(int64_t checkpointId) override {
     for (auto* ch : channels_) ch->sendEvent(EventKind::kBarrier, checkpointId);
+  }
+  bool available() const override {
+    for (auto* ch : channels_)
+      if (!ch->hasCredit()) return false;
+    return true;
   }
 
  private:

@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdint>
+#include <utility>
 
 namespace weir::detail {
 
@@ -33,14 +34,24 @@ struct TaskMetrics {
   // Runs `wait` and counts its time as idle, visibly while it lasts.
   template <class F>
   void idle(F&& wait) {
-    int64_t start = steadyNanos();
-    idleSinceNanos.store(start);
-    wait();
-    idleSinceNanos.store(0);
-    idleTimeNanos.fetch_add(steadyNanos() - start);
+    timed(idleTimeNanos, idleSinceNanos, std::forward<F>(wait));
+  }
+  // Runs `wait` and counts its time as back-pressured, visibly while it lasts.
+  template <class F>
+  void backPressured(F&& wait) {
+    timed(backPressuredTimeNanos, backPressuredSinceNanos, std::forward<F>(wait));
   }
 
  private:
+  template <class F>
+  static void timed(std::atomic<int64_t>& total, std::atomic<int64_t>& since, F&& wait) {
+    int64_t start = steadyNanos();
+    since.store(start);
+    wait();
+    since.store(0);
+    total.fetch_add(steadyNanos() - start);
+  }
+
   // The writer clears `since` before adding the finished wait to the total, so a reader
   // that sees the same `since` before and after reading the total has not counted that
   // wait twice.
