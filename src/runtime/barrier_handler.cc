@@ -16,7 +16,7 @@ int64_t nanosSince(BarrierHandler::SteadyClock::time_point start) {
 BarrierHandler::BarrierHandler(std::vector<ChannelInputBase*> inputs, const CheckpointConfig& config, Hooks hooks)
     : inputs_(std::move(inputs)),
       align_(config.getCheckpointingMode() == CheckpointingMode::EXACTLY_ONCE),
-      unaligned_(align_ && config.isUnalignedCheckpointsEnabled()),
+      unaligned_(align_ && config.isCheckpointingEnabled() && config.isUnalignedCheckpointsEnabled()),
       alignedTimeout_(config.getAlignedCheckpointTimeout()),
       hooks_(std::move(hooks)),
       ended_(inputs_.size(), false),
@@ -39,7 +39,7 @@ void BarrierHandler::onBarrier(size_t i, int64_t id) {
     newestAnnounced_ = std::max(newestAnnounced_, id);
     finishRecordings(i, id, false);  // every record before the barrier was processed
   }
-  if (id <= hooks_.lastTaken()) return;  // of a checkpoint taken or given up here
+  if (id <= hooks_.lastTaken() || id <= givenUp_) return;  // of a checkpoint taken or given up here
   // Exactly once, one checkpoint aligns at a time: a newer one means the one aligning
   // was given up elsewhere, and an older one's barrier is stale.
   if (align_ && !arriving_.empty()) {
@@ -66,6 +66,7 @@ void BarrierHandler::onEnded(size_t i) {
 
 void BarrierHandler::poll() {
   if (!unaligned_) return;
+  if (!recordings_.empty()) dropAbortedRecordings();
   for (size_t i = 0; i < inputs_.size(); ++i) {
     if (ended_[i]) continue;
     int64_t announced = inputs_[i]->announcedBarrier();
@@ -76,9 +77,30 @@ void BarrierHandler::poll() {
   }
   if (!arriving_.empty()) {
     int64_t id = arriving_.begin()->first;
-    if (unalignedNow(id)) takeUnaligned(id);
-  } else if (newestAnnounced_ > hooks_.lastTaken() && unalignedNow(newestAnnounced_)) {
+    if (unalignedNow(id)) {
+      takeUnaligned(id);
+      return;
+    }
+    // An aligning checkpoint that was aborted while a newer one is on its way: stop
+    // aligning it (its inputs would stay blocked), so the newer one can turn unaligned.
+    if (newestAnnounced_ > id && !hooks_.triggeredAt(id)) {
+      givenUp_ = id;
+      arriving_.clear();
+    }
+  }
+  if (arriving_.empty() && newestAnnounced_ > std::max(hooks_.lastTaken(), givenUp_) &&
+      unalignedNow(newestAnnounced_))
     takeUnaligned(newestAnnounced_);
+}
+
+void BarrierHandler::dropAbortedRecordings() {
+  for (auto it = recordings_.begin(); it != recordings_.end();) {
+    if (hooks_.triggeredAt(it->first)) {
+      ++it;
+      continue;
+    }
+    for (auto* input : inputs_) input->stopRecording(it->first);
+    it = recordings_.erase(it);
   }
 }
 
@@ -142,8 +164,10 @@ void BarrierHandler::takeUnaligned(int64_t id) {
     } else if (announced_[i] >= id) {
       inputs_[i]->captureQueuedBefore(id, r.channelState[i]);
       r.done[i] = true;
+      r.unaligned = true;
     } else {
       inputs_[i]->startRecording(id, &r.channelState[i]);
+      r.unaligned = true;
     }
   }
   acknowledgeComplete();
@@ -156,7 +180,7 @@ void BarrierHandler::acknowledgeComplete() {
       ++it;
       continue;
     }
-    hooks_.acknowledge(std::move(r.snapshot), r.alignmentNanos, true, std::move(r.channelState));
+    hooks_.acknowledge(std::move(r.snapshot), r.alignmentNanos, r.unaligned, std::move(r.channelState));
     it = recordings_.erase(it);
   }
 }

@@ -81,9 +81,13 @@ class BarrierHandler {
     int64_t alignmentNanos = 0;
     std::vector<std::string> channelState;  // per input
     std::vector<bool> done;                 // per input: its barrier arrived, or it ended
+    bool unaligned = false;                 // some input had records before its barrier
   };
 
   bool unalignedNow(int64_t id) const;
+  // Drops the recordings of checkpoints no longer in progress (aborted, subsumed): they
+  // would hold their snapshot and grow until their barriers came, for nothing.
+  void dropAbortedRecordings();
   // Marks input `i` done for every recording up to `id`; `capture`: the records queued
   // ahead of the barrier are still in the channel.
   void finishRecordings(size_t i, int64_t id, bool capture);
@@ -100,6 +104,7 @@ class BarrierHandler {
   std::vector<int64_t> announced_;        // per input: the newest barrier it announced
   std::map<int64_t, Arriving> arriving_;  // exactly once: at most one
   int64_t newestAnnounced_ = 0;           // unaligned: the newest checkpoint announced anywhere
+  int64_t givenUp_ = 0;                   // unaligned: an aborted alignment; its late barriers are stale
   std::map<int64_t, Recording> recordings_;
 };
 

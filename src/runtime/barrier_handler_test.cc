@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <chrono>
 #include <map>
+#include <set>
 
 namespace weir::detail {
 namespace {
@@ -53,7 +54,9 @@ class TwoInputs : public ::testing::Test {
       }
       acks_.push_back(a);
     };
-    hooks.triggeredAt = [this](int64_t) { return std::optional(triggered_); };
+    hooks.triggeredAt = [this](int64_t id) {
+      return aborted_.contains(id) ? std::nullopt : std::optional(triggered_);
+    };
     hooks.lastTaken = [this] { return lastTaken_; };
     handler_ = std::make_unique<BarrierHandler>(std::vector<ChannelInputBase*>{inputs_[0].get(), inputs_[1].get()},
                                                 config, std::move(hooks));
@@ -85,12 +88,14 @@ class TwoInputs : public ::testing::Test {
   std::unique_ptr<BarrierHandler> handler_;
   int64_t lastTaken_ = 0;
   BarrierHandler::SteadyClock::time_point triggered_ = BarrierHandler::SteadyClock::now();
+  std::set<int64_t> aborted_;  // checkpoints the coordinator gave up
   std::map<int64_t, std::vector<int64_t>> processedBefore_;
   std::vector<Acknowledged> acks_;
 };
 
 CheckpointConfig unaligned(std::chrono::milliseconds timeout = 0ms) {
   CheckpointConfig config;
+  config.setCheckpointInterval(1s);
   config.enableUnalignedCheckpoints();
   config.setAlignedCheckpointTimeout(timeout);
   return config;
@@ -179,6 +184,46 @@ TEST_F(TwoInputs, WithATimeoutACheckpointStartsAlignedAndTurnsUnaligned) {
   EXPECT_EQ(acks_[0].processedBefore, (std::vector<int64_t>{1, 10}));
   EXPECT_EQ(acks_[0].inFlight[0], std::vector<int64_t>{});
   EXPECT_EQ(acks_[0].inFlight[1], (std::vector<int64_t>{11}));
+}
+
+TEST_F(TwoInputs, AnAbortedCheckpointStopsRecordingAndIsNeverAcknowledged) {
+  build(unaligned());
+  barrier(0, 1);
+  round();
+  ASSERT_EQ(lastTaken_, 1);
+  send(1, {7});
+  round();  // input 1 records 7 for checkpoint 1
+  aborted_.insert(1);
+  send(1, {8});
+  barrier(1, 1);
+  for (int i = 0; i < 4; ++i) round();
+  EXPECT_TRUE(acks_.empty());
+  // The next checkpoint records afresh: nothing of the aborted one's records.
+  barrier(0, 2);
+  round();
+  send(1, {9});
+  barrier(1, 2);
+  for (int i = 0; i < 4; ++i) round();
+  ASSERT_EQ(acks_.size(), 1u);
+  EXPECT_EQ(acks_[0].id, 2);
+  EXPECT_EQ(acks_[0].inFlight[1], (std::vector<int64_t>{9}));
+}
+
+TEST_F(TwoInputs, WithATimeoutAnAbortedAlignmentUnblocksForTheNextCheckpoint) {
+  build(unaligned(50ms));
+  barrier(0, 1);
+  send(0, {2});
+  round();
+  EXPECT_TRUE(handler_->blocked(0));
+  aborted_.insert(1);  // input 1's barrier 1 never comes in time
+  triggered_ -= 60ms;  // checkpoint 2, triggered as long ago, is past its timeout
+  barrier(0, 2);
+  send(1, {10});
+  barrier(1, 2);
+  for (int i = 0; i < 4; ++i) round();
+  ASSERT_EQ(acks_.size(), 1u);
+  EXPECT_EQ(acks_[0].id, 2);
+  EXPECT_FALSE(handler_->blocked(0));
 }
 
 TEST(ChannelAnnouncement, ABarrierIsAnnouncedWhenQueuedAndCapturesWhatIsAheadOfIt) {

@@ -601,10 +601,21 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
             int index = static_cast<int>(task.inputs.size());
             OutputBase* target = e.inputIndex == 0 ? task.headInput : operatorOf.at(head)->secondInput();
             task.inputs.push_back(e.type->createInput(channel, target, &task.metrics, task.valve.get(), index));
+            task.inputKeys.push_back(plan.operatorIds[static_cast<size_t>(e.producer)] + "/" +
+                                     std::to_string(e.inputIndex));
           }
         }
       }
       if (auto* restored = task.contexts.front()->restored()) task.restoredChannelState = std::move(restored->channelState);
+    }
+    // Records in flight to an operator that no longer heads a chain (its input became a
+    // chained forward edge) have no channel to arrive through.
+    for (size_t i = task.source ? 0 : 1; i < task.contexts.size(); ++i) {
+      auto* restored = task.contexts[i]->restored();
+      if (restored != nullptr && !restored->channelState.empty())
+        throw Error(ErrorCode::kCheckpoint,
+                    "the checkpoint holds records in flight to '" + task.contexts[i]->getTaskName() +
+                        "', whose input is chained now; restore it with the parallelisms it was taken at");
     }
   }
 
@@ -949,16 +960,20 @@ void JobExecution::runInputs(Subtask& task) {
   task.headInput->endInput();
 }
 
-// The records in flight of a restored unaligned checkpoint, before anything new.
+// The records in flight of a restored unaligned checkpoint, before anything new. Each
+// goes through an input of the edge it came by (the same producer operator and side):
+// a producer's parallelism may have changed, the consumer's has not.
 void JobExecution::replayChannelState(Subtask& task) {
   for (const std::string& element : task.restoredChannelState) {
     DataInput in(element);
-    uint64_t index = in.readVarint("input channel");
-    if (index >= task.inputs.size())
-      throw Error(ErrorCode::kCheckpoint, "the checkpoint holds records in flight on input channel " +
-                                              std::to_string(index) + " of '" + task.operators.front()->name() +
-                                              "', which has " + std::to_string(task.inputs.size()));
-    task.inputs[index]->replay(std::string_view(element).substr(in.position()));
+    std::string key = in.readString();
+    auto it = std::find(task.inputKeys.begin(), task.inputKeys.end(), key);
+    if (it == task.inputKeys.end())
+      throw Error(ErrorCode::kCheckpoint, "the checkpoint holds records in flight to '" +
+                                              task.operators.front()->name() + "' from operator '" +
+                                              key.substr(0, key.rfind('/')) + "', which no longer feeds it");
+    task.inputs[static_cast<size_t>(it - task.inputKeys.begin())]->replay(
+        std::string_view(element).substr(in.position()));
   }
   task.restoredChannelState.clear();
 }
@@ -1008,7 +1023,7 @@ void JobExecution::acknowledgeSnapshot(Subtask& task, std::shared_ptr<TakenSnaps
     if (channelState[i].empty()) continue;
     ack.persistedBytes += static_cast<int64_t>(channelState[i].size());
     DataOutput element;
-    element.writeVarint(i);
+    element.writeString(task.inputKeys[i]);
     element.writeRaw(channelState[i].data(), channelState[i].size());
     inFlight.elements.push_back(element.release());
   }

@@ -40,6 +40,7 @@ struct Subtask {
   bool stopRequested = false;                              // source: end input now
   OutputBase* headInput = nullptr;                         // set for chains fed by channels
   std::vector<std::unique_ptr<ChannelInputBase>> inputs;
+  std::vector<std::string> inputKeys;  // per input: its producer's operator id and input side
   std::unique_ptr<WatermarkValve> valve;                   // combines the inputs' watermarks
   std::vector<ChannelBase*> inputChannels;
   std::vector<std::string> restoredChannelState;           // records in flight to replay first

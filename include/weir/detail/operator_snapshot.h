@@ -21,7 +21,8 @@ inline constexpr const char* kRollingState = "_rolling";
 inline constexpr const char* kSourceSplitsState = "_source_splits";
 inline constexpr const char* kAssignedSplitsState = "_assigned_splits";
 // A chain head's records in flight (unaligned checkpoints), one element per input
-// channel: the channel's index as a varint, then its persisted records.
+// channel: the producer's operator id and input side ("id/0") as a string, then the
+// channel's persisted records.
 inline constexpr const char* kChannelState = "_channel_state";
 
 // Taken on the task thread (the synchronous part); read later on another thread.
