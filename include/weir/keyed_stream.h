@@ -333,6 +333,10 @@ auto DataStream<T>::keyBy(F keySelector) {
         return std::make_unique<detail::RecordWriter<T, Selector>>(detail::TypedStream<T>::typed(channels),
                                                                    Selector{keySelector, maxParallelism}, metrics);
       };
+      node.keyGroupOf = [keySelector](const void* record, int maxParallelism) mutable {
+        return assignToKeyGroup(KeyHash<K>{}(std::invoke(keySelector, *static_cast<const T*>(record))),
+                                maxParallelism);
+      };
       return KeyedStream<T, K, F>(graph_, node.id, keySelector);
     }
   }

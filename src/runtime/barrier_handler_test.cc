@@ -49,7 +49,7 @@ class TwoInputs : public ::testing::Test {
       for (const auto& bytes : channelState) {
         Collect replayed;
         ChannelInput<int64_t> input(channels_[0].get(), &replayed, &metrics_, &valve_, 0);
-        input.replay(bytes);
+        input.replay(bytes, {});
         a.inFlight.push_back(replayed.seen);
       }
       acks_.push_back(a);

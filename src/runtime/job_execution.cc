@@ -34,6 +34,7 @@ struct PhysicalEdge {
   bool explicitPartitioner = false;
   PartitionerKind partitioner = PartitionerKind::kForward;
   KeyedWriterFactory keyedWriter;
+  std::function<int(const void*, int)> keyGroupOf;  // kKeyGroup
   bool chained = false;
   // channels[p * consumerParallelism + c], or channels[p] for forward edges.
   std::vector<ChannelBase*> channels;
@@ -61,6 +62,7 @@ void resolveInput(const StreamGraph& graph, int nodeId, int consumer, PhysicalEd
         edge.explicitPartitioner = true;
         edge.partitioner = node.partitioner;
         edge.keyedWriter = node.keyedWriter;
+        edge.keyGroupOf = node.keyGroupOf;
       }
       resolveInput(graph, node.inputs.at(0), consumer, std::move(edge), out);
       return;
@@ -174,7 +176,7 @@ class Restore {
                                                 std::to_string(f->subtask) + " of " + std::to_string(old.size()));
       readStateFile(folder_, *f, range, *out, old[static_cast<size_t>(f->subtask)]);
     }
-    out->channelState = takeChannelState(*files->front(), old, subtask, parallelism);
+    takeChannelState(old, subtask, parallelism, *out);
     out->operatorState = redistributeOperatorState(old, parallelism).at(static_cast<size_t>(subtask));
     return out;
   }
@@ -220,11 +222,11 @@ class Restore {
 
  private:
   // Takes the records in flight out of the old instances' operator state: subtask
-  // `subtask`'s own. They were in channels to that very subtask, so a checkpoint that
-  // holds any restores at its own parallelism only.
-  std::vector<std::string> takeChannelState(const StateFileInfo& file, std::vector<std::vector<OperatorStateSnapshot>>& old,
-                                            int subtask, int parallelism) const {
-    std::vector<std::string> mine;
+  // `subtask`'s own, or at another parallelism every old subtask's, for the subtask to
+  // pick its share when it replays them.
+  static void takeChannelState(std::vector<std::vector<OperatorStateSnapshot>>& old, int subtask, int parallelism,
+                               RestoredOperatorState& out) {
+    out.channelStateRescaled = static_cast<int>(old.size()) != parallelism;
     for (size_t s = 0; s < old.size(); ++s) {
       auto& lists = old[s];
       for (auto it = lists.begin(); it != lists.end();) {
@@ -232,16 +234,11 @@ class Restore {
           ++it;
           continue;
         }
-        if (!it->elements.empty() && static_cast<int>(old.size()) != parallelism)
-          throw Error(ErrorCode::kCheckpoint,
-                      "checkpoint '" + folder_ + "' holds records in flight to '" + file.operatorName +
-                          "' (an unaligned checkpoint), taken at parallelism " + std::to_string(old.size()) +
-                          "; restore it at that parallelism, or rescale from a checkpoint taken aligned");
-        if (static_cast<int>(s) == subtask) mine = std::move(it->elements);
+        if (out.channelStateRescaled || static_cast<int>(s) == subtask)
+          for (auto& element : it->elements) out.channelState.emplace_back(static_cast<int>(s), std::move(element));
         it = lists.erase(it);
       }
     }
-    return mine;
   }
 
   const std::vector<const StateFileInfo*>* filesOf(int node) const {
@@ -601,12 +598,16 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
             int index = static_cast<int>(task.inputs.size());
             OutputBase* target = e.inputIndex == 0 ? task.headInput : operatorOf.at(head)->secondInput();
             task.inputs.push_back(e.type->createInput(channel, target, &task.metrics, task.valve.get(), index));
-            task.inputKeys.push_back(plan.operatorIds[static_cast<size_t>(e.producer)] + "/" +
-                                     std::to_string(e.inputIndex));
+            task.inputOrigins.push_back({plan.operatorIds[static_cast<size_t>(e.producer)] + "/" +
+                                             std::to_string(e.inputIndex),
+                                         e.partitioner, e.keyGroupOf});
           }
         }
       }
-      if (auto* restored = task.contexts.front()->restored()) task.restoredChannelState = std::move(restored->channelState);
+      if (auto* restored = task.contexts.front()->restored()) {
+        task.restoredChannelState = std::move(restored->channelState);
+        task.channelStateRescaled = restored->channelStateRescaled;
+      }
     }
     // Records in flight to an operator that no longer heads a chain (its input became a
     // chained forward edge) have no channel to arrive through.
@@ -961,19 +962,41 @@ void JobExecution::runInputs(Subtask& task) {
 }
 
 // The records in flight of a restored unaligned checkpoint, before anything new. Each
-// goes through an input of the edge it came by (the same producer operator and side):
-// a producer's parallelism may have changed, the consumer's has not.
+// goes through an input of the edge it came by (the same producer operator and side).
+// At another parallelism the subtask takes its share of every old subtask's: on a keyBy
+// edge the records of the key groups it now owns, on other edges (any subtask may take
+// them) those of old subtask i when i % parallelism is its index. In-flight broadcast
+// and forward records cannot be shared out: each old subtask had its own, in an order
+// that the records after them rely on.
 void JobExecution::replayChannelState(Subtask& task) {
-  for (const std::string& element : task.restoredChannelState) {
+  const int parallelism = task.contexts.front()->getNumberOfParallelSubtasks();
+  const int maxParallelism = plan_->graph.maxParallelism;
+  const KeyGroupRange owned = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, task.index);
+  for (const auto& [oldSubtask, element] : task.restoredChannelState) {
     DataInput in(element);
     std::string key = in.readString();
-    auto it = std::find(task.inputKeys.begin(), task.inputKeys.end(), key);
-    if (it == task.inputKeys.end())
+    auto it = std::find_if(task.inputOrigins.begin(), task.inputOrigins.end(),
+                           [&](const Subtask::InputOrigin& o) { return o.key == key; });
+    if (it == task.inputOrigins.end())
       throw Error(ErrorCode::kCheckpoint, "the checkpoint holds records in flight to '" +
                                               task.operators.front()->name() + "' from operator '" +
                                               key.substr(0, key.rfind('/')) + "', which no longer feeds it");
-    task.inputs[static_cast<size_t>(it - task.inputKeys.begin())]->replay(
-        std::string_view(element).substr(in.position()));
+    auto& input = *task.inputs[static_cast<size_t>(it - task.inputOrigins.begin())];
+    std::string_view records = std::string_view(element).substr(in.position());
+    if (!task.channelStateRescaled) {
+      input.replay(records);
+    } else if (it->partitioner == PartitionerKind::kKeyGroup) {
+      const auto& keyGroupOf = it->keyGroupOf;
+      input.replay(records, [&](const void* r) { return owned.contains(keyGroupOf(r, maxParallelism)); });
+    } else if (it->partitioner == PartitionerKind::kBroadcast || it->partitioner == PartitionerKind::kForward) {
+      throw Error(ErrorCode::kCheckpoint,
+                  std::string("the checkpoint holds records in flight to '") + task.operators.front()->name() +
+                      "' on a " + partitionerName(it->partitioner) +
+                      " edge, which cannot be shared out at another parallelism (each subtask had its own, in "
+                      "order); restore it at the parallelism it was taken at");
+    } else if (oldSubtask % parallelism == task.index) {
+      input.replay(records);
+    }
   }
   task.restoredChannelState.clear();
 }
@@ -1023,7 +1046,7 @@ void JobExecution::acknowledgeSnapshot(Subtask& task, std::shared_ptr<TakenSnaps
     if (channelState[i].empty()) continue;
     ack.persistedBytes += static_cast<int64_t>(channelState[i].size());
     DataOutput element;
-    element.writeString(task.inputKeys[i]);
+    element.writeString(task.inputOrigins[i].key);
     element.writeRaw(channelState[i].data(), channelState[i].size());
     inFlight.elements.push_back(element.release());
   }

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -40,10 +41,17 @@ struct Subtask {
   bool stopRequested = false;                              // source: end input now
   OutputBase* headInput = nullptr;                         // set for chains fed by channels
   std::vector<std::unique_ptr<ChannelInputBase>> inputs;
-  std::vector<std::string> inputKeys;  // per input: its producer's operator id and input side
+  struct InputOrigin {   // the edge an input belongs to
+    std::string key;      // its producer's operator id and input side, "id/0"
+    PartitionerKind partitioner = PartitionerKind::kForward;
+    std::function<int(const void*, int)> keyGroupOf;  // kKeyGroup
+  };
+  std::vector<InputOrigin> inputOrigins;  // per input
   std::unique_ptr<WatermarkValve> valve;                   // combines the inputs' watermarks
   std::vector<ChannelBase*> inputChannels;
-  std::vector<std::string> restoredChannelState;           // records in flight to replay first
+  // Records in flight to replay first, with the old subtask that held them.
+  std::vector<std::pair<int, std::string>> restoredChannelState;
+  bool channelStateRescaled = false;  // taken at another parallelism: replay a share
   std::thread thread;
 
   // Checkpoints.

@@ -53,8 +53,9 @@ class ChannelInputBase {
   void stopRecording(int64_t checkpointId) {
     std::erase_if(recordings_, [&](const auto& r) { return r.first == checkpointId; });
   }
-  // Processes persisted records (of a restored checkpoint) as if they had arrived.
-  virtual void replay(std::string_view persisted) = 0;
+  // Processes persisted records (of a restored checkpoint) as if they had arrived;
+  // with `keep`, only those for which keep(&record) holds.
+  virtual void replay(std::string_view persisted, const std::function<bool(const void*)>& keep = {}) = 0;
 
  protected:
   int64_t barrierId_ = 0;
@@ -101,7 +102,7 @@ class ChannelInput final : public ChannelInputBase {
     });
   }
 
-  void replay(std::string_view persisted) override {
+  void replay(std::string_view persisted, const std::function<bool(const void*)>& keep) override {
     if constexpr (Serializable<T>) {
       DataInput in(persisted);
       std::vector<T> records;
@@ -112,8 +113,11 @@ class ChannelInput final : public ChannelInputBase {
         records.clear();
         timestamps.clear();
         for (size_t i = 0; i < count; ++i) {
-          if (stamped) timestamps.push_back(in.read<int64_t>());
-          records.push_back(Serializer<T>::deserialize(in));
+          int64_t timestamp = stamped ? in.read<int64_t>() : 0;
+          T record = Serializer<T>::deserialize(in);
+          if (keep && !keep(&record)) continue;
+          if (stamped) timestamps.push_back(timestamp);
+          records.push_back(std::move(record));
         }
         target_->emitBatch(records, timestamps);
         metrics_->numRecordsIn.fetch_add(records.size(), std::memory_order_release);
@@ -487,6 +491,8 @@ struct Transformation {
   // kPartition.
   PartitionerKind partitioner = PartitionerKind::kForward;
   KeyedWriterFactory keyedWriter;
+  // kKeyGroup: the key group of a record (a const T*) for a maxParallelism.
+  std::function<int(const void*, int)> keyGroupOf;
 
   // kSideOutput: the tag whose records this stream carries (inputs[0] is the operator).
   int sideOutputTag = -1;

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "weir/detail/keyed_state_store.h"
@@ -35,7 +36,10 @@ struct OperatorSnapshot {
 struct RestoredOperatorState {
   std::map<std::string, std::vector<OwnedStateEntry>> keyed;
   std::vector<OperatorStateSnapshot> operatorState;
-  std::vector<std::string> channelState;  // kChannelState elements of this subtask
+  // kChannelState elements with the old subtask that held each: this subtask's own, or
+  // at another parallelism (`channelStateRescaled`) every old subtask's.
+  std::vector<std::pair<int, std::string>> channelState;
+  bool channelStateRescaled = false;
 
   // Takes the keyed entries of `name` out (empty when there are none).
   std::vector<OwnedStateEntry> takeKeyed(const std::string& name) {
