@@ -466,10 +466,10 @@ fs::path freshFolder(const std::string& name) {
 
 // Runs the job at parallelism 2, a checkpoint every 20 ms retained in `dir`, until
 // `reached` holds; then cancels it and returns its newest checkpoint ("" when the job
-// stopped before).
+// stopped before). Unaligned, a slow sink at `sinkParallelism` back-pressures it.
 template <class Reached>
 std::string runThenCancel(const fs::path& dir, int64_t n, double rate, bool unaligned,
-                          std::shared_ptr<Committed> committed, Reached reached) {
+                          std::shared_ptr<Committed> committed, Reached reached, int sinkParallelism = 1) {
   StreamExecutionEnvironment env;
   env.setParallelism(2).setAutoWatermarkInterval(5ms);
   env.enableCheckpointing(20ms);
@@ -477,7 +477,8 @@ std::string runThenCancel(const fs::path& dir, int64_t n, double rate, bool unal
   env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
   env.getCheckpointConfig().enableUnalignedCheckpoints(unaligned);
   // Unaligned: back-pressured by one slow sink subtask, so records wait on the keyBy edges.
-  addJob(env, n, rate, TransactionalSink(std::move(committed), unaligned), Extra::kNone, unaligned ? 1 : 0);
+  addJob(env, n, rate, TransactionalSink(std::move(committed), unaligned), Extra::kNone,
+         unaligned ? sinkParallelism : 0);
   auto client = env.executeAsync("first");
   bool ok = waitWhileRunning(client, reached);
   client.cancel();
@@ -580,6 +581,31 @@ TEST(UnalignedCheckpoints, ResumeFromARetainedOneAtAnyParallelismReplaysItsRecor
     Verdict v = check(run.out, n);
     EXPECT_TRUE(v.exact()) << "p " << parallelism << ": " << v.duplicates << " duplicates, " << v.losses
                            << " losses, " << v.wrong << " wrong";
+  }
+  fs::remove_all(dir);
+}
+
+// Records in flight on forward edges (keyed operators into sink subtasks of the same
+// index) keep an order the records after them rely on: restoring them at another
+// parallelism is refused when the job starts, not retried.
+TEST(UnalignedCheckpoints, RecordsInFlightOnForwardEdgesAreRefusedAtAnotherParallelism) {
+  const int64_t n = 20000;
+  Failures::reset({});
+  fs::path dir = freshFolder("unaligned-forward");
+  std::string latest = runThenCancel(
+      dir, n, 1e9, true, std::make_shared<Committed>(),
+      [](const JobMetrics& m) { return m.lastCheckpointPersistedData > 0; }, 2);
+  ASSERT_FALSE(latest.empty());
+  Options o;
+  o.parallelism = 3;
+  o.unaligned = true;
+  try {
+    runJob(o, n, 1e9, std::make_shared<Committed>(), latest);
+    FAIL() << "records in flight on forward edges were shared out at another parallelism";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCheckpoint);
+    EXPECT_NE(std::string(e.what()).find("FORWARD edge, which cannot be shared out"), std::string::npos)
+        << e.what();
   }
   fs::remove_all(dir);
 }

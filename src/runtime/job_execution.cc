@@ -454,6 +454,48 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
 }
 
 
+namespace {
+
+// One element of a chain head's channel state (kChannelState), parsed.
+struct InFlight {
+  size_t input = 0;  // the subtask's input of the edge it came by
+  PartitionerKind sentBy = PartitionerKind::kForward;  // that edge's partitioner when it was sent
+  std::string_view records;
+};
+
+// Finds the input of the edge an element came by; throws weir::Error (kCheckpoint)
+// when the job has no such edge, or when at another parallelism its records cannot be
+// shared out: forward and broadcast records (each old subtask had its own, and on a
+// forward edge the records that follow rely on their order).
+InFlight parseInFlight(const Subtask& task, const std::string& element, bool rescaled) {
+  DataInput in(element);
+  std::string key = in.readString();
+  uint64_t kind = in.readVarint("partitioner");
+  InFlight out;
+  out.sentBy = static_cast<PartitionerKind>(kind);
+  auto it = std::find_if(task.inputOrigins.begin(), task.inputOrigins.end(),
+                         [&](const Subtask::InputOrigin& o) { return o.key == key; });
+  const std::string& name = task.operators.front()->name();
+  if (it == task.inputOrigins.end() || kind > static_cast<uint64_t>(PartitionerKind::kKeyGroup))
+    throw Error(ErrorCode::kCheckpoint, "the checkpoint holds records in flight to '" + name + "' from operator '" +
+                                            key.substr(0, key.rfind('/')) + "', which no longer feeds it");
+  if (rescaled && (out.sentBy == PartitionerKind::kForward || out.sentBy == PartitionerKind::kBroadcast))
+    throw Error(ErrorCode::kCheckpoint,
+                std::string("the checkpoint holds records in flight to '") + name + "' on a " +
+                    partitionerName(out.sentBy) +
+                    " edge, which cannot be shared out at another parallelism (each subtask had its own, in "
+                    "order); restore it at the parallelism it was taken at");
+  if (rescaled && out.sentBy == PartitionerKind::kKeyGroup && !it->keyGroupOf)
+    throw Error(ErrorCode::kCheckpoint, "the checkpoint holds records in flight to '" + name +
+                                            "' by key, but its input from '" + key.substr(0, key.rfind('/')) +
+                                            "' is no longer keyed");
+  out.input = static_cast<size_t>(it - task.inputOrigins.begin());
+  out.records = std::string_view(element).substr(in.position());
+  return out;
+}
+
+}  // namespace
+
 std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::string& restoreFrom) {
   Plan& plan = *plan_;
   const StreamGraph& graph = plan.graph;
@@ -607,6 +649,9 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
       if (auto* restored = task.contexts.front()->restored()) {
         task.restoredChannelState = std::move(restored->channelState);
         task.channelStateRescaled = restored->channelStateRescaled;
+        // Refused here, not when replayed: a task failure would restart from it forever.
+        for (const auto& [oldSubtask, element] : task.restoredChannelState)
+          parseInFlight(task, element, task.channelStateRescaled);
       }
     }
     // Records in flight to an operator that no longer heads a chain (its input became a
@@ -961,41 +1006,26 @@ void JobExecution::runInputs(Subtask& task) {
   task.headInput->endInput();
 }
 
-// The records in flight of a restored unaligned checkpoint, before anything new. Each
-// goes through an input of the edge it came by (the same producer operator and side).
-// At another parallelism the subtask takes its share of every old subtask's: on a keyBy
-// edge the records of the key groups it now owns, on other edges (any subtask may take
-// them) those of old subtask i when i % parallelism is its index. In-flight broadcast
-// and forward records cannot be shared out: each old subtask had its own, in an order
-// that the records after them rely on.
+
+// The records in flight of a restored unaligned checkpoint, before anything new, each
+// through an input of the edge it came by (checked when the attempt was built). At
+// another parallelism the subtask takes its share of every old subtask's: on a keyBy
+// edge the records of the key groups it now owns, on rebalance and shuffle edges (any
+// subtask may take them) those of old subtask i when i % parallelism is its index.
 void JobExecution::replayChannelState(Subtask& task) {
   const int parallelism = task.contexts.front()->getNumberOfParallelSubtasks();
   const int maxParallelism = plan_->graph.maxParallelism;
   const KeyGroupRange owned = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, task.index);
   for (const auto& [oldSubtask, element] : task.restoredChannelState) {
-    DataInput in(element);
-    std::string key = in.readString();
-    auto it = std::find_if(task.inputOrigins.begin(), task.inputOrigins.end(),
-                           [&](const Subtask::InputOrigin& o) { return o.key == key; });
-    if (it == task.inputOrigins.end())
-      throw Error(ErrorCode::kCheckpoint, "the checkpoint holds records in flight to '" +
-                                              task.operators.front()->name() + "' from operator '" +
-                                              key.substr(0, key.rfind('/')) + "', which no longer feeds it");
-    auto& input = *task.inputs[static_cast<size_t>(it - task.inputOrigins.begin())];
-    std::string_view records = std::string_view(element).substr(in.position());
+    InFlight f = parseInFlight(task, element, task.channelStateRescaled);
+    auto& input = *task.inputs[f.input];
     if (!task.channelStateRescaled) {
-      input.replay(records);
-    } else if (it->partitioner == PartitionerKind::kKeyGroup) {
-      const auto& keyGroupOf = it->keyGroupOf;
-      input.replay(records, [&](const void* r) { return owned.contains(keyGroupOf(r, maxParallelism)); });
-    } else if (it->partitioner == PartitionerKind::kBroadcast || it->partitioner == PartitionerKind::kForward) {
-      throw Error(ErrorCode::kCheckpoint,
-                  std::string("the checkpoint holds records in flight to '") + task.operators.front()->name() +
-                      "' on a " + partitionerName(it->partitioner) +
-                      " edge, which cannot be shared out at another parallelism (each subtask had its own, in "
-                      "order); restore it at the parallelism it was taken at");
+      input.replay(f.records, {});
+    } else if (f.sentBy == PartitionerKind::kKeyGroup) {
+      const auto& keyGroupOf = task.inputOrigins[f.input].keyGroupOf;
+      input.replay(f.records, [&](const void* r) { return owned.contains(keyGroupOf(r, maxParallelism)); });
     } else if (oldSubtask % parallelism == task.index) {
-      input.replay(records);
+      input.replay(f.records, {});
     }
   }
   task.restoredChannelState.clear();
@@ -1047,6 +1077,7 @@ void JobExecution::acknowledgeSnapshot(Subtask& task, std::shared_ptr<TakenSnaps
     ack.persistedBytes += static_cast<int64_t>(channelState[i].size());
     DataOutput element;
     element.writeString(task.inputOrigins[i].key);
+    element.writeVarint(static_cast<uint64_t>(task.inputOrigins[i].partitioner));
     element.writeRaw(channelState[i].data(), channelState[i].size());
     inFlight.elements.push_back(element.release());
   }

@@ -122,7 +122,7 @@ class ChannelBase {
   bool cancelled_ = false; // guarded by mutex_
   TaskSignal* consumer_;
   TaskSignal* producer_ = nullptr;
-  std::atomic<int> available_{0};  // credits_, readable without the lock
+  alignas(64) std::atomic<int> available_{0};  // credits_, readable without the lock; its own cache line
   std::atomic<int> maxInFlight_{0};
   std::atomic<uint64_t> recordsSent_{0};
   std::atomic<int64_t> announced_{0};
@@ -224,16 +224,18 @@ class Channel final : public ChannelBase {
   void recycle(Message& message) {
     message.records.clear();
     message.timestamps.clear();
-    bool wake;
+    bool wake, firstCredit;
     {
       std::lock_guard lock(mutex_);
       available_.store(++credits_, std::memory_order_relaxed);
+      firstCredit = credits_ == 1;
       --inFlight_;
       free_.push_back(Buffers{std::move(message.records), std::move(message.timestamps)});
       wake = producerWaiting_;
     }
     if (wake) creditCv_.notify_one();
-    if (producer_ != nullptr) producer_->notify();
+    // Only the producer takes credits, and it waits only after seeing none on a channel.
+    if (firstCredit && producer_ != nullptr) producer_->notify();
   }
 
  private:

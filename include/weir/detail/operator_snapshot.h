@@ -22,8 +22,8 @@ inline constexpr const char* kRollingState = "_rolling";
 inline constexpr const char* kSourceSplitsState = "_source_splits";
 inline constexpr const char* kAssignedSplitsState = "_assigned_splits";
 // A chain head's records in flight (unaligned checkpoints), one element per input
-// channel: the producer's operator id and input side ("id/0") as a string, then the
-// channel's persisted records.
+// channel: the producer's operator id and input side ("id/0") as a string, the edge's
+// PartitionerKind as a varint, then the channel's persisted records.
 inline constexpr const char* kChannelState = "_channel_state";
 
 // Taken on the task thread (the synchronous part); read later on another thread.
