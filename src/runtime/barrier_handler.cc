@@ -54,6 +54,7 @@ void BarrierHandler::onBarrier(size_t i, int64_t id) {
 }
 
 void BarrierHandler::onEnded(size_t i) {
+  if (!ended_[i]) ++endedCount_;
   ended_[i] = true;
   for (auto& [id, r] : recordings_) {
     if (r.done[i]) continue;

@@ -65,6 +65,8 @@ class BarrierHandler {
   void onBarrier(size_t i, int64_t id);
   // Input `i` ended.
   void onEnded(size_t i);
+  bool ended(size_t i) const { return ended_[i]; }
+  bool allEnded() const { return endedCount_ == ended_.size(); }
   // Unaligned: looks at the barriers the inputs announced and at the alignment timeout.
   // Call before reading the inputs, on every round.
   void poll();
@@ -101,6 +103,7 @@ class BarrierHandler {
   const std::chrono::milliseconds alignedTimeout_;
   Hooks hooks_;
   std::vector<bool> ended_;
+  size_t endedCount_ = 0;
   std::vector<int64_t> announced_;        // per input: the newest barrier it announced
   std::map<int64_t, Arriving> arriving_;  // exactly once: at most one
   int64_t newestAnnounced_ = 0;           // unaligned: the newest checkpoint announced anywhere

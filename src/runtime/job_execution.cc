@@ -958,18 +958,16 @@ void JobExecution::runInputs(Subtask& task) {
   hooks.triggeredAt = [&](int64_t id) { return coordinator_->triggeredAt(id); };
   hooks.lastTaken = [&] { return task.lastSnapshotId.load(); };
   BarrierHandler barriers(std::move(inputs), plan_->graph.checkpointConfig, std::move(hooks));
-  std::vector<bool> ended(n, false);
-  size_t endedCount = 0;
   ProcessingTimeService& timers = task.processingTime;
   const Clock& clock = *task.contexts.front()->clock();
-  while (endedCount < n) {
+  while (!barriers.allEnded()) {
     task.mailbox.runPending();
     if (!timers.empty()) timers.fireDue(clock.currentTimeMillis());
     barriers.poll();
     bool progress = false;
     const bool writable = task.outputAvailable();
     for (size_t i = 0; writable && i < n; ++i) {
-      if (ended[i] || barriers.blocked(i)) continue;
+      if (barriers.ended(i) || barriers.blocked(i)) continue;
       switch (task.inputs[i]->pollOnce()) {
         case ChannelInputBase::Poll::kEmpty:
           break;
@@ -977,8 +975,6 @@ void JobExecution::runInputs(Subtask& task) {
           progress = true;
           break;
         case ChannelInputBase::Poll::kEnded:
-          ended[i] = true;
-          ++endedCount;
           progress = true;
           barriers.onEnded(i);
           break;
