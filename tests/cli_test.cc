@@ -149,10 +149,14 @@ TEST(Cli, TheDemoGivesTheSameTopUsersOnRocksDB) {
   fs::create_directories(dir);
   Result rocks = weir("run clicks --events 30000 --users 500 --top 5 -p 2 --no-rest --state-backend rocksdb "
                       "--rocksdb-local-dir " + dir.string());
+  Result incremental = weir("run clicks --events 30000 --users 500 --top 5 -p 2 --no-rest --state-backend rocksdb "
+                            "--incremental-checkpoints --checkpoint-interval 10 --rocksdb-local-dir " + dir.string());
   ASSERT_EQ(heap.exitCode, 0) << heap.err;
   ASSERT_EQ(rocks.exitCode, 0) << rocks.err;
+  ASSERT_EQ(incremental.exitCode, 0) << incremental.err;
   EXPECT_NE(rocks.out.find("counted 30,000 events"), std::string::npos) << rocks.out;
   EXPECT_EQ(top(rocks.out), top(heap.out));
+  EXPECT_EQ(top(incremental.out), top(heap.out));
   EXPECT_TRUE(fs::is_empty(dir)) << "RocksDB's folders are removed when the job ends";
   fs::remove_all(dir);
 }
@@ -211,6 +215,8 @@ TEST(Cli, BadCheckpointOptionsNameTheOption) {
   expectUsageError("run clicks --unaligned --aligned-checkpoint-timeout -1 --checkpoint-interval 10 --no-rest",
                    "--aligned-checkpoint-timeout");
   expectUsageError("run clicks --restart-strategy sometimes --no-rest", "restart strategy");
+  expectUsageError("run clicks --incremental-checkpoints --checkpoint-interval 10 --no-rest",
+                   "--incremental-checkpoints");
   Result r = weir("checkpoint inspect /no/such/chk-1");
   EXPECT_EQ(r.exitCode, 2) << r.err;
   EXPECT_NE(r.err.find("/no/such/chk-1"), std::string::npos) << r.err;

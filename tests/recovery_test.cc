@@ -402,11 +402,17 @@ void addJob(StreamExecutionEnvironment& env, int64_t n, double rate, S sink, Ext
   if (sinkParallelism > 0) out.setParallelism(sinkParallelism);
 }
 
+// "heap", "rocksdb", or "rocksdb_incremental" (RocksDB with incremental checkpoints).
+std::shared_ptr<StateBackend> backendNamed(const std::string& name) {
+  if (name == "rocksdb_incremental") return std::make_shared<EmbeddedRocksDBStateBackend>(true);
+  return stateBackendFromName(name);
+}
+
 JobRun runJob(const Options& o, int64_t n, double rate, std::shared_ptr<Committed> committed = nullptr,
               const std::string& restoreFrom = "") {
   StreamExecutionEnvironment env;
   if (!restoreFrom.empty()) env.setRestorePath(restoreFrom);
-  env.setParallelism(o.parallelism).setStateBackend(stateBackendFromName(o.backend));
+  env.setParallelism(o.parallelism).setStateBackend(backendNamed(o.backend));
   env.setAutoWatermarkInterval(5ms);
   env.setRestartStrategy(o.restart);
   if (o.checkpointing) {
@@ -469,9 +475,10 @@ fs::path freshFolder(const std::string& name) {
 // stopped before). Unaligned, a slow sink at `sinkParallelism` back-pressures it.
 template <class Reached>
 std::string runThenCancel(const fs::path& dir, int64_t n, double rate, bool unaligned,
-                          std::shared_ptr<Committed> committed, Reached reached, int sinkParallelism = 1) {
+                          std::shared_ptr<Committed> committed, Reached reached, int sinkParallelism = 1,
+                          const std::string& backend = "heap") {
   StreamExecutionEnvironment env;
-  env.setParallelism(2).setAutoWatermarkInterval(5ms);
+  env.setParallelism(2).setAutoWatermarkInterval(5ms).setStateBackend(backendNamed(backend));
   env.enableCheckpointing(20ms);
   env.getCheckpointConfig().setCheckpointStorage(dir.string());
   env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
@@ -511,7 +518,8 @@ TEST_P(ExactlyOnceRecovery, OutputEqualsAFailureFreeRun) {
 }
 
 INSTANTIATE_TEST_SUITE_P(BackendsAndParallelism, ExactlyOnceRecovery,
-                         ::testing::Combine(::testing::Values("heap", "rocksdb"), ::testing::Values(1, 2, 4),
+                         ::testing::Combine(::testing::Values("heap", "rocksdb", "rocksdb_incremental"),
+                                            ::testing::Values(1, 2, 4),
                                             ::testing::Bool()),
                          [](const auto& info) {
                            return std::get<0>(info.param) + "_p" + std::to_string(std::get<1>(info.param)) +
@@ -527,7 +535,8 @@ TEST(UnalignedCheckpoints, UnderBackPressureHoldRecordsInFlightAndRecoverExactly
     std::string backend;
     std::chrono::milliseconds alignedTimeout;
   };
-  for (const Case& c : {Case{"heap", 0ms}, Case{"rocksdb", 0ms}, Case{"heap", 5ms}}) {
+  for (const Case& c :
+       {Case{"heap", 0ms}, Case{"rocksdb", 0ms}, Case{"rocksdb_incremental", 0ms}, Case{"heap", 5ms}}) {
     const int64_t n = 40000;
     // Few failures, late enough and far enough apart that checkpoints holding records in
     // flight complete before each.
@@ -614,7 +623,7 @@ TEST(UnalignedCheckpoints, RecordsInFlightOnForwardEdgesAreRefusedAtAnotherParal
 // they really overlap, a newer one that completes subsumes older ones, sinks commit on
 // each, and recovery is as exact as with one at a time.
 TEST(ConcurrentCheckpoints, OverlapAndRecoverExactly) {
-  for (const std::string backend : {"heap", "rocksdb"}) {
+  for (const std::string backend : {"heap", "rocksdb", "rocksdb_incremental"}) {
     const int64_t n = 40000;
     auto failures = failurePositions(11, n);
     Failures::reset(failures);
@@ -651,24 +660,87 @@ TEST(ConcurrentCheckpoints, OverlapAndRecoverExactly) {
 
 // A retained checkpoint of a cancelled job, resumed at another parallelism: each key's
 // state moves with its key group, and the two runs' output together is exact.
+// With incremental RocksDB checkpoints each new subtask reads its key groups out of the
+// old instances' files; resumed on the heap, the same files give the heap its entries.
 TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
-  const int64_t n = 30000;
+  struct Case {
+    std::string before, after;
+  };
+  for (const Case& c : {Case{"heap", "heap"}, Case{"rocksdb_incremental", "rocksdb"},
+                        Case{"rocksdb_incremental", "heap"}}) {
+    const int64_t n = 30000;
+    Failures::reset({});
+    fs::path dir = freshFolder("rescale");
+    auto committed = std::make_shared<Committed>();
+    // About 10 s if never cancelled.
+    std::string latest = runThenCancel(
+        dir, n, 3000, false, committed, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 3; }, 1,
+        c.before);
+    ASSERT_FALSE(latest.empty()) << c.before;
+    size_t before = committed->out.size();
+    EXPECT_LT(before, static_cast<size_t>(n));
+    Options o;
+    o.parallelism = 3;
+    o.backend = c.after;
+    JobRun run = runJob(o, n, 1e9, committed, latest);
+    ASSERT_FALSE(run.error) << *run.error;
+    Verdict v = check(run.out, n);
+    EXPECT_TRUE(v.exact()) << c.before << " to " << c.after << ": " << v.duplicates << " duplicates, " << v.losses
+                           << " losses, " << v.wrong << " wrong";
+    fs::remove_all(dir);
+  }
+}
+
+// Incremental RocksDB checkpoints of a running job, three retained: shared/ holds
+// exactly the SST files the retained checkpoints use (none deleted too early, none
+// left behind), each retained checkpoint verifies, later checkpoints write less than
+// they hold, and discarding the checkpoints at the end removes shared/ with them.
+TEST(IncrementalCheckpoints, SharedFilesAreExactlyThoseTheRetainedCheckpointsUse) {
   Failures::reset({});
-  fs::path dir = freshFolder("rescale");
-  auto committed = std::make_shared<Committed>();
-  // About 10 s if never cancelled.
-  std::string latest = runThenCancel(dir, n, 3000, false, committed,
-                                     [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 3; });
-  ASSERT_FALSE(latest.empty());
-  size_t before = committed->out.size();
-  EXPECT_LT(before, static_cast<size_t>(n));
-  Options o;
-  o.parallelism = 3;
-  JobRun run = runJob(o, n, 1e9, committed, latest);
-  ASSERT_FALSE(run.error) << *run.error;
-  Verdict v = check(run.out, n);
-  EXPECT_TRUE(v.exact()) << v.duplicates << " duplicates, " << v.losses << " losses, " << v.wrong << " wrong";
-  fs::remove_all(dir);
+  for (auto cleanup : {ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION,
+                       ExternalizedCheckpointCleanup::DELETE_ON_CANCELLATION}) {
+    fs::path dir = freshFolder("incremental");
+    StreamExecutionEnvironment env;
+    env.setParallelism(2).setAutoWatermarkInterval(5ms).setStateBackend(backendNamed("rocksdb_incremental"));
+    env.enableCheckpointing(20ms);
+    env.getCheckpointConfig().setCheckpointStorage(dir.string());
+    env.getCheckpointConfig().setNumRetainedCheckpoints(3);
+    env.getCheckpointConfig().setExternalizedCheckpointCleanup(cleanup);
+    addJob(env, 1'000'000, 20000, TransactionalSink(std::make_shared<Committed>(), false), Extra::kNone, 0);
+    auto client = env.executeAsync("incremental");
+    bool smaller = false;  // some checkpoint wrote less than it holds
+    ASSERT_TRUE(waitWhileRunning(client, [&](const JobMetrics& m) {
+      smaller = smaller || (m.lastCheckpointSize > 0 && m.lastCheckpointSize < m.lastCheckpointFullSize);
+      return m.numberOfCompletedCheckpoints >= 15 && smaller;
+    }));
+    client.cancel();
+    client.wait();
+    if (cleanup == ExternalizedCheckpointCleanup::DELETE_ON_CANCELLATION) {
+      EXPECT_TRUE(fs::is_empty(dir)) << "the job's folder, shared/ included, is removed";
+      fs::remove_all(dir);
+      continue;
+    }
+    std::set<std::string> used, stored;
+    int retained = 0;
+    fs::path shared;
+    for (const auto& job : fs::directory_iterator(dir)) {
+      shared = job.path() / "shared";
+      for (const auto& chk : fs::directory_iterator(job.path())) {
+        if (!fs::exists(chk.path() / "_metadata")) continue;
+        ++retained;
+        auto m = detail::readMetadata(chk.path().string());
+        EXPECT_NO_THROW(detail::verifyCheckpoint(chk.path().string(), m)) << chk.path();
+        for (const auto& f : m.files)
+          for (const auto& r : f.rocksdb)
+            if (r.shared) used.insert(r.stored);
+      }
+    }
+    for (const auto& f : fs::directory_iterator(shared)) stored.insert(f.path().filename().string());
+    EXPECT_EQ(retained, 3);
+    EXPECT_FALSE(used.empty());
+    EXPECT_EQ(stored, used);
+    fs::remove_all(dir);
+  }
 }
 
 TEST(RetainedCheckpoint, AMissingOrDamagedCheckpointStopsTheStartNamingTheFile) {
@@ -972,7 +1044,7 @@ struct StampCount : ProcessWindowFunction<int64_t, Out, int64_t> {
 std::vector<Out> runLateJob(int64_t n, std::vector<int64_t> failures, const std::string& backend = "heap") {
   Failures::reset(std::move(failures));
   StreamExecutionEnvironment env;
-  env.setParallelism(2).setStateBackend(stateBackendFromName(backend));
+  env.setParallelism(2).setStateBackend(backendNamed(backend));
   env.enableCheckpointing(20ms);
   env.setRestartStrategy(RestartStrategy::fixedDelayRestart(100, 5ms));
   auto committed = std::make_shared<Committed>();
@@ -1089,7 +1161,7 @@ TEST(LateDataAcrossRestores, FiresAgainAndGoesAsideExactlyAsAFailureFreeRun) {
   ASSERT_GT(sessionsAside, 1000);
   EXPECT_TRUE(triggeredSessions == sessions) << triggeredSessions.size() << " session results through the trigger, "
                                              << sessions.size() << " without";
-  for (const std::string backend : {"heap", "rocksdb"}) {
+  for (const std::string backend : {"heap", "rocksdb", "rocksdb_incremental"}) {
     auto got = runLateJob(n, {12000, 15500, 19000, 23000, 27500}, backend);
     EXPECT_EQ(Failures::thrown.load(), 5);
     EXPECT_TRUE(got == expected) << backend << ": " << got.size() << " records committed, " << expected.size()

@@ -57,7 +57,10 @@ struct JobMetrics {
   int64_t numberOfFailedCheckpoints = 0;
   int64_t numberOfInProgressCheckpoints = 0;
   int64_t lastCheckpointDuration = -1;  // ms; -1 before the first
-  int64_t lastCheckpointSize = -1;      // bytes of state files; -1 before the first
+  // Bytes the last completed checkpoint wrote (incremental: its new files only), and
+  // bytes of every file it holds; -1 before the first.
+  int64_t lastCheckpointSize = -1;
+  int64_t lastCheckpointFullSize = -1;
   // Of the last completed checkpoint, the slowest subtask's (ms): the synchronous part on
   // the task thread, writing the files, and waiting for barriers on every input.
   int64_t lastCheckpointSyncDuration = -1;

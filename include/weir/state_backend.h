@@ -48,12 +48,22 @@ class EmbeddedRocksDBStateBackend final : public StateBackend {
     int maxWriteBufferNumber = 2;
     // Default LEVEL.
     CompactionStyle compactionStyle = CompactionStyle::LEVEL;
+    // Incremental checkpoints: each checkpoint is RocksDB's own files, and uploads only
+    // the SST files that earlier retained checkpoints did not already store in the
+    // checkpoint directory's shared/ folder. Off (the default): each checkpoint writes
+    // every entry. Also `weir run --incremental-checkpoints`.
+    bool incrementalCheckpoints = false;
   };
 
   EmbeddedRocksDBStateBackend() = default;
   explicit EmbeddedRocksDBStateBackend(Options options) : options_(std::move(options)) {}
+  // Flink's constructor: default options, incremental checkpoints on or off.
+  explicit EmbeddedRocksDBStateBackend(bool enableIncrementalCheckpointing) {
+    options_.incrementalCheckpoints = enableIncrementalCheckpointing;
+  }
   std::string getName() const override { return "rocksdb"; }
   const Options& options() const { return options_; }
+  bool isIncrementalCheckpointsEnabled() const { return options_.incrementalCheckpoints; }
 
  private:
   Options options_;

@@ -153,7 +153,7 @@ void CheckpointCoordinator::acknowledge(int64_t id, Ack ack, Upload upload, std:
       std::string error;
       auto start = SteadyClock::now();
       try {
-        files = upload(folder);
+        files = upload(CheckpointTarget{folder, (fs::path(jobFolder_) / "shared").string(), id, &shared_});
       } catch (const std::exception& e) {
         error = e.what();
       }
@@ -161,7 +161,11 @@ void CheckpointCoordinator::acknowledge(int64_t id, Ack ack, Upload upload, std:
       done();  // the snapshots are gone: the task may close its state
       std::unique_lock lock(mutex_);
       auto it = pending_.find(id);
-      if (it == pending_.end()) return;
+      if (it == pending_.end()) {  // aborted while uploading: what it stored is unused
+        lock.unlock();
+        shared_.release(id);
+        return;
+      }
       if (!error.empty()) {
         abortLocked(lock, id, error);
         return;
@@ -220,7 +224,10 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, int6
   {
     // After the uploads already queued for it.
     std::lock_guard io(ioMutex_);
-    ioQueue_.push_back([folder = p.folder] { removeFolder(folder); });
+    ioQueue_.push_back([this, id = p.id, folder = p.folder] {
+      removeFolder(folder);
+      shared_.release(id);
+    });
   }
   ioCv_.notify_one();
   if (hooks.notifySubtasks) hooks.notifySubtasks(p.id, false);
@@ -277,9 +284,14 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   consecutiveFailures_ = 0;
   stats_.lastDurationMillis =
       std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - p.start).count();
-  int64_t size = 0;
-  for (const auto& f : metadata.files) size += static_cast<int64_t>(f.size);
+  int64_t size = 0, fullSize = 0;
+  for (const auto& f : p.files) {
+    size += static_cast<int64_t>(f.size + f.uploadedBytes);
+    fullSize += static_cast<int64_t>(f.size);
+    for (const auto& r : f.rocksdb) fullSize += static_cast<int64_t>(r.size);
+  }
   stats_.lastSizeBytes = size;
+  stats_.lastFullSizeBytes = fullSize;
   stats_.lastSyncMillis = p.syncNanos / 1'000'000;
   stats_.lastAsyncMillis = p.asyncNanos / 1'000'000;
   stats_.lastAlignmentMillis = p.alignmentNanos / 1'000'000;
@@ -293,13 +305,14 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   done.triggerTimestampMillis = p.timestampMillis;
   done.durationMillis = stats_.lastDurationMillis;
   done.sizeBytes = size;
+  done.fullSizeBytes = fullSize;
   done.alignmentMillis = stats_.lastAlignmentMillis;
   done.unaligned = p.unaligned;
   done.persistedDataBytes = p.persistedBytes;
   done.path = p.folder;
   recordLocked(std::move(done));
-  retained_.push_back(p.folder);
-  std::vector<std::string> dropped;
+  retained_.push_back({p.id, p.folder});
+  std::vector<Retained> dropped;
   while (static_cast<int>(retained_.size()) > config_.getNumRetainedCheckpoints()) {
     dropped.push_back(retained_.front());
     retained_.pop_front();
@@ -310,7 +323,10 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   lock.unlock();
   // Tell the subtasks first: their commits should not wait on deleting old folders.
   if (hooks.notifySubtasks) hooks.notifySubtasks(p.id, true);
-  for (const auto& d : dropped) removeFolder(d);
+  for (const auto& d : dropped) {
+    removeFolder(d.folder);
+    shared_.release(d.id);
+  }
 }
 
 void CheckpointCoordinator::recordLocked(Record record) {
@@ -320,7 +336,7 @@ void CheckpointCoordinator::recordLocked(Record record) {
 
 std::string CheckpointCoordinator::latestCompleted() const {
   std::lock_guard lock(mutex_);
-  return retained_.empty() ? std::string() : retained_.back();
+  return retained_.empty() ? std::string() : retained_.back().folder;
 }
 
 int64_t CheckpointCoordinator::lastTriggeredId() const {
@@ -334,13 +350,18 @@ CheckpointCoordinator::Stats CheckpointCoordinator::stats() const {
 }
 
 void CheckpointCoordinator::shutdown(bool discard) {
-  std::deque<std::string> retained;
+  std::deque<Retained> retained;
   {
     std::lock_guard lock(mutex_);
     if (discard) retained.swap(retained_);
   }
-  for (const auto& d : retained) removeFolder(d);
+  for (const auto& d : retained) {
+    removeFolder(d.folder);
+    shared_.release(d.id);
+  }
   std::error_code ec;
+  const fs::path shared = fs::path(jobFolder_) / "shared";
+  if (fs::is_empty(shared, ec)) fs::remove(shared, ec);
   if (fs::is_empty(jobFolder_, ec)) fs::remove(jobFolder_, ec);
 }
 

@@ -33,8 +33,8 @@ class CheckpointCoordinator {
     std::function<void(int64_t id, bool completed)> notifySubtasks;
     std::function<void(const std::string& reason)> failJob;  // too many failed checkpoints
   };
-  // Writes a subtask's state files into a chk-<n> folder; returns what it wrote.
-  using Upload = std::function<std::vector<StateFileInfo>(const std::string& folder)>;
+  // Writes a subtask's files for a checkpoint; returns what it wrote.
+  using Upload = std::function<std::vector<StateFileInfo>(const CheckpointTarget& target)>;
 
   // `jobFolder` is <checkpoint-dir>/<job-id>, made if missing.
   CheckpointCoordinator(CheckpointConfig config, std::string jobFolder, std::string jobId, int maxParallelism,
@@ -76,7 +76,8 @@ class CheckpointCoordinator {
     bool completed = false;
     int64_t triggerTimestampMillis = 0;
     int64_t durationMillis = 0;
-    int64_t sizeBytes = 0;
+    int64_t sizeBytes = 0;      // what it wrote (incremental: new files only)
+    int64_t fullSizeBytes = 0;  // every file it holds, also those earlier ones wrote
     int64_t alignmentMillis = 0;
     bool unaligned = false;          // some subtask took it unaligned
     int64_t persistedDataBytes = 0;  // records in flight it holds
@@ -86,7 +87,7 @@ class CheckpointCoordinator {
   static constexpr size_t kHistorySize = 10;
   struct Stats {
     int64_t completed = 0, failed = 0, inProgress = 0;
-    int64_t lastDurationMillis = -1, lastSizeBytes = -1;
+    int64_t lastDurationMillis = -1, lastSizeBytes = -1, lastFullSizeBytes = -1;
     // Of the last completed checkpoint, the largest over its subtasks.
     int64_t lastSyncMillis = -1, lastAsyncMillis = -1, lastAlignmentMillis = -1;
     // Records in flight of unaligned checkpoints: the last completed one's, all's.
@@ -97,7 +98,8 @@ class CheckpointCoordinator {
   };
   Stats stats() const;
   const CheckpointConfig& config() const { return config_; }
-  // The job ended: removes the job's checkpoints when `discard`, and its folder if empty.
+  // The job ended: removes the job's checkpoints when `discard` (with the shared files
+  // only they used), and its folder if empty.
   void shutdown(bool discard);
 
  private:
@@ -137,7 +139,12 @@ class CheckpointCoordinator {
   std::map<int64_t, Pending> pending_;  // guarded by mutex_; by id
   SteadyClock::time_point nextTrigger_;   // guarded by mutex_
   int consecutiveFailures_ = 0;        // guarded by mutex_
-  std::deque<std::string> retained_;   // guarded by mutex_; oldest first
+  struct Retained {
+    int64_t id;
+    std::string folder;
+  };
+  std::deque<Retained> retained_;      // guarded by mutex_; oldest first
+  SharedFiles shared_;                 // what <job>/shared/ holds, and who uses it
   Stats stats_;                        // guarded by mutex_
 
   std::mutex ioMutex_;

@@ -10,10 +10,12 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <random>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
 
+#include "weir/detail/rocksdb_state.h"
 #include "weir/error.h"
 #include "weir/serializer.h"
 
@@ -141,10 +143,125 @@ std::pair<uint64_t, uint64_t> sizeAndChecksum(const std::string& path) {
   return {size, XXH3_64bits_digest(&hash)};
 }
 
+// Copies `from` to `to` (atomically, like every checkpoint file); returns its size and
+// checksum.
+SharedFiles::File copyFile(const std::string& from, const std::string& to) {
+  int fd = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0) throw ioError("open", from, errno);
+  struct Closer {
+    int fd;
+    ~Closer() { ::close(fd); }
+  } closer{fd};
+  AtomicFileWriter file(to);
+  std::vector<char> buffer(1 << 20);
+  while (true) {
+    ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      throw ioError("read", from, errno);
+    }
+    if (n == 0) break;
+    file.out().writeRaw(buffer.data(), static_cast<size_t>(n));
+    file.maybeFlush();
+  }
+  file.commit();
+  return {file.size(), file.checksum()};
+}
+
+// A name no other upload picks: 64 random bits.
+std::string uniquePrefix() {
+  static std::mutex mutex;
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::lock_guard lock(mutex);
+  return hex(rng());
+}
+
+// Stores an incremental RocksDB checkpoint's files: an SST file that an earlier
+// checkpoint stored and that is still in use is referred to, any other is copied to
+// shared/; RocksDB's other files are copied beside the state file.
+void uploadRocksDB(const CheckpointTarget& target, const RocksDBCheckpoint& checkpoint, StateFileInfo& info) {
+  for (const auto& name : checkpoint.files) {
+    const std::string from = (fs::path(checkpoint.folder) / name).string();
+    RocksDBFileInfo f;
+    f.name = name;
+    f.shared = isSstFile(name);
+    if (f.shared) {
+      auto stored = checkpoint.uploads->find(name);
+      auto known = stored ? target.shared->retain(target.checkpointId, *stored) : std::nullopt;
+      if (known) {
+        f.stored = fs::path(*stored).filename().string();
+        f.size = known->size;
+        f.checksum = known->checksum;
+        info.rocksdb.push_back(std::move(f));
+        continue;
+      }
+      std::error_code ec;
+      fs::create_directories(target.sharedFolder, ec);
+      if (ec) throw ioError("create folder", target.sharedFolder, ec.value());
+      f.stored = uniquePrefix() + "-" + name;
+      const std::string path = (fs::path(target.sharedFolder) / f.stored).string();
+      SharedFiles::File file = copyFile(from, path);
+      target.shared->add(target.checkpointId, path, file);
+      checkpoint.uploads->set(name, path);
+      f.size = file.size;
+      f.checksum = file.checksum;
+    } else {
+      f.stored = info.file + "-" + name;
+      SharedFiles::File file = copyFile(from, (fs::path(target.folder) / f.stored).string());
+      f.size = file.size;
+      f.checksum = file.checksum;
+    }
+    info.uploadedBytes += f.size;
+    info.rocksdb.push_back(std::move(f));
+  }
+}
+
 }  // namespace
 
-void writeStateFile(const std::string& dir, OperatorSnapshot& snapshot, StateFileInfo& info) {
-  AtomicFileWriter file((fs::path(dir) / info.file).string());
+std::optional<SharedFiles::File> SharedFiles::retain(int64_t id, const std::string& path) {
+  std::lock_guard lock(mutex_);
+  auto it = files_.find(path);
+  if (it == files_.end()) return std::nullopt;
+  if (it->second.users.insert(id).second) uses_[id].push_back(path);
+  return it->second.file;
+}
+
+void SharedFiles::add(int64_t id, const std::string& path, File file) {
+  std::lock_guard lock(mutex_);
+  auto& entry = files_[path];
+  entry.file = file;
+  if (entry.users.insert(id).second) uses_[id].push_back(path);
+}
+
+void SharedFiles::release(int64_t id) {
+  std::lock_guard lock(mutex_);
+  auto uses = uses_.find(id);
+  if (uses == uses_.end()) return;
+  for (const auto& path : uses->second) {
+    auto it = files_.find(path);
+    it->second.users.erase(id);
+    if (!it->second.users.empty()) continue;
+    files_.erase(it);
+    std::error_code ec;
+    fs::remove(path, ec);
+  }
+  uses_.erase(uses);
+}
+
+std::vector<std::string> SharedFiles::paths() const {
+  std::lock_guard lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [path, entry] : files_) out.push_back(path);
+  return out;
+}
+
+std::string rocksDBFilePath(const std::string& dir, const RocksDBFileInfo& f) {
+  fs::path folder(dir);
+  return (f.shared ? folder.parent_path() / "shared" / f.stored : folder / f.stored).string();
+}
+
+void writeStateFile(const CheckpointTarget& target, OperatorSnapshot& snapshot, StateFileInfo& info) {
+  AtomicFileWriter file((fs::path(target.folder) / info.file).string());
   DataOutput& out = file.out();
   out.writeRaw(kStateMagic.data(), kStateMagic.size());
   out.writeVarint(kStateFormatVersion);
@@ -177,6 +294,12 @@ void writeStateFile(const std::string& dir, OperatorSnapshot& snapshot, StateFil
   file.commit();
   info.size = file.size();
   info.checksum = file.checksum();
+  info.rocksdb.clear();
+  info.uploadedBytes = 0;
+  if (snapshot.rocksdb) {
+    for (const auto& column : snapshot.rocksdb->columns) info.keyedStates.push_back(column);
+    uploadRocksDB(target, *snapshot.rocksdb, info);
+  }
 }
 
 namespace {
@@ -233,6 +356,11 @@ void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRa
   const std::string path = (fs::path(dir) / info.file).string();
   const bool keyed = keyGroups.size() > 0 && keyGroups.start <= info.keyGroups.end &&
                      info.keyGroups.start <= keyGroups.end;
+  if (keyed && !info.rocksdb.empty()) {
+    RestoredRocksDB& db = out.rocksdb.emplace_back();
+    db.keyGroups = info.keyGroups;
+    for (const auto& f : info.rocksdb) db.files.push_back({f.name, rocksDBFilePath(dir, f), f.shared});
+  }
   try {
     if (keyed) {
       std::string bytes = readWholeFile(path);
@@ -268,6 +396,12 @@ void writeMetadata(const std::string& dir, const CheckpointMetadata& m) {
                      {"checksum", hex(f.checksum)},
                      {"keyedStates", f.keyedStates},
                      {"operatorStates", f.operatorStates}});
+    if (f.rocksdb.empty()) continue;
+    nlohmann::json rocksdb = nlohmann::json::array();
+    for (const auto& r : f.rocksdb)
+      rocksdb.push_back({{"name", r.name}, {"stored", r.stored}, {"shared", r.shared}, {"size", r.size},
+                         {"checksum", hex(r.checksum)}});
+    files.back()["rocksdb"] = std::move(rocksdb);
   }
   nlohmann::json doc = {{"formatVersion", CheckpointMetadata::kFormatVersion},
                         {"checkpointId", m.checkpointId},
@@ -284,7 +418,8 @@ void writeMetadata(const std::string& dir, const CheckpointMetadata& m) {
 }
 
 std::string checkpointFolder(const std::string& path) {
-  fs::path p(path);
+  fs::path p = fs::path(path).lexically_normal();
+  if (p.filename().empty()) p = p.parent_path();  // a trailing '/'
   if (p.filename() == "_metadata") return p.parent_path().string();
   return p.string();
 }
@@ -308,7 +443,7 @@ CheckpointMetadata readMetadata(const std::string& path) {
   try {
     auto doc = nlohmann::json::parse(body);
     int version = doc.at("formatVersion").get<int>();
-    if (version != CheckpointMetadata::kFormatVersion)
+    if (version < 1 || version > CheckpointMetadata::kFormatVersion)
       throw corrupt(file, "has format version " + std::to_string(version) + "; this weir reads version " +
                               std::to_string(CheckpointMetadata::kFormatVersion));
     m.checkpointId = doc.at("checkpointId").get<int64_t>();
@@ -328,6 +463,20 @@ CheckpointMetadata readMetadata(const std::string& path) {
       info.keyedStates = f.at("keyedStates").get<std::vector<std::string>>();
       info.operatorStates = f.at("operatorStates").get<std::vector<std::string>>();
       if (info.file.find('/') != std::string::npos) throw corrupt(file, "names a state file outside its folder");
+      if (f.contains("rocksdb")) {
+        for (const auto& r : f.at("rocksdb")) {
+          RocksDBFileInfo rf;
+          rf.name = r.at("name").get<std::string>();
+          rf.stored = r.at("stored").get<std::string>();
+          rf.shared = r.at("shared").get<bool>();
+          rf.size = r.at("size").get<uint64_t>();
+          rf.checksum = std::stoull(r.at("checksum").get<std::string>(), nullptr, 16);
+          if (rf.stored.find('/') != std::string::npos || rf.name.find('/') != std::string::npos ||
+              rf.stored.empty() || rf.name.empty() || rf.stored == ".." || rf.name == "..")
+            throw corrupt(file, "names a RocksDB file outside its folder");
+          info.rocksdb.push_back(std::move(rf));
+        }
+      }
       m.files.push_back(std::move(info));
     }
   } catch (const nlohmann::json::exception& e) {
@@ -339,13 +488,16 @@ CheckpointMetadata readMetadata(const std::string& path) {
 }
 
 void verifyCheckpoint(const std::string& dir, const CheckpointMetadata& metadata) {
-  for (const auto& f : metadata.files) {
-    const std::string path = (fs::path(dir) / f.file).string();
+  auto verify = [](const std::string& path, uint64_t expectedSize, uint64_t expectedChecksum) {
     auto [size, checksum] = sizeAndChecksum(path);
-    if (size != f.size)
+    if (size != expectedSize)
       throw corrupt(path, "has " + std::to_string(size) + " bytes, the checkpoint's metadata says " +
-                              std::to_string(f.size) + " (truncated or overwritten)");
-    if (checksum != f.checksum) throw corrupt(path, "is corrupt (its checksum does not match the metadata)");
+                              std::to_string(expectedSize) + " (truncated or overwritten)");
+    if (checksum != expectedChecksum) throw corrupt(path, "is corrupt (its checksum does not match the metadata)");
+  };
+  for (const auto& f : metadata.files) {
+    verify((fs::path(dir) / f.file).string(), f.size, f.checksum);
+    for (const auto& r : f.rocksdb) verify(rocksDBFilePath(dir, r), r.size, r.checksum);
   }
 }
 

@@ -2,14 +2,22 @@
 //
 //   <checkpoint-dir>/<job-id>/chk-<n>/_metadata
 //                            /chk-<n>/<operator-id>-<subtask>-state
+//                            /chk-<n>/<operator-id>-<subtask>-state-<RocksDB file>
+//                            /shared/<unique>-<n>.sst
 //
 // Every file is written under a temporary name, fsynced, then renamed. _metadata is
-// written last and names every state file with its size and checksum (XXH3-64); a
-// checkpoint without a readable _metadata does not exist. A restore verifies every
-// file before any state is used.
+// written last and names every file with its size and checksum (XXH3-64); a checkpoint
+// without a readable _metadata does not exist. A restore verifies every file before any
+// state is used. Incremental RocksDB checkpoints keep their SST files in shared/, where
+// later checkpoints refer to them (SharedFiles counts who does); RocksDB's other files
+// (MANIFEST, CURRENT, OPTIONS) are private to their chk-<n> folder.
 #pragma once
 
 #include <cstdint>
+#include <map>
+#include <mutex>
+#include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -17,6 +25,15 @@
 #include "weir/key_group.h"
 
 namespace weir::detail {
+
+// One file of an incremental RocksDB checkpoint.
+struct RocksDBFileInfo {
+  std::string name;     // RocksDB's name for it ("000012.sst", "MANIFEST-000005")
+  std::string stored;   // its name in shared/ when `shared`, else in the chk-<n> folder
+  bool shared = false;  // SST files: shared between checkpoints
+  uint64_t size = 0;
+  uint64_t checksum = 0;
+};
 
 // One operator instance's part of a checkpoint.
 struct StateFileInfo {
@@ -30,10 +47,13 @@ struct StateFileInfo {
   uint64_t checksum = 0;
   std::vector<std::string> keyedStates;     // names, for inspection
   std::vector<std::string> operatorStates;  // names, for inspection
+  std::vector<RocksDBFileInfo> rocksdb;     // incremental: its RocksDB instance's files
+  uint64_t uploadedBytes = 0;               // of `rocksdb`, what this checkpoint wrote (not stored)
 };
 
 struct CheckpointMetadata {
-  static constexpr int kFormatVersion = 1;
+  // 2: files may list RocksDB files (incremental checkpoints). Version 1 is read too.
+  static constexpr int kFormatVersion = 2;
   int64_t checkpointId = 0;
   std::string jobId;
   int64_t timestampMillis = 0;
@@ -41,9 +61,50 @@ struct CheckpointMetadata {
   std::vector<StateFileInfo> files;
 };
 
-// Writes `snapshot` (only key groups in `info.keyGroups`) to <dir>/<info.file>; fills in
-// size, checksum and state names. Throws weir::Error (kIo) naming the file.
-void writeStateFile(const std::string& dir, OperatorSnapshot& snapshot, StateFileInfo& info);
+// The files in a job's shared/ folder and the checkpoints that use each: completed and
+// retained ones, and those in progress. A file is deleted once the last checkpoint using
+// it is released. Thread-safe.
+class SharedFiles {
+ public:
+  struct File {
+    uint64_t size = 0;
+    uint64_t checksum = 0;
+  };
+  // Checkpoint `id` uses the file at `path` too; nullopt (and nothing changes) when the
+  // file is not known, or no longer.
+  std::optional<File> retain(int64_t id, const std::string& path);
+  // Checkpoint `id` stored a new file at `path`.
+  void add(int64_t id, const std::string& path, File file);
+  // Checkpoint `id` is gone (subsumed, aborted, discarded): deletes the files no other
+  // checkpoint uses. Releasing twice does nothing.
+  void release(int64_t id);
+  // The files known, by path.
+  std::vector<std::string> paths() const;
+
+ private:
+  struct Entry {
+    File file;
+    std::set<int64_t> users;
+  };
+  mutable std::mutex mutex_;
+  std::map<std::string, Entry> files_;               // guarded by mutex_
+  std::map<int64_t, std::vector<std::string>> uses_;  // guarded by mutex_; by checkpoint
+};
+
+// Where the files of checkpoint `checkpointId` go.
+struct CheckpointTarget {
+  std::string folder;        // chk-<n>
+  std::string sharedFolder;  // shared/, made when first needed
+  int64_t checkpointId = 0;
+  SharedFiles* shared = nullptr;
+};
+
+// Writes `snapshot` (only key groups in `info.keyGroups`) to <folder>/<info.file>, and an
+// incremental RocksDB checkpoint's files beside it and in shared/; fills in sizes,
+// checksums and state names. Throws weir::Error (kIo) naming the file.
+void writeStateFile(const CheckpointTarget& target, OperatorSnapshot& snapshot, StateFileInfo& info);
+// Where a checkpoint at `dir` keeps RocksDB file `f`.
+std::string rocksDBFilePath(const std::string& dir, const RocksDBFileInfo& f);
 
 // Writes <dir>/_metadata last, atomically.
 void writeMetadata(const std::string& dir, const CheckpointMetadata& metadata);
@@ -59,8 +120,9 @@ std::string checkpointFolder(const std::string& path);
 void verifyCheckpoint(const std::string& dir, const CheckpointMetadata& metadata);
 
 // Adds the part of a verified state file that falls into `keyGroups` to `out`; keyed
-// entries of other key groups are skipped. Operator state is returned whole in
-// `operatorState` for redistribution.
+// entries of other key groups are skipped, and RocksDB files are added only when their
+// key groups overlap. Operator state is returned whole in `operatorState` for
+// redistribution.
 void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRange keyGroups,
                    RestoredOperatorState& out, std::vector<OperatorStateSnapshot>& operatorState);
 

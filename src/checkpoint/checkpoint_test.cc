@@ -112,7 +112,7 @@ class CheckpointFilesTest : public ::testing::Test {
       info.parallelism = 2;
       info.keyGroups = KeyGroupRange{subtask * 4, subtask * 4 + 3};
       info.file = "op-" + std::to_string(subtask) + "-state";
-      writeStateFile(dir_.string(), s, info);
+      writeStateFile(CheckpointTarget{dir_.string(), "", 0, nullptr}, s, info);
       m.files.push_back(info);
     }
     writeMetadata(dir_.string(), m);
@@ -150,7 +150,7 @@ TEST_F(CheckpointFilesTest, AFileOutsideTheWantedKeyGroupsGivesItsOperatorStateO
   StateFileInfo info;
   info.keyGroups = KeyGroupRange{0, 3};
   info.file = "op-0-state";
-  writeStateFile(dir_.string(), s, info);
+  writeStateFile(CheckpointTarget{dir_.string(), "", 0, nullptr}, s, info);
   RestoredOperatorState restored;
   std::vector<OperatorStateSnapshot> lists;
   readStateFile(dir_.string(), info, KeyGroupRange{4, 7}, restored, lists);
@@ -276,7 +276,7 @@ TEST_F(ConcurrentCoordinatorTest, ANewerCheckpointCompletingSubsumesAnOlderOneWi
   coordinator->tick(true);  // two in progress: no third
   EXPECT_EQ(coordinator->pendingIds().size(), 2u);
 
-  auto noFiles = [](const std::string&) { return std::vector<StateFileInfo>{}; };
+  auto noFiles = [](const CheckpointTarget&) { return std::vector<StateFileInfo>{}; };
   coordinator->acknowledge(2, {}, noFiles, [] {});
   ASSERT_TRUE(waitFor([&] { return !completed.empty() && !aborted.empty(); }));
   EXPECT_EQ(completed, (std::vector<int64_t>{2}));

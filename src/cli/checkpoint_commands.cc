@@ -29,14 +29,26 @@ int inspectCheckpoint(const std::string& path) {
   std::printf("taken at %lld ms since the epoch, max parallelism %d, %zu state files\n",
               static_cast<long long>(m.timestampMillis), m.maxParallelism, m.files.size());
   uint64_t total = 0;
+  size_t files = 0;
   for (const auto& f : m.files) {
     total += f.size;
+    ++files;
     std::string states;
     for (const auto& s : f.keyedStates) states += (states.empty() ? "" : ", ") + s;
     for (const auto& s : f.operatorStates) states += (states.empty() ? "" : ", ") + s + " (operator)";
     std::printf("  %s [%s] subtask %d/%d, key groups %d-%d, %llu bytes: %s\n", f.operatorName.c_str(),
                 f.operatorId.c_str(), f.subtask + 1, f.parallelism, f.keyGroups.start, f.keyGroups.end,
                 static_cast<unsigned long long>(f.size), states.empty() ? "(no state)" : states.c_str());
+    if (f.rocksdb.empty()) continue;
+    uint64_t bytes = 0, shared = 0;
+    for (const auto& r : f.rocksdb) {
+      bytes += r.size;
+      shared += r.shared ? 1 : 0;
+    }
+    std::printf("    RocksDB (incremental): %zu files, %llu bytes, %llu SST files in shared/\n", f.rocksdb.size(),
+                static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shared));
+    total += bytes;
+    files += f.rocksdb.size();
   }
   try {
     detail::verifyCheckpoint(folder, m);
@@ -44,7 +56,7 @@ int inspectCheckpoint(const std::string& path) {
     std::printf("verification FAILED: %s\n", e.what());
     return 1;
   }
-  std::printf("verified: %zu files, %llu bytes, sizes and checksums match\n", m.files.size(),
+  std::printf("verified: %zu files, %llu bytes, sizes and checksums match\n", files,
               static_cast<unsigned long long>(total));
   return 0;
 }

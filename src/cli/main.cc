@@ -54,6 +54,7 @@ int run(int argc, char** argv) {
   bool noRest = false;
   std::string stateBackend = "heap";
   std::string rocksdbDir;
+  bool incremental = false;
   std::function<int(const weir::cli::JobOptions&)> chosen;
   weir::cli::CheckpointOptions checkpointOptions;
   for (auto& example : examples) {
@@ -66,6 +67,8 @@ int run(int argc, char** argv) {
     sub->add_option("--state-backend", stateBackend, "Where keyed state lives: heap (default) or rocksdb");
     sub->add_option("--rocksdb-local-dir", rocksdbDir,
                     "Folder for RocksDB's files (default $TMPDIR or /tmp); each job makes its own folder in it");
+    sub->add_flag("--incremental-checkpoints", incremental,
+                  "With --state-backend rocksdb: checkpoints upload only the RocksDB files earlier ones did not");
     checkpointOptions.addTo(*sub);
     auto runner = example.setup(*sub);
     sub->callback([&chosen, runner] { chosen = runner; });
@@ -127,10 +130,13 @@ int run(int argc, char** argv) {
   try {
     options.stateBackend = weir::stateBackendFromName(stateBackend);
     checkpointOptions.apply(options);
-    if (!rocksdbDir.empty()) {
-      if (stateBackend != "rocksdb") return usageError("--rocksdb-local-dir needs --state-backend rocksdb");
+    if (!rocksdbDir.empty() || incremental) {
+      if (stateBackend != "rocksdb")
+        return usageError(std::string(incremental ? "--incremental-checkpoints" : "--rocksdb-local-dir") +
+                          " needs --state-backend rocksdb");
       weir::EmbeddedRocksDBStateBackend::Options rocks;
       rocks.localDirectory = rocksdbDir;
+      rocks.incrementalCheckpoints = incremental;
       options.stateBackend = std::make_shared<weir::EmbeddedRocksDBStateBackend>(rocks);
     }
     return chosen(options);

@@ -413,7 +413,7 @@ class RestServer::Impl {
                 {"is_savepoint", false},
                 {"trigger_timestamp", r.triggerTimestampMillis},
                 {"end_to_end_duration", r.durationMillis},
-                {"state_size", r.sizeBytes},
+                {"state_size", r.fullSizeBytes},
                 {"checkpointed_size", r.sizeBytes},
                 {"alignment_buffered", 0},
                 {"is_unaligned", r.unaligned},
@@ -459,7 +459,8 @@ class RestServer::Impl {
     auto& failed = jobGauge("numberOfFailedCheckpoints", "Checkpoints that failed or expired");
     auto& inProgress = jobGauge("numberOfInProgressCheckpoints", "Checkpoints in progress");
     auto& lastDuration = jobGauge("lastCheckpointDuration", "Milliseconds the last completed checkpoint took");
-    auto& lastSize = jobGauge("lastCheckpointSize", "Bytes of state files of the last completed checkpoint");
+    auto& lastSize = jobGauge("lastCheckpointSize", "Bytes the last completed checkpoint wrote (incremental: new files)");
+    auto& lastFullSize = jobGauge("lastCheckpointFullSize", "Bytes of every file the last completed checkpoint holds");
     auto& alignment = jobGauge("checkpointAlignmentTime", "Milliseconds the last checkpoint waited for barriers");
     auto& uptime = jobGauge("uptime", "Milliseconds the job has run");
     for (const auto& e : jobs_) {
@@ -472,6 +473,7 @@ class RestServer::Impl {
         inProgress.Add(jobLabels).Set(static_cast<double>(stats->inProgress));
         lastDuration.Add(jobLabels).Set(static_cast<double>(stats->lastDurationMillis));
         lastSize.Add(jobLabels).Set(static_cast<double>(stats->lastSizeBytes));
+        lastFullSize.Add(jobLabels).Set(static_cast<double>(stats->lastFullSizeBytes));
         alignment.Add(jobLabels).Set(static_cast<double>(stats->lastAlignmentMillis));
       }
       int64_t end = job.endTimeMillis();
@@ -662,6 +664,7 @@ class RestServer::Impl {
         all["numberOfInProgressCheckpoints"] = static_cast<double>(stats->inProgress);
         all["lastCheckpointDuration"] = static_cast<double>(stats->lastDurationMillis);
         all["lastCheckpointSize"] = static_cast<double>(stats->lastSizeBytes);
+        all["lastCheckpointFullSize"] = static_cast<double>(stats->lastFullSizeBytes);
         all["checkpointAlignmentTime"] = static_cast<double>(stats->lastAlignmentMillis);
       }
       answerMetrics(all, req, res);

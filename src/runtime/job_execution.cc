@@ -169,6 +169,7 @@ class Restore {
     if (files == nullptr) return nullptr;
     auto out = std::make_unique<RestoredOperatorState>();
     KeyGroupRange range = computeKeyGroupRangeForOperatorIndex(plan_.graph.maxParallelism, parallelism, subtask);
+    out->keyGroups = range;
     std::vector<std::vector<OperatorStateSnapshot>> old(static_cast<size_t>(files->front()->parallelism));
     for (const auto* f : *files) {
       if (f->subtask < 0 || f->subtask >= static_cast<int>(old.size()))
@@ -1091,11 +1092,11 @@ void JobExecution::acknowledgeSnapshot(Subtask& task, std::shared_ptr<TakenSnaps
     std::lock_guard lock(task.uploadMutex);
     ++task.pendingUploads;
   }
-  auto upload = [snapshots, parts, subtask, parallelism, maxParallelism](const std::string& folder) {
+  auto upload = [snapshots, parts, subtask, parallelism, maxParallelism](const CheckpointTarget& target) {
     std::vector<StateFileInfo> files;
     for (size_t i = 0; i < snapshots->size(); ++i) {
       OperatorSnapshot& s = (*snapshots)[i];
-      if (s.keyed.empty() && s.operatorState.empty()) continue;
+      if (s.keyed.empty() && s.operatorState.empty() && !s.rocksdb) continue;
       StateFileInfo info;
       info.operatorId = parts[i].operatorId;
       info.operatorName = parts[i].name;
@@ -1103,7 +1104,7 @@ void JobExecution::acknowledgeSnapshot(Subtask& task, std::shared_ptr<TakenSnaps
       info.parallelism = parallelism;
       info.keyGroups = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, subtask);
       info.file = parts[i].operatorId + "-" + std::to_string(subtask) + "-state";
-      writeStateFile(folder, s, info);
+      writeStateFile(target, s, info);
       files.push_back(std::move(info));
     }
     return files;
@@ -1295,6 +1296,7 @@ JobMetrics JobExecution::metrics() const {
     m.numberOfInProgressCheckpoints = stats.inProgress;
     m.lastCheckpointDuration = stats.lastDurationMillis;
     m.lastCheckpointSize = stats.lastSizeBytes;
+    m.lastCheckpointFullSize = stats.lastFullSizeBytes;
     m.lastCheckpointSyncDuration = stats.lastSyncMillis;
     m.lastCheckpointAsyncDuration = stats.lastAsyncMillis;
     m.lastCheckpointAlignmentTime = stats.lastAlignmentMillis;

@@ -1,5 +1,7 @@
 #include "weir/detail/keyed_state_store.h"
 
+#include "weir/detail/operator_snapshot.h"
+#include "weir/detail/rocksdb_state.h"
 #include "weir/detail/state_factory.h"
 
 #include <algorithm>
@@ -20,7 +22,10 @@ namespace weir::detail {
 KeyedStateStore::KeyedStateStore(const StateBackend& backend, int maxParallelism, const std::string& owner,
                                  std::shared_ptr<const Clock> clock)
     : maxParallelism_(maxParallelism), clock_(std::move(clock)) {
-  if (auto* rocks = dynamic_cast<const EmbeddedRocksDBStateBackend*>(&backend)) rocksdb_ = openRocksDB(*rocks, owner);
+  if (auto* rocks = dynamic_cast<const EmbeddedRocksDBStateBackend*>(&backend)) {
+    rocksdb_ = openRocksDB(*rocks, owner);
+    localDirectory_ = rocks->options().localDirectory;
+  }
 }
 
 KeyedStateStore::~KeyedStateStore() {
@@ -46,6 +51,32 @@ std::map<std::string, std::unique_ptr<StateSnapshot>> KeyedStateStore::snapshot(
   for (auto& [name, registered] : states_) out.emplace(name, registered.state->snapshot(context));
   for (auto& [name, entries] : restored_) out.emplace(name, std::make_unique<MaterializedSnapshot>(entries));
   return out;
+}
+
+void KeyedStateStore::snapshot(int64_t checkpointId, OperatorSnapshot& out) {
+  if (!rocksdb_ || !rocksdb_->incrementalCheckpoints()) {
+    out.keyed = snapshot();
+    return;
+  }
+  out.rocksdb = rocksdb_->checkpoint(checkpointId);
+  for (auto& [name, entries] : restored_) out.keyed.emplace(name, std::make_unique<MaterializedSnapshot>(entries));
+}
+
+void KeyedStateStore::setRestored(RestoredOperatorState& restored) {
+  restored_ = std::move(restored.keyed);
+  restored.keyed.clear();
+  auto rocksdb = std::move(restored.rocksdb);
+  restored.rocksdb.clear();
+  // Taken with the same key groups: the database as it was, without reading an entry.
+  if (rocksdb_ && rocksdb.size() == 1 && rocksdb.front().keyGroups == restored.keyGroups) {
+    rocksdb_->restore(rocksdb.front());
+    return;
+  }
+  for (const auto& from : rocksdb) {
+    readRocksDBCheckpoint(from, restored.keyGroups, localDirectory_, [&](const std::string& state, const StateEntry& e) {
+      restored_[state].push_back({e.keyGroup, std::string(e.key), std::string(e.value)});
+    });
+  }
 }
 
 void KeyedStateStore::restoreInto(const std::string& name, KeyedStateBase& state) {

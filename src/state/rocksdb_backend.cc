@@ -2,21 +2,25 @@
 // subtask, one column family per state, one block cache per process.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <optional>
 
 #include <rocksdb/cache.h>
 #include <rocksdb/compaction_filter.h>
 #include <rocksdb/db.h>
 #include <rocksdb/merge_operator.h>
 #include <rocksdb/table.h>
+#include <rocksdb/utilities/checkpoint.h>
 #include <rocksdb/write_batch.h>
 #include <rocksdb/write_buffer_manager.h>
 
 #include "state/rocksdb_options.h"
+#include "weir/detail/operator_snapshot.h"
 #include "weir/detail/rocksdb_state.h"
 #include "weir/detail/ttl_state.h"
 
@@ -96,16 +100,25 @@ class TtlCompactionFilter final : public rocksdb::CompactionFilter {
   mutable int64_t now_ = 0;
 };
 
+// Every column has one; it filters once its state registers with a TTL configuration.
+// A restored column exists before its state registers again, and RocksDB takes a
+// column's filter factory only when the column is opened: hence the late setting.
 class TtlCompactionFilterFactory final : public rocksdb::CompactionFilterFactory {
  public:
-  explicit TtlCompactionFilterFactory(RocksDBTtlFilter config) : config_(std::move(config)) {}
+  void set(const RocksDBTtlFilter& config) {
+    std::lock_guard lock(mutex_);
+    config_ = config;
+  }
   std::unique_ptr<rocksdb::CompactionFilter> CreateCompactionFilter(const rocksdb::CompactionFilter::Context&) override {
-    return std::make_unique<TtlCompactionFilter>(config_);
+    std::lock_guard lock(mutex_);  // compactions run on RocksDB's threads
+    if (!config_) return nullptr;
+    return std::make_unique<TtlCompactionFilter>(*config_);
   }
   const char* Name() const override { return "weir.ttl"; }
 
  private:
-  RocksDBTtlFilter config_;
+  std::mutex mutex_;
+  std::optional<RocksDBTtlFilter> config_;
 };
 
 rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
@@ -228,67 +241,90 @@ RocksDBOptions rocksDBOptions(const EmbeddedRocksDBStateBackend::Options& option
 
 namespace {
 
+// A new folder under `base` ("": $TMPDIR, or /tmp), named after the process and `what`.
+std::string newLocalFolder(std::string base, const std::string& what) {
+  if (base.empty()) {
+    const char* tmp = std::getenv("TMPDIR");
+    base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
+  }
+  std::error_code ec;
+  if (!fs::is_directory(base, ec)) {
+    throw Error(ErrorCode::kIo, "RocksDB local directory '" + base +
+                                    "' does not exist or is not a folder; create it or choose another one");
+  }
+  static std::atomic<int> counter{0};
+  std::string folder = (fs::path(base) / ("weir-rocksdb-" + std::to_string(::getpid()) + "-" +
+                                          std::to_string(counter++) + "-" + sanitize(what)))
+                           .string();
+  if (!fs::create_directory(folder, ec) || ec) {
+    throw Error(ErrorCode::kIo, "cannot create the RocksDB folder '" + folder + "': " +
+                                    (ec ? ec.message() : std::string("it already exists")));
+  }
+  return folder;
+}
+
+// Puts a checkpoint's files into `folder` under RocksDB's names: SST files, which
+// RocksDB never changes, hard-linked when the file system allows, the rest copied.
+void placeCheckpointFiles(const RestoredRocksDB& from, const std::string& folder) {
+  for (const auto& f : from.files) {
+    const fs::path to = fs::path(folder) / f.name;
+    std::error_code ec;
+    if (isSstFile(f.name)) fs::create_hard_link(f.path, to, ec);
+    if (!isSstFile(f.name) || ec) {
+      ec.clear();
+      fs::copy_file(f.path, to, fs::copy_options::overwrite_existing, ec);
+    }
+    if (ec) throw Error(ErrorCode::kIo, "cannot restore RocksDB file '" + f.path + "' into '" + folder + "': " + ec.message());
+  }
+}
+
+// The column families of the database in `folder`, the default one first.
+std::vector<std::string> columnFamiliesIn(const std::string& folder, const rocksdb::DBOptions& options) {
+  std::vector<std::string> names;
+  rocksdb::Status s = rocksdb::DB::ListColumnFamilies(options, folder, &names);
+  if (!s.ok()) throw Error(ErrorCode::kCheckpoint, "the checkpoint's RocksDB files do not open: " + s.ToString());
+  return names;
+}
+
 class Instance final : public RocksDBInstance {
  public:
   Instance(const EmbeddedRocksDBStateBackend::Options& options, const std::string& owner)
-      : memory_(sharedMemory(options)) {
-    std::string base = options.localDirectory;
-    if (base.empty()) {
-      const char* tmp = std::getenv("TMPDIR");
-      base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
-    }
-    std::error_code ec;
-    if (!fs::is_directory(base, ec)) {
-      throw Error(ErrorCode::kIo, "RocksDB local directory '" + base +
-                                      "' does not exist or is not a folder; create it or choose another one");
-    }
-    static std::atomic<int> counter{0};
-    directory_ = (fs::path(base) / ("weir-rocksdb-" + std::to_string(::getpid()) + "-" +
-                                    std::to_string(counter++) + "-" + sanitize(owner)))
-                     .string();
-    if (!fs::create_directory(directory_, ec) || ec) {
-      throw Error(ErrorCode::kIo, "cannot create the RocksDB folder '" + directory_ + "': " +
-                                      (ec ? ec.message() : std::string("it already exists")));
-    }
-
+      : memory_(sharedMemory(options)), directory_(newLocalFolder(options.localDirectory, owner)),
+        incremental_(options.incrementalCheckpoints) {
     RocksDBOptions opened = rocksDBOptions(options, *memory_);
     columnOptions_ = opened.column;
-    rocksdb::DBOptions& db = opened.db;
-    std::vector<rocksdb::ColumnFamilyDescriptor> families{{rocksdb::kDefaultColumnFamilyName, columnOptions_}};
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    rocksdb::DB* raw = nullptr;
-    rocksdb::Status s = rocksdb::DB::Open(db, directory_, families, &handles, &raw);
-    if (!s.ok()) {
+    dbOptions_ = opened.db;
+    try {
+      open({rocksdb::kDefaultColumnFamilyName});
+    } catch (...) {
+      std::error_code ec;
       fs::remove_all(directory_, ec);
-      throw Error(ErrorCode::kIo, "cannot open RocksDB in '" + directory_ + "': " + s.ToString());
+      throw;
     }
-    db_.reset(raw);
-    defaultColumn_ = handles[0];
   }
 
   ~Instance() override {
-    columns_.clear();
-    if (db_) {
-      db_->DestroyColumnFamilyHandle(defaultColumn_);
-      db_->Close();
-      db_.reset();
-    }
+    close();
     std::error_code ec;
     fs::remove_all(directory_, ec);
   }
 
   RocksDBColumn& column(const std::string& name, const RocksDBTtlFilter* ttl) override {
     auto it = columns_.find(name);
-    if (it != columns_.end()) return *it->second;
-    rocksdb::ColumnFamilyOptions options = columnOptions_;
-    if (ttl != nullptr) options.compaction_filter_factory = std::make_shared<TtlCompactionFilterFactory>(*ttl);
-    rocksdb::ColumnFamilyHandle* handle = nullptr;
-    rocksdb::Status s = db_->CreateColumnFamily(options, name, &handle);
-    if (!s.ok()) {
-      throw Error(ErrorCode::kIo, "RocksDB could not create the column family of state '" + name + "' in '" +
-                                      directory_ + "': " + s.ToString());
+    if (it == columns_.end()) {
+      auto filter = std::make_shared<TtlCompactionFilterFactory>();
+      rocksdb::ColumnFamilyOptions options = columnOptions_;
+      options.compaction_filter_factory = filter;
+      rocksdb::ColumnFamilyHandle* handle = nullptr;
+      rocksdb::Status s = db_->CreateColumnFamily(options, name, &handle);
+      if (!s.ok()) {
+        throw Error(ErrorCode::kIo, "RocksDB could not create the column family of state '" + name + "' in '" +
+                                        directory_ + "': " + s.ToString());
+      }
+      it = columns_.emplace(name, Open{std::make_unique<Column>(name, db_.get(), handle), filter}).first;
     }
-    return *columns_.emplace(name, std::make_unique<Column>(name, db_.get(), handle)).first->second;
+    if (ttl != nullptr) it->second.ttl->set(*ttl);
+    return *it->second.column;
   }
 
   const std::string& directory() const override { return directory_; }
@@ -305,23 +341,147 @@ class Instance final : public RocksDBInstance {
   }
 
   void compactAll() override {
-    for (auto& [name, column] : columns_) {
-      rocksdb::Status s = db_->Flush(rocksdb::FlushOptions(), column->handle());
-      if (s.ok()) s = db_->CompactRange(rocksdb::CompactRangeOptions(), column->handle(), nullptr, nullptr);
+    for (auto& [name, open] : columns_) {
+      rocksdb::ColumnFamilyHandle* handle = open.column->handle();
+      rocksdb::Status s = db_->Flush(rocksdb::FlushOptions(), handle);
+      if (s.ok()) s = db_->CompactRange(rocksdb::CompactRangeOptions(), handle, nullptr, nullptr);
       if (!s.ok()) throw Error(ErrorCode::kIo, "RocksDB could not compact state '" + name + "': " + s.ToString());
     }
   }
 
+  bool incrementalCheckpoints() const override { return incremental_; }
+
+  std::unique_ptr<RocksDBCheckpoint> checkpoint(int64_t checkpointId) override {
+    auto out = std::make_unique<RocksDBCheckpoint>();
+    out->folder = directory_ + "-chk-" + std::to_string(checkpointId);
+    out->uploads = uploads_;
+    std::error_code ec;
+    fs::remove_all(out->folder, ec);  // of an attempt that failed before uploading it
+    rocksdb::Checkpoint* raw = nullptr;
+    rocksdb::Status s = rocksdb::Checkpoint::Create(db_.get(), &raw);
+    std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+    // A log size of 0 flushes every write buffer first: the files then hold everything.
+    if (s.ok()) s = checkpoint->CreateCheckpoint(out->folder, 0);
+    if (!s.ok()) {
+      throw Error(ErrorCode::kIo, "RocksDB could not take a checkpoint of '" + directory_ + "' into '" +
+                                      out->folder + "': " + s.ToString());
+    }
+    for (const auto& entry : fs::directory_iterator(out->folder)) out->files.push_back(entry.path().filename());
+    std::sort(out->files.begin(), out->files.end());
+    for (const auto& [name, open] : columns_) out->columns.push_back(name);
+    return out;
+  }
+
+  void restore(const RestoredRocksDB& from) override {
+    if (!columns_.empty())
+      throw Error(ErrorCode::kInternal, "a RocksDB instance is restored only before any state is registered");
+    close();
+    std::error_code ec;
+    fs::remove_all(directory_, ec);
+    fs::create_directory(directory_, ec);
+    if (ec) throw Error(ErrorCode::kIo, "cannot make the RocksDB folder '" + directory_ + "': " + ec.message());
+    placeCheckpointFiles(from, directory_);
+    open(columnFamiliesIn(directory_, dbOptions_));
+    // Later checkpoints refer to the files the restored one stored, while it keeps them.
+    for (const auto& f : from.files)
+      if (f.shared) uploads_->set(f.name, f.path);
+  }
+
  private:
+  // Opens the database of directory_ with the column families `names` (the default one
+  // first); the others become columns whose states register later.
+  void open(const std::vector<std::string>& names) {
+    std::vector<rocksdb::ColumnFamilyDescriptor> families;
+    std::vector<std::shared_ptr<TtlCompactionFilterFactory>> filters;
+    for (const auto& name : names) {
+      rocksdb::ColumnFamilyOptions options = columnOptions_;
+      filters.push_back(std::make_shared<TtlCompactionFilterFactory>());
+      if (name != rocksdb::kDefaultColumnFamilyName) options.compaction_filter_factory = filters.back();
+      families.emplace_back(name, options);
+    }
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    rocksdb::DB* raw = nullptr;
+    rocksdb::Status s = rocksdb::DB::Open(dbOptions_, directory_, families, &handles, &raw);
+    if (!s.ok()) throw Error(ErrorCode::kIo, "cannot open RocksDB in '" + directory_ + "': " + s.ToString());
+    db_.reset(raw);
+    for (size_t i = 0; i < names.size(); ++i) {
+      if (names[i] == rocksdb::kDefaultColumnFamilyName) {
+        defaultColumn_ = handles[i];
+      } else {
+        columns_.emplace(names[i], Open{std::make_unique<Column>(names[i], db_.get(), handles[i]), filters[i]});
+      }
+    }
+  }
+
+  void close() {
+    columns_.clear();
+    if (db_) {
+      db_->DestroyColumnFamilyHandle(defaultColumn_);
+      db_->Close();
+      db_.reset();
+    }
+  }
+
+  struct Open {
+    std::unique_ptr<Column> column;
+    std::shared_ptr<TtlCompactionFilterFactory> ttl;
+  };
+
   std::shared_ptr<SharedMemory> memory_;
   std::string directory_;
+  bool incremental_;
   rocksdb::ColumnFamilyOptions columnOptions_;
+  rocksdb::DBOptions dbOptions_;
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* defaultColumn_ = nullptr;
-  std::map<std::string, std::unique_ptr<Column>> columns_;
+  std::map<std::string, Open> columns_;
+  std::shared_ptr<RocksDBUploads> uploads_ = std::make_shared<RocksDBUploads>();
 };
 
 }  // namespace
+
+bool isSstFile(std::string_view name) { return name.ends_with(".sst"); }
+
+RocksDBCheckpoint::~RocksDBCheckpoint() {
+  if (folder.empty()) return;
+  std::error_code ec;
+  fs::remove_all(folder, ec);
+}
+
+void readRocksDBCheckpoint(const RestoredRocksDB& from, KeyGroupRange range, const std::string& localDirectory,
+                           const std::function<void(const std::string& state, const StateEntry&)>& visit) {
+  if (range.size() == 0) return;
+  const std::string folder = newLocalFolder(localDirectory, "restore");
+  struct Cleanup {
+    std::string folder;
+    std::unique_ptr<rocksdb::DB> db;
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    ~Cleanup() {
+      for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
+      if (db) db->Close();
+      db.reset();
+      std::error_code ec;
+      fs::remove_all(folder, ec);
+    }
+  } cleanup{folder, nullptr, {}};
+  placeCheckpointFiles(from, folder);
+  RocksDBOptions options = rocksDBOptions(EmbeddedRocksDBStateBackend::Options{});
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const auto& name : columnFamiliesIn(folder, options.db)) families.emplace_back(name, options.column);
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(options.db, folder, families, &cleanup.handles, &raw);
+  if (!s.ok()) throw Error(ErrorCode::kCheckpoint, "the checkpoint's RocksDB files do not open: " + s.ToString());
+  cleanup.db.reset(raw);
+  const std::string lower = keyGroupPrefix(range.start), upper = keyGroupPrefix(range.end + 1);
+  for (size_t i = 0; i < families.size(); ++i) {
+    if (families[i].name == rocksdb::kDefaultColumnFamilyName) continue;
+    Scan scan(raw, cleanup.handles[i], lower, upper);
+    for (; scan.valid(); scan.next()) {
+      std::string_view key = scan.key();
+      visit(families[i].name, StateEntry{keyGroupOf(key), key.substr(2), scan.value()});
+    }
+  }
+}
 
 std::unique_ptr<RocksDBInstance> openRocksDB(const EmbeddedRocksDBStateBackend& backend, const std::string& owner) {
   return std::make_unique<Instance>(backend.options(), owner);

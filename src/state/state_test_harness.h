@@ -15,7 +15,10 @@ class StateHarness {
  public:
   explicit StateHarness(const std::string& backendName,
                         std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>())
-      : backend_(stateBackendFromName(backendName)),
+      : StateHarness(stateBackendFromName(backendName), std::move(clock)) {}
+  explicit StateHarness(std::shared_ptr<StateBackend> backend,
+                        std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>())
+      : backend_(std::move(backend)),
         store_(std::make_unique<detail::KeyedStateBackend<K>>(*backend_, 128, "test", std::move(clock))) {
     context_.setKeyedStateStore(store_.get());
   }

@@ -185,6 +185,8 @@ class HeapKeyTable {
   std::vector<uint8_t> inUse_;         // per slot
 };
 
+struct OperatorSnapshot;
+struct RestoredOperatorState;
 class RocksDBInstance;
 // Opens a RocksDB instance in a fresh folder under the backend's local directory; the
 // folder is removed when the instance is destroyed.
@@ -237,10 +239,14 @@ class KeyedStateStore {
   // synchronous part of a checkpoint). Destroy it before the store. Restored states that
   // were not registered again are part of it, so they survive to the next restore.
   std::map<std::string, std::unique_ptr<StateSnapshot>> snapshot();
+  // The store's part of checkpoint `checkpointId`: snapshot() into `out.keyed`, or with
+  // incremental RocksDB checkpoints RocksDB's own checkpoint into `out.rocksdb`.
+  void snapshot(int64_t checkpointId, OperatorSnapshot& out);
 
-  // Entries of a checkpoint, by state name: each state takes its own when it is
-  // registered. Call before any state is registered.
-  void setRestored(std::map<std::string, std::vector<OwnedStateEntry>> entries) { restored_ = std::move(entries); }
+  // What a checkpoint holds for this store: keyed entries by state name, each state
+  // taking its own when it is registered, and RocksDB instances' files. Call before any
+  // state is registered.
+  void setRestored(RestoredOperatorState& restored);
   // Heap: the slot of the serialized key at the front of `in` (made if new).
   virtual uint32_t restoreHeapKey(DataInput& in, const std::string& state, int keyGroup) = 0;
 
@@ -272,6 +278,7 @@ class KeyedStateStore {
   std::shared_ptr<const Clock> clock_;
   HeapKeyTable* heapKeys_ = nullptr;
   std::unique_ptr<RocksDBInstance> rocksdb_;
+  std::string localDirectory_;  // RocksDB's, for reading checkpointed RocksDB files
   std::map<std::string, Registered> states_;
 };
 

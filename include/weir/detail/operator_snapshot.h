@@ -5,6 +5,8 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -26,15 +28,68 @@ inline constexpr const char* kAssignedSplitsState = "_assigned_splits";
 // PartitionerKind as a varint, then the channel's persisted records.
 inline constexpr const char* kChannelState = "_channel_state";
 
+// Where the SST files of one RocksDB instance went in earlier checkpoints: its file name
+// ("000012.sst") to the path of the copy in the checkpoints' shared/ folder. A later
+// incremental checkpoint refers to that copy instead of uploading the file again, as
+// long as the copy is still in use (CheckpointCoordinator's SharedFiles decides).
+// Written by the I/O thread, set by a restore: guarded by its mutex.
+class RocksDBUploads {
+ public:
+  std::optional<std::string> find(const std::string& file) const {
+    std::lock_guard lock(mutex_);
+    auto it = stored_.find(file);
+    if (it == stored_.end()) return std::nullopt;
+    return it->second;
+  }
+  void set(const std::string& file, std::string path) {
+    std::lock_guard lock(mutex_);
+    stored_[file] = std::move(path);
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  std::map<std::string, std::string> stored_;
+};
+
+// RocksDB's own checkpoint of one instance (incremental checkpoints), taken on the task
+// thread: write buffers flushed, SST files hard-linked and the rest copied into a local
+// folder, which the destructor removes once the files are uploaded.
+struct RocksDBCheckpoint {
+  std::string folder;
+  std::vector<std::string> files;    // names inside `folder`
+  std::vector<std::string> columns;  // the states (column families) it holds
+  std::shared_ptr<RocksDBUploads> uploads;
+
+  RocksDBCheckpoint() = default;
+  RocksDBCheckpoint(const RocksDBCheckpoint&) = delete;
+  RocksDBCheckpoint& operator=(const RocksDBCheckpoint&) = delete;
+  ~RocksDBCheckpoint();
+};
+
 // Taken on the task thread (the synchronous part); read later on another thread.
 struct OperatorSnapshot {
   std::map<std::string, std::unique_ptr<StateSnapshot>> keyed;  // by state name
   std::vector<OperatorStateSnapshot> operatorState;
+  std::unique_ptr<RocksDBCheckpoint> rocksdb;  // incremental: the states kept in RocksDB
+};
+
+// One RocksDB instance's files in a checkpoint, to restore from.
+struct RestoredRocksDB {
+  KeyGroupRange keyGroups;  // of the instance that took it
+  struct File {
+    std::string name;     // RocksDB's name for it
+    std::string path;     // where the checkpoint keeps it
+    bool shared = false;  // in shared/, where later checkpoints may refer to it
+  };
+  std::vector<File> files;
 };
 
 // Read from a checkpoint: only the key groups this instance owns.
 struct RestoredOperatorState {
+  KeyGroupRange keyGroups;  // this instance's
   std::map<std::string, std::vector<OwnedStateEntry>> keyed;
+  // Incremental checkpoints of RocksDB instances whose key groups overlap this one's.
+  std::vector<RestoredRocksDB> rocksdb;
   std::vector<OperatorStateSnapshot> operatorState;
   // kChannelState elements with the old subtask that held each: this subtask's own, or
   // at another parallelism (`channelStateRescaled`) every old subtask's.

@@ -290,7 +290,7 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
       if (auto* restored = context.restored()) {
         restoreTimers(restored->takeKeyed(kTimersState), timers_);
         restoreTimers(restored->takeKeyed(kProcessingTimersState), processingTimers_);
-        state_->setRestored(std::move(restored->keyed));
+        state_->setRestored(*restored);
       }
     });
     context.setKeyedStateStore(state_.get());
@@ -305,7 +305,7 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   // Keyed state and timers, then what the base writes (function, operator state).
   void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
     CollectingOperator<T, OUT, F>::snapshotState(checkpointId, timestamp, out);
-    out.keyed = state_->snapshot();
+    state_->snapshot(checkpointId, out);
     if constexpr (Serializable<K>) {
       out.keyed[kTimersState] = snapshotTimers(timers_);
       out.keyed[kProcessingTimersState] = snapshotTimers(processingTimers_);

@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -74,6 +75,9 @@ struct RocksDBTtlFilter {
   std::shared_ptr<const Clock> clock;
 };
 
+struct RocksDBCheckpoint;
+struct RestoredRocksDB;
+
 // One RocksDB database: the state of one keyed operator subtask.
 class RocksDBInstance {
  public:
@@ -89,7 +93,28 @@ class RocksDBInstance {
   virtual std::shared_ptr<const RocksDBReadView> readView() = 0;
   // Flushes write buffers and compacts every column (tests and benchmarks use it).
   virtual void compactAll() = 0;
+
+  // Whether checkpoints of this instance are incremental (RocksDB's own files).
+  virtual bool incrementalCheckpoints() const = 0;
+  // RocksDB's own checkpoint of every column as it is now, for checkpoint `checkpointId`:
+  // write buffers are flushed, then the files hard-linked into a new local folder.
+  virtual std::unique_ptr<RocksDBCheckpoint> checkpoint(int64_t checkpointId) = 0;
+  // Replaces this instance's database, which must have no column yet, by the one a
+  // checkpoint holds (taken by an instance with the same key groups). Its columns are
+  // there at once; a state registered later finds its entries in its column.
+  virtual void restore(const RestoredRocksDB& from) = 0;
 };
+
+// Whether RocksDB file `name` is an SST file: immutable once written, so checkpoints
+// share it and restores may hard-link it.
+bool isSstFile(std::string_view name);
+
+// Calls `visit` with every entry of the checkpointed instance `from` whose key group is
+// in `range`, and the name of its state: how RocksDB files are read at another
+// parallelism or into the heap. Works on a read-only copy under `localDirectory` ("":
+// $TMPDIR), removed before it returns. Throws weir::Error naming the problem.
+void readRocksDBCheckpoint(const RestoredRocksDB& from, KeyGroupRange range, const std::string& localDirectory,
+                           const std::function<void(const std::string& state, const StateEntry&)>& visit);
 
 // "state 'x', key group g" (without the group when there is none, -1).
 // The smallest key greater than every key that starts with `prefix`; empty if none.

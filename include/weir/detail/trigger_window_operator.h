@@ -79,7 +79,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
         watermark_ = restoreWindowWatermark(*restored, context);
         restoreTimers(restored->takeKeyed(kTimersState), eventTimers_, false);
         restoreTimers(restored->takeKeyed(kProcessingTimersState), processingTimers_, true);
-        store_->setRestored(std::move(restored->keyed));
+        store_->setRestored(*restored);
       }
       if constexpr (kKeepsRecords) {
         contents_ = &listState<W>(*store_, ListStateDescriptor<Element>(kContentsState));
@@ -113,7 +113,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
     this->callUser([&] { snapshotFunction(policy_.fn, checkpointId, timestamp); });
     StreamOperator::snapshotState(checkpointId, timestamp, out);
-    out.keyed = store_->snapshot();
+    store_->snapshot(checkpointId, out);
     if constexpr (Serializable<K> && Serializable<W>) {
       out.keyed[kTimersState] = snapshotTimers(eventTimers_);
       out.keyed[kProcessingTimersState] = snapshotTimers(processingTimers_);

@@ -248,7 +248,8 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   void open() override {
     if (auto* restored = this->context().restored()) {
       restore(*restored);
-      if (!restored->keyed.empty()) this->callUser([&] { keyedState().setRestored(std::move(restored->keyed)); });
+      if (!restored->keyed.empty() || !restored->rocksdb.empty())
+        this->callUser([&] { keyedState().setRestored(*restored); });
     }
     this->callUser([&] { openFunction(policy_.fn, this->context_); });
   }
@@ -294,7 +295,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         key.write(static_cast<uint8_t>(t.clears ? 2 : t.cleanup ? 1 : 0));
         timers.push_back({keyGroup(t.key), key.data(), {}});
       }
-      if (store_) out.keyed = store_->snapshot();  // the window function's state
+      if (store_) store_->snapshot(checkpointId, out);  // the window function's state
       out.keyed[kWindowsState] = std::make_unique<MaterializedSnapshot>(std::move(windows));
       out.keyed[kTimersState] = std::make_unique<MaterializedSnapshot>(std::move(timers));
     }
