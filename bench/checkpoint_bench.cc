@@ -39,19 +39,29 @@ struct FailOnce : RichMapFunction<Write, Write> {
 };
 
 struct Figures {
-  double sync = 0, async = 0, alignment = 0, total = 0, size = 0;
+  double sync = 0, async = 0, alignment = 0, total = 0, size = 0, fullSize = 0;
 };
 
-// Starts a job that fills `keys` keys and then keeps rewriting them, with a checkpoint
-// every 500 ms (the map throws once when `armed` is set); returns once every key was
-// written and `checkpoints` more checkpoints completed.
+// "heap", "rocksdb", or "rocksdb_incremental" (RocksDB with incremental checkpoints).
+std::shared_ptr<StateBackend> backendNamed(const std::string& name) {
+  if (name == "rocksdb_incremental") return std::make_shared<EmbeddedRocksDBStateBackend>(true);
+  return stateBackendFromName(name);
+}
+
+// Starts a job that fills `keys` keys and then keeps rewriting the first 1% of them (so
+// 1% of the keys change between checkpoints), with a checkpoint every 500 ms (the map
+// throws once when `armed` is set); returns once every key was written and
+// `checkpoints` more checkpoints completed.
 JobClient startFilled(const std::string& backend, int64_t keys, int checkpoints,
                       std::shared_ptr<std::atomic<bool>> armed, RestartStrategy restart) {
   StreamExecutionEnvironment env;
-  env.setParallelism(1).setStateBackend(stateBackendFromName(backend));
+  env.setParallelism(1).setStateBackend(backendNamed(backend));
   env.enableCheckpointing(500ms);
   env.setRestartStrategy(restart);
-  env.fromSource(DataGeneratorSource([keys](int64_t i) { return Write{i % keys, i / keys}; }, kUnboundedCount,
+  const int64_t hot = std::max<int64_t>(1, keys / 100);
+  env.fromSource(DataGeneratorSource(
+                     [keys, hot](int64_t i) { return i < keys ? Write{i, 0} : Write{(i - keys) % hot, i / hot}; },
+                     kUnboundedCount,
                                      RateLimiterStrategy::perSecond(2'000'000)),
                  WatermarkStrategy<Write>::noWatermarks(), "writes")
       .map(FailOnce(std::move(armed)))
@@ -70,15 +80,30 @@ JobClient startFilled(const std::string& backend, int64_t keys, int checkpoints,
   return client;
 }
 
-// The figures of the third checkpoint after the state was filled.
+// The figures of the third checkpoint after the state was filled, but the size: what
+// the 3rd to the 10th checkpoints wrote on average (incremental checkpoints write more
+// when a compaction rewrote files, so one checkpoint says little).
 Figures measure(const std::string& backend, int64_t keys) {
   auto client = startFilled(backend, keys, 3, std::make_shared<std::atomic<bool>>(false), RestartStrategy::noRestart());
   auto m = client.getMetrics();
+  Figures f{static_cast<double>(m.lastCheckpointSyncDuration), static_cast<double>(m.lastCheckpointAsyncDuration),
+            static_cast<double>(m.lastCheckpointAlignmentTime), static_cast<double>(m.lastCheckpointDuration),
+            0, static_cast<double>(m.lastCheckpointFullSize)};
+  constexpr int kCheckpoints = 8;
+  int64_t seen = m.numberOfCompletedCheckpoints, counted = 0;
+  double written = static_cast<double>(m.lastCheckpointSize);
+  for (counted = 1; counted < kCheckpoints;) {
+    std::this_thread::sleep_for(2ms);
+    auto now = client.getMetrics();
+    if (now.numberOfCompletedCheckpoints == seen) continue;
+    seen = now.numberOfCompletedCheckpoints;
+    written += static_cast<double>(now.lastCheckpointSize);
+    ++counted;
+  }
+  f.size = written / kCheckpoints;
   client.cancel();
   client.wait();
-  return {static_cast<double>(m.lastCheckpointSyncDuration), static_cast<double>(m.lastCheckpointAsyncDuration),
-          static_cast<double>(m.lastCheckpointAlignmentTime), static_cast<double>(m.lastCheckpointDuration),
-          static_cast<double>(m.lastCheckpointSize)};
+  return f;
 }
 
 }  // namespace
@@ -88,8 +113,9 @@ void checkpointSize(int runs) {
   if (std::getenv("WEIR_BENCH_LARGE")) sizes.push_back(10'000'000);
   const char* only = std::getenv("WEIR_BENCH_BACKEND");
   for (int64_t keys : sizes) {
-    for (std::string backend : {"heap", "rocksdb"}) {
-      if (only && backend != only) continue;
+    double rocksdbFull = 0;  // size of the RocksDB full checkpoint, for the incremental ratio
+    for (std::string backend : {"heap", "rocksdb", "rocksdb_incremental"}) {
+      if (only && backend.rfind(only, 0) != 0) continue;
       std::vector<Figures> all;
       for (int r = 0; r < std::max(1, runs / 2); ++r) all.push_back(measure(backend, keys));
       auto median = [&](double Figures::*f) {
@@ -98,11 +124,18 @@ void checkpointSize(int runs) {
         std::sort(v.begin(), v.end());
         return v[v.size() / 2];
       };
-      printFigure("checkpoint_size", {{"backend", backend}, {"kind", "full"}},
-                  {{"keys", static_cast<double>(keys)}, {"state_bytes", 100.0 * static_cast<double>(keys)},
-                   {"size_bytes", median(&Figures::size)}, {"sync_ms", median(&Figures::sync)},
-                   {"async_ms", median(&Figures::async)}, {"alignment_ms", median(&Figures::alignment)},
-                   {"duration_ms", median(&Figures::total)}});
+      const bool incremental = backend == "rocksdb_incremental";
+      std::vector<std::pair<std::string, double>> figures{
+          {"keys", static_cast<double>(keys)},          {"state_bytes", 100.0 * static_cast<double>(keys)},
+          {"size_bytes", median(&Figures::size)},       {"full_size_bytes", median(&Figures::fullSize)},
+          {"sync_ms", median(&Figures::sync)},          {"async_ms", median(&Figures::async)},
+          {"alignment_ms", median(&Figures::alignment)}, {"duration_ms", median(&Figures::total)}};
+      if (backend == "rocksdb") rocksdbFull = median(&Figures::size);
+      // Incremental: what a checkpoint wrote against what a full RocksDB one writes.
+      if (incremental && rocksdbFull > 0) figures.emplace_back("ratio", median(&Figures::size) / rocksdbFull);
+      printFigure("checkpoint_size",
+                  {{"backend", incremental ? "rocksdb" : backend}, {"kind", incremental ? "incremental" : "full"}},
+                  figures);
     }
   }
 }
@@ -112,14 +145,14 @@ void recovery(int runs) {
   if (std::getenv("WEIR_BENCH_LARGE")) sizes.push_back(10'000'000);
   const char* only = std::getenv("WEIR_BENCH_BACKEND");
   for (int64_t keys : sizes) {
-    for (std::string backend : {"heap", "rocksdb"}) {
-      if (only && backend != only) continue;
+    for (std::string backend : {"heap", "rocksdb", "rocksdb_incremental"}) {
+      if (only && backend.rfind(only, 0) != 0) continue;
       std::vector<double> seconds;
       double size = 0;
       for (int r = 0; r < std::max(1, runs / 2); ++r) {
         auto armed = std::make_shared<std::atomic<bool>>(false);
         auto client = startFilled(backend, keys, 2, armed, RestartStrategy::fixedDelayRestart(1, 0ms));
-        size = static_cast<double>(client.getMetrics().lastCheckpointSize);
+        size = static_cast<double>(client.getMetrics().lastCheckpointFullSize);
         armed->store(true);
         while (client.getMetrics().lastRecoveryDuration < 0) std::this_thread::sleep_for(5ms);
         seconds.push_back(static_cast<double>(client.getMetrics().lastRecoveryDuration) / 1000.0);
@@ -127,7 +160,8 @@ void recovery(int runs) {
         client.wait();
       }
       std::sort(seconds.begin(), seconds.end());
-      printFigure("recovery", {{"backend", backend}},
+      printFigure("recovery", {{"backend", backend == "rocksdb_incremental" ? "rocksdb" : backend},
+                               {"kind", backend == "rocksdb_incremental" ? "incremental" : "full"}},
                   {{"keys", static_cast<double>(keys)}, {"checkpoint_bytes", size},
                    {"recovery_s", seconds[seconds.size() / 2]}});
     }

@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <filesystem>
+#include <future>
 
 #include "weir/error.h"
 
@@ -33,11 +34,19 @@ void removeFolder(const std::string& folder) {
   fs::remove_all(folder, ec);
 }
 
+// One spelling of a folder (absolute, symbolic links resolved): shared files are known
+// by their path, which a restore spells from the checkpoint's path.
+std::string normalFolder(const std::string& folder) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(folder, ec), ec);
+  return ec ? folder : p.string();
+}
+
 }  // namespace
 
 CheckpointCoordinator::CheckpointCoordinator(CheckpointConfig config, std::string jobFolder, std::string jobId,
                                              int maxParallelism, int64_t firstId)
-    : config_(std::move(config)), jobFolder_(std::move(jobFolder)), jobId_(std::move(jobId)),
+    : config_(std::move(config)), jobFolder_(normalFolder(jobFolder)), jobId_(std::move(jobId)),
       maxParallelism_(maxParallelism), nextId_(firstId) {
   std::error_code ec;
   fs::create_directories(jobFolder_, ec);
@@ -350,6 +359,20 @@ CheckpointCoordinator::Stats CheckpointCoordinator::stats() const {
 }
 
 void CheckpointCoordinator::shutdown(bool discard) {
+  // On the I/O thread, after the uploads and removals still queued there.
+  std::promise<void> finished;
+  {
+    std::lock_guard lock(ioMutex_);
+    ioQueue_.push_back([this, discard, &finished] {
+      discardRetained(discard);
+      finished.set_value();
+    });
+  }
+  ioCv_.notify_one();
+  finished.get_future().wait();
+}
+
+void CheckpointCoordinator::discardRetained(bool discard) {
   std::deque<Retained> retained;
   {
     std::lock_guard lock(mutex_);

@@ -125,6 +125,8 @@ class CheckpointCoordinator {
   // when there is a min pause (which counts from the end of the previous one).
   size_t concurrency() const;
   void runIo();
+  // shutdown()'s work, on the I/O thread.
+  void discardRetained(bool discard);
 
   const CheckpointConfig config_;
   const std::string jobFolder_;

@@ -200,7 +200,14 @@ void uploadRocksDB(const CheckpointTarget& target, const RocksDBCheckpoint& chec
       if (ec) throw ioError("create folder", target.sharedFolder, ec.value());
       f.stored = uniquePrefix() + "-" + name;
       const std::string path = (fs::path(target.sharedFolder) / f.stored).string();
-      SharedFiles::File file = copyFile(from, path);
+      SharedFiles::File file;
+      try {
+        file = copyFile(from, path);
+      } catch (...) {  // it may be there, renamed, when syncing its folder failed
+        std::error_code ec;
+        fs::remove(path, ec);
+        throw;
+      }
       target.shared->add(target.checkpointId, path, file);
       checkpoint.uploads->set(name, path);
       f.size = file.size;
