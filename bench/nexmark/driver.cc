@@ -78,7 +78,10 @@ ChildResult runInChild(const std::string& query, const std::string& backend, int
       GeneratorConfig config;
       config.events = options.events;
       StreamExecutionEnvironment env;
-      env.setParallelism(parallelism).setStateBackend(stateBackendFromName(backend));
+      // rocksdb_incremental: RocksDB with incremental checkpoints.
+      env.setParallelism(parallelism)
+          .setStateBackend(backend == "rocksdb_incremental" ? std::make_shared<EmbeddedRocksDBStateBackend>(true)
+                                                            : stateBackendFromName(backend));
       if (options.checkpointIntervalMs > 0) {
         dir = std::filesystem::temp_directory_path() / ("weir-nexmark-" + std::to_string(::getpid()));
         std::filesystem::create_directories(dir);
@@ -225,7 +228,8 @@ std::string validate(const DriverOptions& options) {
     }
   }
   for (const auto& b : options.backends)
-    if (b != "heap" && b != "rocksdb") return "unknown state backend '" + b + "'; use heap or rocksdb";
+    if (b != "heap" && b != "rocksdb" && b != "rocksdb_incremental")
+      return "unknown state backend '" + b + "'; use heap, rocksdb or rocksdb_incremental";
   if (options.events <= 0) return "--events must be positive, got " + std::to_string(options.events);
   for (int p : options.parallelisms)
     if (p < 1 || p > 128) return "--parallelism must be from 1 to 128, got " + std::to_string(p);

@@ -16,7 +16,7 @@ int main(int argc, char** argv) {
   app.add_option("--events", options.events, "events per run (> 0)");
   app.add_option("--parallelism", options.parallelisms, "parallelisms to run at, comma-separated (1 to 128)")
       ->delimiter(',');
-  app.add_option("--state-backend", options.backends, "heap, rocksdb or both, comma-separated")->delimiter(',');
+  app.add_option("--state-backend", options.backends, "heap, rocksdb, rocksdb_incremental (RocksDB with incremental checkpoints), comma-separated")->delimiter(',');
   app.add_option("--checkpoint-interval", options.checkpointIntervalMs, "ms between checkpoints; 0 for none");
   app.add_option("--runs", options.runs, "runs per figure (the median is reported)");
   try {
