@@ -34,19 +34,11 @@ void removeFolder(const std::string& folder) {
   fs::remove_all(folder, ec);
 }
 
-// One spelling of a folder (absolute, symbolic links resolved): shared files are known
-// by their path, which a restore spells from the checkpoint's path.
-std::string normalFolder(const std::string& folder) {
-  std::error_code ec;
-  fs::path p = fs::weakly_canonical(fs::absolute(folder, ec), ec);
-  return ec ? folder : p.string();
-}
-
 }  // namespace
 
 CheckpointCoordinator::CheckpointCoordinator(CheckpointConfig config, std::string jobFolder, std::string jobId,
                                              int maxParallelism, int64_t firstId)
-    : config_(std::move(config)), jobFolder_(normalFolder(jobFolder)), jobId_(std::move(jobId)),
+    : config_(std::move(config)), jobFolder_(normalPath(jobFolder)), jobId_(std::move(jobId)),
       maxParallelism_(maxParallelism), nextId_(firstId) {
   std::error_code ec;
   fs::create_directories(jobFolder_, ec);

@@ -424,8 +424,14 @@ void writeMetadata(const std::string& dir, const CheckpointMetadata& m) {
   file.commit();
 }
 
+std::string normalPath(const std::string& path) {
+  std::error_code ec;
+  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
+  return ec ? fs::path(path).lexically_normal().string() : p.string();
+}
+
 std::string checkpointFolder(const std::string& path) {
-  fs::path p = fs::path(path).lexically_normal();
+  fs::path p = normalPath(path);
   if (p.filename().empty()) p = p.parent_path();  // a trailing '/'
   if (p.filename() == "_metadata") return p.parent_path().string();
   return p.string();

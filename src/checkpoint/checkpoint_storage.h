@@ -112,8 +112,13 @@ void writeMetadata(const std::string& dir, const CheckpointMetadata& metadata);
 // Reads the _metadata of the checkpoint at `path` (a chk-<n> folder or its _metadata).
 // Throws weir::Error (kCheckpoint) naming the file when it is missing or corrupt.
 CheckpointMetadata readMetadata(const std::string& path);
-// The chk-<n> folder of `path` (itself, or the folder of a _metadata file).
+// The chk-<n> folder of `path` (itself, or the folder of a _metadata file), spelled
+// by normalPath.
 std::string checkpointFolder(const std::string& path);
+// One spelling of a path: absolute, symbolic links resolved. Shared files are known by
+// their path (SharedFiles, RocksDBUploads), and a restore spells them from the
+// checkpoint's folder: both go through this.
+std::string normalPath(const std::string& path);
 
 // Checks every state file's size and checksum; throws weir::Error (kCheckpoint) naming
 // the first file that is missing, truncated or corrupt.

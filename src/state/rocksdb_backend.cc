@@ -278,14 +278,6 @@ void placeCheckpointFiles(const RestoredRocksDB& from, const std::string& folder
   }
 }
 
-// One spelling of a path (absolute, symbolic links resolved), as the checkpoint
-// coordinator spells the shared files it knows.
-std::string normalPath(const std::string& path) {
-  std::error_code ec;
-  fs::path p = fs::weakly_canonical(fs::absolute(path, ec), ec);
-  return ec ? path : p.string();
-}
-
 // The column families of the database in `folder`, the default one first.
 std::vector<std::string> columnFamiliesIn(const std::string& folder, const rocksdb::DBOptions& options) {
   std::vector<std::string> names;
@@ -392,7 +384,7 @@ class Instance final : public RocksDBInstance {
     open(columnFamiliesIn(directory_, dbOptions_));
     // Later checkpoints refer to the files the restored one stored, while it keeps them.
     for (const auto& f : from.files)
-      if (f.shared) uploads_->set(f.name, normalPath(f.path));
+      if (f.shared) uploads_->set(f.name, f.path);
   }
 
  private:
