@@ -1,7 +1,12 @@
 #include "checkpoint_bench.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "harness.h"
@@ -18,9 +23,17 @@ struct Write {
   int64_t version;
 };
 
+// Subtasks of Keep open so far (their state restored), and when the last one did.
+std::atomic<int> gKeepOpened{0};
+std::atomic<int64_t> gKeepOpenedAtNanos{0};
+
 // Keeps a 100-byte value per key, rewritten by every record of the key.
 struct Keep : KeyedProcessFunction<int64_t, Write, int64_t> {
-  void open() override { value_ = &getRuntimeContext().getState(ValueStateDescriptor<std::string>("value")); }
+  void open() override {
+    value_ = &getRuntimeContext().getState(ValueStateDescriptor<std::string>("value"));
+    gKeepOpenedAtNanos = std::chrono::steady_clock::now().time_since_epoch().count();
+    ++gKeepOpened;
+  }
   void processElement(const Write& w, Context&, Collector<int64_t>&) override {
     std::string v(100, static_cast<char>('a' + w.version % 26));
     value_->update(std::move(v));
@@ -48,26 +61,35 @@ std::shared_ptr<StateBackend> backendNamed(const std::string& name) {
   return stateBackendFromName(name);
 }
 
-// Starts a job that fills `keys` keys and then keeps rewriting the first 1% of them (so
-// 1% of the keys change between checkpoints), with a checkpoint every 500 ms (the map
-// throws once when `armed` is set); returns once every key was written and
-// `checkpoints` more checkpoints completed.
-JobClient startFilled(const std::string& backend, int64_t keys, int checkpoints,
-                      std::shared_ptr<std::atomic<bool>> armed, RestartStrategy restart) {
-  StreamExecutionEnvironment env;
-  env.setParallelism(1).setStateBackend(backendNamed(backend));
-  env.enableCheckpointing(500ms);
-  env.setRestartStrategy(restart);
+// The job of startFilled: writes to `keys` keys, then to the first 1% of them again and again.
+void addWrites(StreamExecutionEnvironment& env, int64_t keys, std::shared_ptr<std::atomic<bool>> armed) {
   const int64_t hot = std::max<int64_t>(1, keys / 100);
   env.fromSource(DataGeneratorSource(
                      [keys, hot](int64_t i) { return i < keys ? Write{i, 0} : Write{(i - keys) % hot, i / hot}; },
-                     kUnboundedCount,
-                                     RateLimiterStrategy::perSecond(2'000'000)),
+                     kUnboundedCount, RateLimiterStrategy::perSecond(2'000'000)),
                  WatermarkStrategy<Write>::noWatermarks(), "writes")
       .map(FailOnce(std::move(armed)))
       .keyBy([](const Write& w) { return w.key; })
       .process(Keep{})
       .sinkTo(DiscardingSink<int64_t>());
+}
+
+// Starts a job that fills `keys` keys and then keeps rewriting the first 1% of them (so
+// 1% of the keys change between checkpoints), with a checkpoint every 500 ms (the map
+// throws once when `armed` is set); returns once every key was written and
+// `checkpoints` more checkpoints completed.
+JobClient startFilled(const std::string& backend, int64_t keys, int checkpoints,
+                      std::shared_ptr<std::atomic<bool>> armed, RestartStrategy restart,
+                      const std::string& retainIn = "") {
+  StreamExecutionEnvironment env;
+  env.setParallelism(1).setStateBackend(backendNamed(backend));
+  env.enableCheckpointing(500ms);
+  env.setRestartStrategy(restart);
+  if (!retainIn.empty()) {
+    env.getCheckpointConfig().setCheckpointStorage(retainIn);
+    env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
+  }
+  addWrites(env, keys, std::move(armed));
   auto client = env.executeAsync("checkpointed writes");
   auto written = [&] {
     uint64_t n = 0;
@@ -164,6 +186,67 @@ void recovery(int runs) {
                                {"kind", backend == "rocksdb_incremental" ? "incremental" : "full"}},
                   {{"keys", static_cast<double>(keys)}, {"checkpoint_bytes", size},
                    {"recovery_s", seconds[seconds.size() / 2]}});
+    }
+  }
+}
+
+namespace {
+
+// This process's resident set (VmRSS) or its peak since the last resetPeakRss (VmHWM), in bytes.
+double residentBytes(const char* field) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(field, 0) == 0) return std::stod(line.substr(std::strlen(field))) * 1024.0;
+  return 0;
+}
+void resetPeakRss() { std::ofstream("/proc/self/clear_refs") << "5"; }
+
+}  // namespace
+
+void rescale(int runs) {
+  std::vector<int64_t> sizes = {1'000'000};  // x ~100 bytes: 100 MB
+  if (std::getenv("WEIR_BENCH_LARGE")) sizes.push_back(10'000'000);
+  const char* only = std::getenv("WEIR_BENCH_BACKEND");
+  const auto folder = std::filesystem::temp_directory_path() / ("weir-bench-rescale-" + std::to_string(::getpid()));
+  for (int64_t keys : sizes) {
+    for (std::string backend : {"heap", "rocksdb", "rocksdb_incremental"}) {
+      if (only && backend.rfind(only, 0) != 0) continue;
+      std::vector<double> seconds, added;
+      double size = 0;
+      for (int r = 0; r < std::max(1, runs / 2); ++r) {
+        std::filesystem::remove_all(folder);
+        std::filesystem::create_directories(folder);
+        auto filled = startFilled(backend, keys, 2, std::make_shared<std::atomic<bool>>(false),
+                                  RestartStrategy::noRestart(), folder.string());
+        size = static_cast<double>(filled.getMetrics().lastCheckpointFullSize);
+        const std::string latest = filled.getMetrics().latestCompletedCheckpointPath;
+        filled.cancel();
+        filled.wait();
+
+        StreamExecutionEnvironment env;
+        env.setParallelism(2).setStateBackend(backendNamed(backend)).setRestorePath(latest);
+        addWrites(env, keys, std::make_shared<std::atomic<bool>>(false));
+        gKeepOpened = 0;
+        const double rssBefore = residentBytes("VmRSS:");
+        resetPeakRss();
+        const auto start = std::chrono::steady_clock::now();
+        auto client = env.executeAsync("rescaled");
+        while (gKeepOpened < 2 && client.getJobStatus() == JobStatus::RUNNING) std::this_thread::sleep_for(1ms);
+        if (gKeepOpened < 2) client.wait();  // it failed: throws, naming why
+        const auto opened = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(gKeepOpenedAtNanos.load()));
+        seconds.push_back(std::chrono::duration<double>(opened - start).count());
+        added.push_back(residentBytes("VmHWM:") - rssBefore);
+        client.cancel();
+        client.wait();
+      }
+      std::filesystem::remove_all(folder);
+      std::sort(seconds.begin(), seconds.end());
+      std::sort(added.begin(), added.end());
+      printFigure("rescale", {{"backend", backend == "rocksdb_incremental" ? "rocksdb" : backend},
+                              {"kind", backend == "rocksdb_incremental" ? "incremental" : "full"}},
+                  {{"keys", static_cast<double>(keys)}, {"checkpoint_bytes", size}, {"from_parallelism", 1},
+                   {"to_parallelism", 2}, {"restore_s", seconds[seconds.size() / 2]},
+                   {"peak_rss_added_bytes", added[added.size() / 2]}});
     }
   }
 }

@@ -15,6 +15,11 @@ void checkpointOverhead(int runs);
 // state of 100 MB (1 GB with WEIR_BENCH_LARGE=1), heap and RocksDB (`recovery`).
 void recovery(int runs);
 
+// Resuming a retained checkpoint of the same state taken at parallelism 1 at parallelism
+// 2: time until both keyed subtasks are open with their state, and the peak RSS the
+// restore added, heap and RocksDB (`rescale`).
+void rescale(int runs);
+
 // Checkpoint duration under back-pressure (a sink that takes 5 us per record), aligned
 // against unaligned (`alignment`).
 void alignment(int runs);

@@ -660,14 +660,15 @@ TEST(ConcurrentCheckpoints, OverlapAndRecoverExactly) {
 
 // A retained checkpoint of a cancelled job, resumed at another parallelism: each key's
 // state moves with its key group, and the two runs' output together is exact.
-// With incremental RocksDB checkpoints each new subtask reads its key groups out of the
-// old instances' files; resumed on the heap, the same files give the heap its entries.
+// With incremental RocksDB checkpoints each new subtask takes the old instance's files
+// as its database, clipped to its key groups (and checkpoints incrementally on from
+// them); resumed on the heap, the same files give the heap its entries.
 TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
   struct Case {
     std::string before, after;
   };
   for (const Case& c : {Case{"heap", "heap"}, Case{"rocksdb_incremental", "rocksdb"},
-                        Case{"rocksdb_incremental", "heap"}}) {
+                        Case{"rocksdb_incremental", "rocksdb_incremental"}, Case{"rocksdb_incremental", "heap"}}) {
     const int64_t n = 30000;
     Failures::reset({});
     fs::path dir = freshFolder("rescale");

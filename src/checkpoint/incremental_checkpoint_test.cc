@@ -57,25 +57,30 @@ class IncrementalCheckpointTest : public ::testing::Test {
   }
 
   // Takes checkpoint `id` of the store and writes it to <job>/chk-<id>, metadata last.
-  StateFileInfo store(int64_t id) {
-    OperatorSnapshot snapshot;
-    h_.store().snapshot(id, snapshot);
-    EXPECT_TRUE(snapshot.rocksdb) << "incremental checkpoints take RocksDB's own files";
-    StateFileInfo info;
-    info.operatorId = "op";
-    info.operatorName = "Keep";
-    info.keyGroups = kAll;
-    info.file = "op-0-state";
+  StateFileInfo store(int64_t id) { return storeInstances(id, {{&h_, kAll}}).at(0); }
+
+  // Checkpoint `id` of a rescaled operator: one instance per store, with its key groups.
+  std::vector<StateFileInfo> storeInstances(
+      int64_t id, const std::vector<std::pair<test::StateHarness<int64_t>*, KeyGroupRange>>& instances) {
     const fs::path folder = chk(id);
     fs::create_directories(folder);
-    writeStateFile(CheckpointTarget{folder.string(), (job_ / "shared").string(), id, &shared_}, snapshot, info);
     CheckpointMetadata m;
     m.checkpointId = id;
     m.jobId = "job";
     m.maxParallelism = 128;
-    m.files = {info};
+    for (const auto& [harness, keyGroups] : instances) {
+      OperatorSnapshot snapshot;
+      harness->store().snapshot(id, snapshot);
+      EXPECT_TRUE(snapshot.rocksdb) << "incremental checkpoints take RocksDB's own files";
+      StateFileInfo& info = m.files.emplace_back();
+      info.operatorId = "op";
+      info.operatorName = "Keep";
+      info.keyGroups = keyGroups;
+      info.file = "op-" + std::to_string(m.files.size() - 1) + "-state";
+      writeStateFile(CheckpointTarget{folder.string(), (job_ / "shared").string(), id, &shared_}, snapshot, info);
+    }
     writeMetadata(folder.string(), m);
-    return info;
+    return m.files;
   }
   fs::path chk(int64_t id) const { return job_ / ("chk-" + std::to_string(id)); }
 
@@ -100,7 +105,7 @@ class IncrementalCheckpointTest : public ::testing::Test {
     RestoredOperatorState restored;
     restored.keyGroups = range;
     std::vector<OperatorStateSnapshot> operatorState;
-    readStateFile(from, m.files.at(0), range, restored, operatorState);
+    for (const auto& file : m.files) readStateFile(from, file, range, restored, operatorState);
     h.store().setRestored(restored);
     auto& value = h.context().getState(ValueStateDescriptor<std::string>("value"));
     std::map<int64_t, std::string> out;
@@ -201,6 +206,48 @@ TEST_F(IncrementalCheckpointTest, WhatWasStoredReadsBackAtTheSameOrOtherKeyGroup
   values = restoredValues(heap, from, kAll, 7);
   ASSERT_EQ(values.size(), static_cast<size_t>((kKeys + 6) / 7));
   for (const auto& [k, v] : values) ASSERT_EQ(v, expected(k)) << "key " << k;
+}
+
+// Rescaling as Flink does it: a new instance takes the predecessor with the most of its
+// key groups as its database, clipped to them, and copies in the others' entries. Two
+// instances made by clipping one (scale out) checkpoint again, and are merged back (scale
+// in) and regrouped unevenly ([32, 95] from [0, 63] and [64, 127]), each with every key's
+// latest value and no key it does not own.
+TEST_F(IncrementalCheckpointTest, RescaledInstancesHoldExactlyTheirKeyGroups) {
+  write(0, kKeys, 1, 1);
+  store(1);
+  const KeyGroupRange low{0, 63}, high{64, 127};
+  auto groupOf = [](int64_t k) { return assignToKeyGroup(KeyHash<int64_t>{}(k), 128); };
+  auto keysIn = [&](KeyGroupRange range) {
+    size_t n = 0;
+    for (int64_t k = 0; k < kKeys; ++k) n += range.contains(groupOf(k)) ? 1 : 0;
+    return n;
+  };
+  test::StateHarness<int64_t> a{std::make_shared<EmbeddedRocksDBStateBackend>(true)};
+  test::StateHarness<int64_t> b{std::make_shared<EmbeddedRocksDBStateBackend>(true)};
+  EXPECT_EQ(restoredValues(a, chk(1).string(), low, 1).size(), keysIn(low));
+  EXPECT_EQ(restoredValues(b, chk(1).string(), high, 1).size(), keysIn(high));
+  // Each instance updates its own keys, as its subtask would.
+  for (auto* h : {&a, &b}) {
+    auto& value = h->context().getState(ValueStateDescriptor<std::string>("value"));
+    for (int64_t k = 0; k < kKeys; k += 50) {
+      if ((h == &a) != low.contains(groupOf(k))) continue;
+      h->setKey(k);
+      value.update(valueOf(k, 3));
+    }
+  }
+  storeInstances(3, {{&a, low}, {&b, high}});
+  auto expected = [](int64_t k) { return valueOf(k, k % 50 == 0 ? 3 : 1); };
+
+  for (KeyGroupRange range : {kAll, KeyGroupRange{32, 95}}) {
+    test::StateHarness<int64_t> merged{std::make_shared<EmbeddedRocksDBStateBackend>(true)};
+    auto values = restoredValues(merged, chk(3).string(), range, 1);
+    EXPECT_EQ(values.size(), keysIn(range)) << "key groups " << range.start << "-" << range.end;
+    for (const auto& [k, v] : values) {
+      ASSERT_TRUE(range.contains(groupOf(k))) << "key " << k;
+      ASSERT_EQ(v, expected(k)) << "key " << k;
+    }
+  }
 }
 
 // 50 trials: a byte flipped in, or a truncation of, one file of every kind an

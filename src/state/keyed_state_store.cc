@@ -67,9 +67,21 @@ void KeyedStateStore::setRestored(RestoredOperatorState& restored) {
   restored.keyed.clear();
   auto rocksdb = std::move(restored.rocksdb);
   restored.rocksdb.clear();
-  // Taken with the same key groups: the database as it was, without reading an entry.
-  if (rocksdb_ && rocksdb.size() == 1 && rocksdb.front().keyGroups == restored.keyGroups) {
-    rocksdb_->restore(rocksdb.front());
+  const KeyGroupRange mine = restored.keyGroups;
+  auto overlap = [&](const RestoredRocksDB& from) {
+    return KeyGroupRange{std::max(from.keyGroups.start, mine.start), std::min(from.keyGroups.end, mine.end)};
+  };
+  if (rocksdb_ && !rocksdb.empty()) {
+    // As Flink rescales RocksDB: the predecessor with the most of this instance's key
+    // groups becomes its database as it was, less what it does not own (without reading
+    // an entry); the others' entries are copied in. Restarting at the same parallelism
+    // is the first step alone.
+    auto base = std::max_element(rocksdb.begin(), rocksdb.end(), [&](const auto& a, const auto& b) {
+      return overlap(a).size() < overlap(b).size();
+    });
+    rocksdb_->restore(*base, mine);
+    for (auto it = rocksdb.begin(); it != rocksdb.end(); ++it)
+      if (it != base) rocksdb_->insert(*it, overlap(*it));
     return;
   }
   for (const auto& from : rocksdb) {

@@ -286,11 +286,48 @@ std::vector<std::string> columnFamiliesIn(const std::string& folder, const rocks
   return names;
 }
 
+// Calls `visit` with every entry (its column, its key with the key-group prefix, its
+// value) of checkpoint `from` in the key groups `range`, read from a read-only copy of
+// its files under `localDirectory`, removed before it returns.
+void scanCheckpoint(const RestoredRocksDB& from, KeyGroupRange range, const std::string& localDirectory,
+                    const std::function<void(const std::string& column, std::string_view key, std::string_view value)>&
+                        visit) {
+  if (range.size() == 0) return;
+  const std::string folder = newLocalFolder(localDirectory, "restore");
+  struct Cleanup {
+    std::string folder;
+    std::unique_ptr<rocksdb::DB> db;
+    std::vector<rocksdb::ColumnFamilyHandle*> handles;
+    ~Cleanup() {
+      for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
+      if (db) db->Close();
+      db.reset();
+      std::error_code ec;
+      fs::remove_all(folder, ec);
+    }
+  } cleanup{folder, nullptr, {}};
+  placeCheckpointFiles(from, folder);
+  RocksDBOptions options = detail::rocksDBOptions(EmbeddedRocksDBStateBackend::Options{});
+  std::vector<rocksdb::ColumnFamilyDescriptor> families;
+  for (const auto& name : columnFamiliesIn(folder, options.db)) families.emplace_back(name, options.column);
+  rocksdb::DB* raw = nullptr;
+  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(options.db, folder, families, &cleanup.handles, &raw);
+  if (!s.ok()) throw Error(ErrorCode::kCheckpoint, "the checkpoint's RocksDB files do not open: " + s.ToString());
+  cleanup.db.reset(raw);
+  const std::string lower = keyGroupPrefix(range.start), upper = keyGroupPrefix(range.end + 1);
+  for (size_t i = 0; i < families.size(); ++i) {
+    if (families[i].name == rocksdb::kDefaultColumnFamilyName) continue;
+    for (Scan scan(raw, cleanup.handles[i], lower, upper); scan.valid(); scan.next())
+      visit(families[i].name, scan.key(), scan.value());
+  }
+}
+
 class Instance final : public RocksDBInstance {
  public:
   Instance(const EmbeddedRocksDBStateBackend::Options& options, const std::string& owner)
-      : memory_(sharedMemory(options)), directory_(newLocalFolder(options.localDirectory, owner)),
-        incremental_(options.incrementalCheckpoints) {
+      : memory_(sharedMemory(options)), localDirectory_(options.localDirectory),
+        directory_(newLocalFolder(options.localDirectory, owner)), incremental_(options.incrementalCheckpoints) {
+    writeOptions_.disableWAL = true;  // as for the columns' writes
     RocksDBOptions opened = rocksDBOptions(options, *memory_);
     columnOptions_ = opened.column;
     dbOptions_ = opened.db;
@@ -372,7 +409,7 @@ class Instance final : public RocksDBInstance {
     return out;
   }
 
-  void restore(const RestoredRocksDB& from) override {
+  void restore(const RestoredRocksDB& from, KeyGroupRange keep) override {
     if (!columns_.empty())
       throw Error(ErrorCode::kInternal, "a RocksDB instance is restored only before any state is registered");
     close();
@@ -385,6 +422,36 @@ class Instance final : public RocksDBInstance {
     // Later checkpoints refer to the files the restored one stored, while it keeps them.
     for (const auto& f : from.files)
       if (f.shared) uploads_->set(f.name, f.path);
+    // What the instance does not own any more goes with range deletions: no entry read.
+    auto drop = [&](int first, int last) {
+      if (first > last) return;
+      const std::string lower = keyGroupPrefix(first), upper = keyGroupPrefix(last + 1);
+      for (auto& [name, open] : columns_) {
+        rocksdb::Status s = db_->DeleteRange(writeOptions_, open.column->handle(), slice(lower), slice(upper));
+        if (!s.ok()) throw Error(ErrorCode::kIo, "RocksDB could not drop the key groups " + std::to_string(first) + "-" +
+                                                     std::to_string(last) + " of state '" + name + "': " + s.ToString());
+      }
+    };
+    drop(from.keyGroups.start, std::min(from.keyGroups.end, keep.start - 1));
+    drop(std::max(from.keyGroups.start, keep.end + 1), from.keyGroups.end);
+  }
+
+  void insert(const RestoredRocksDB& from, KeyGroupRange range) override {
+    constexpr size_t kBatchBytes = 4 << 20;
+    rocksdb::WriteBatch batch;
+    auto write = [&] {
+      rocksdb::Status s = db_->Write(writeOptions_, &batch);
+      if (!s.ok()) throw Error(ErrorCode::kIo, "RocksDB could not write restored state into '" + directory_ + "': " +
+                                                   s.ToString());
+      batch.Clear();
+    };
+    scanCheckpoint(from, range, localDirectory_, [&](const std::string& state, std::string_view key, std::string_view value) {
+      auto& column = dynamic_cast<Column&>(this->column(state, nullptr));
+      rocksdb::Status s = batch.Put(column.handle(), slice(key), slice(value));
+      if (!s.ok()) throw Error(ErrorCode::kIo, "RocksDB could not restore state '" + state + "': " + s.ToString());
+      if (batch.GetDataSize() >= kBatchBytes) write();
+    });
+    write();
   }
 
  private:
@@ -428,8 +495,10 @@ class Instance final : public RocksDBInstance {
   };
 
   std::shared_ptr<SharedMemory> memory_;
+  std::string localDirectory_;  // the backend's, where restores make read-only copies
   std::string directory_;
   bool incremental_;
+  rocksdb::WriteOptions writeOptions_;
   rocksdb::ColumnFamilyOptions columnOptions_;
   rocksdb::DBOptions dbOptions_;
   std::unique_ptr<rocksdb::DB> db_;
@@ -450,37 +519,9 @@ RocksDBCheckpoint::~RocksDBCheckpoint() {
 
 void readRocksDBCheckpoint(const RestoredRocksDB& from, KeyGroupRange range, const std::string& localDirectory,
                            const std::function<void(const std::string& state, const StateEntry&)>& visit) {
-  if (range.size() == 0) return;
-  const std::string folder = newLocalFolder(localDirectory, "restore");
-  struct Cleanup {
-    std::string folder;
-    std::unique_ptr<rocksdb::DB> db;
-    std::vector<rocksdb::ColumnFamilyHandle*> handles;
-    ~Cleanup() {
-      for (auto* h : handles) db->DestroyColumnFamilyHandle(h);
-      if (db) db->Close();
-      db.reset();
-      std::error_code ec;
-      fs::remove_all(folder, ec);
-    }
-  } cleanup{folder, nullptr, {}};
-  placeCheckpointFiles(from, folder);
-  RocksDBOptions options = rocksDBOptions(EmbeddedRocksDBStateBackend::Options{});
-  std::vector<rocksdb::ColumnFamilyDescriptor> families;
-  for (const auto& name : columnFamiliesIn(folder, options.db)) families.emplace_back(name, options.column);
-  rocksdb::DB* raw = nullptr;
-  rocksdb::Status s = rocksdb::DB::OpenForReadOnly(options.db, folder, families, &cleanup.handles, &raw);
-  if (!s.ok()) throw Error(ErrorCode::kCheckpoint, "the checkpoint's RocksDB files do not open: " + s.ToString());
-  cleanup.db.reset(raw);
-  const std::string lower = keyGroupPrefix(range.start), upper = keyGroupPrefix(range.end + 1);
-  for (size_t i = 0; i < families.size(); ++i) {
-    if (families[i].name == rocksdb::kDefaultColumnFamilyName) continue;
-    Scan scan(raw, cleanup.handles[i], lower, upper);
-    for (; scan.valid(); scan.next()) {
-      std::string_view key = scan.key();
-      visit(families[i].name, StateEntry{keyGroupOf(key), key.substr(2), scan.value()});
-    }
-  }
+  scanCheckpoint(from, range, localDirectory, [&](const std::string& state, std::string_view key, std::string_view value) {
+    visit(state, StateEntry{keyGroupOf(key), key.substr(2), value});
+  });
 }
 
 std::unique_ptr<RocksDBInstance> openRocksDB(const EmbeddedRocksDBStateBackend& backend, const std::string& owner) {

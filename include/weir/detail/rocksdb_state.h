@@ -100,9 +100,14 @@ class RocksDBInstance {
   // write buffers are flushed, then the files hard-linked into a new local folder.
   virtual std::unique_ptr<RocksDBCheckpoint> checkpoint(int64_t checkpointId) = 0;
   // Replaces this instance's database, which must have no column yet, by the one a
-  // checkpoint holds (taken by an instance with the same key groups). Its columns are
-  // there at once; a state registered later finds its entries in its column.
-  virtual void restore(const RestoredRocksDB& from) = 0;
+  // checkpoint holds, and drops (range deletes, as Flink clips a database) every key
+  // group outside `keep` that the checkpoint had. Its columns are there at once; a state
+  // registered later finds its entries in its column.
+  virtual void restore(const RestoredRocksDB& from, KeyGroupRange keep) = 0;
+  // Writes the entries of checkpoint `from` whose key group is in `range` into this
+  // instance's columns (made when missing), read from a read-only copy of its files
+  // a write batch at a time: how a rescaled instance takes in its other predecessors.
+  virtual void insert(const RestoredRocksDB& from, KeyGroupRange range) = 0;
 };
 
 // Whether RocksDB file `name` is an SST file: immutable once written, so checkpoints
