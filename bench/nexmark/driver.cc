@@ -33,6 +33,7 @@ void sinkQuery(const std::string& query, DataStream<Event> events) {
   else if (query == "q7") q7(events).sinkTo(DiscardingSink<Q7Result>());
   else if (query == "q8") q8(events).sinkTo(DiscardingSink<Q8Result>());
   else if (query == "q11") q11(events).sinkTo(DiscardingSink<Q11Result>());
+  else if (query == "q12") q12(events).sinkTo(DiscardingSink<Q12Result>());
   else if (query == "q14") q14(events).sinkTo(DiscardingSink<Q14Result>());
   else if (query == "q3") q3(events).sinkTo(DiscardingSink<Q3Result>());
   else if (query == "q4") q4(events).sinkTo(DiscardingSink<Q4Result>());
@@ -215,7 +216,7 @@ double median(std::vector<double> v) {
 
 const std::vector<std::string>& knownQueries() {
   static const std::vector<std::string> queries{"q0", "q1", "q2",  "q3",  "q4",  "q5",  "q7",  "q8",  "q9",
-                                                "q11", "q14", "q15", "q16", "q17", "q18", "q19", "q20", "q21", "q22"};
+                                                "q11", "q12", "q14", "q15", "q16", "q17", "q18", "q19", "q20", "q21", "q22"};
   return queries;
 }
 

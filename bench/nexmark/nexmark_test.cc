@@ -8,6 +8,7 @@
 #include <regex>
 #include <set>
 #include <sstream>
+#include <thread>
 #include <tuple>
 
 #include "nexmark/generator.h"
@@ -200,6 +201,46 @@ TEST(NexmarkQueries, Q11SessionsMatchABruteForce) {
     }
   }
   EXPECT_EQ(run<Q11Result>([](auto e) { return q11(e); }, 2), sorted(expected));
+}
+
+// q12 with the job's clock held still while every bid arrives, then moved past the end
+// of the window: one window per bidder, with all its bids. A union with an unbounded,
+// empty stream keeps the job running when the clock moves (when a bounded input ends,
+// windows still open do not fire).
+TEST(NexmarkQueries, Q12ProcessingTimeWindowsMatchABruteForce) {
+  std::vector<Bid> all = allBids();
+  std::map<int64_t, int64_t> perBidder;
+  for (const Bid& b : all) ++perBidder[b.bidder];
+  std::vector<Q12Result> expected;
+  for (auto [bidder, n] : perBidder) expected.push_back({bidder, n, 0, kQ12Window});
+
+  GeneratorConfig c = smallConfig();
+  auto clock = std::make_shared<ManualClock>(0);
+  StreamExecutionEnvironment env;
+  env.setParallelism(2).setClock(clock);
+  CollectSink<Q12Result> sink;
+  auto idle = env.fromSource(DataGeneratorSource([](int64_t) { return Event{}; }, kUnboundedCount,
+                                                 RateLimiterStrategy::perSecond(10)),
+                             WatermarkStrategy<Event>::noWatermarks(), "kept open");
+  q12(env.fromSource(NexmarkSource(c), nexmarkWatermarks(c), "nexmark").unionWith(idle)).sinkTo(sink);
+  auto client = env.executeAsync("q12");
+  auto waitFor = [&](const std::function<bool()>& done, const char* what) {
+    for (int i = 0; i < 30'000 && !done(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    ASSERT_TRUE(done()) << "timed out waiting for " << what;
+  };
+  auto windowRecordsIn = [&] {
+    uint64_t n = 0;
+    for (const auto& v : client.getMetrics().vertices)
+      if (v.name.find("q12 Windows") != std::string::npos) n += v.numRecordsIn;
+    return n;
+  };
+  waitFor([&] { return windowRecordsIn() == all.size(); }, "every bid at the window operator");
+  EXPECT_TRUE(sink.getResults().empty()) << "a window fired before the clock passed its end";
+  clock->setTime(kQ12Window);
+  waitFor([&] { return sink.getResults().size() >= expected.size(); }, "the windows");
+  client.cancel();
+  client.wait();
+  EXPECT_EQ(sorted(sink.getResults()), sorted(expected));
 }
 
 // The last record per key, in arrival order.

@@ -183,6 +183,7 @@ DataStream<Q8Result> q8(DataStream<Event> events) {
 }
 
 namespace {
+// A bidder's window (a session or a tumbling window) and its count of bids.
 struct StampSession : ProcessWindowFunction<int64_t, Q11Result, int64_t> {
   void process(const int64_t& bidder, Context& ctx, std::span<const int64_t> counts, Collector<Q11Result>& out) override {
     out.collect({bidder, counts[0], ctx.window().start, ctx.window().end});
@@ -197,6 +198,17 @@ DataStream<Q11Result> q11(DataStream<Event> events) {
       .window(EventTimeSessionWindows::withGap(milliseconds(kQ11Gap)))
       .aggregate(CountBids{}, StampSession{})
       .name("q11 Sessions");
+}
+
+// q12: each bidder's bids per tumbling 10 s window of processing time (the job's clock
+// when the window operator takes them). Windows still open when a bounded input ends
+// do not fire, as in Flink.
+DataStream<Q12Result> q12(DataStream<Event> events) {
+  return bids(events)
+      .keyBy([](const Bid& b) { return b.bidder; })
+      .window(TumblingProcessingTimeWindows::of(milliseconds(kQ12Window)))
+      .aggregate(CountBids{}, StampSession{})
+      .name("q12 Windows");
 }
 
 std::string bidTimeType(int64_t dateTime) {

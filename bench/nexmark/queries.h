@@ -70,6 +70,9 @@ struct Q11Result {
 };
 WEIR_STRUCT(Q11Result, bidder, count, start, end);
 
+// q12: a bidder's bids in a processing-time window, the same fields.
+using Q12Result = Q11Result;
+
 struct Q14Result {
   int64_t auction = 0;
   int64_t bidder = 0;
@@ -167,6 +170,7 @@ inline constexpr int64_t kQ5Size = 10'000, kQ5Slide = 2'000;
 inline constexpr int64_t kQ7Window = 10'000;
 inline constexpr int64_t kQ8Window = 10'000;
 inline constexpr int64_t kQ11Gap = 10'000;
+inline constexpr int64_t kQ12Window = 10'000;
 
 // The bids of the stream.
 DataStream<Bid> bids(DataStream<Event> events);
@@ -180,6 +184,7 @@ DataStream<Q5Result> q5(DataStream<Event> events);
 DataStream<Q7Result> q7(DataStream<Event> events);
 DataStream<Q8Result> q8(DataStream<Event> events);
 DataStream<Q11Result> q11(DataStream<Event> events);
+DataStream<Q12Result> q12(DataStream<Event> events);
 DataStream<Q14Result> q14(DataStream<Event> events);
 DataStream<Q3Result> q3(DataStream<Event> events);
 DataStream<AuctionBid> q9(DataStream<Event> events);
