@@ -250,6 +250,31 @@ TEST_F(IncrementalCheckpointTest, RescaledInstancesHoldExactlyTheirKeyGroups) {
   }
 }
 
+// A job resumed from an incremental checkpoint on RocksDB with full checkpoints, whose
+// state did not register again (yet): the restored column still goes into its full
+// checkpoints, as the entries restored from a full checkpoint do.
+TEST_F(IncrementalCheckpointTest, ARestoredStateThatDoesNotRegisterStaysInFullCheckpoints) {
+  write(0, kKeys, 10, 1);
+  store(1);
+  test::StateHarness<int64_t> resumed{std::make_shared<EmbeddedRocksDBStateBackend>(false)};
+  CheckpointMetadata m = readMetadata(chk(1).string());
+  RestoredOperatorState restored;
+  restored.keyGroups = kAll;
+  std::vector<OperatorStateSnapshot> operatorState;
+  readStateFile(chk(1).string(), m.files.at(0), kAll, restored, operatorState);
+  resumed.store().setRestored(restored);
+  auto snapshots = resumed.store().snapshot();
+  ASSERT_TRUE(snapshots.contains("value")) << "the restored state was left out of the checkpoint";
+  std::map<int64_t, std::string> values;
+  snapshots.at("value")->readEntries(kAll, [&](const StateEntry& e) {
+    DataInput key(e.key);
+    int64_t k = key.read<int64_t>();
+    values[k] = decodeState<std::string>(e.value, "value", e.keyGroup);
+  });
+  ASSERT_EQ(values.size(), static_cast<size_t>(kKeys / 10));
+  for (const auto& [k, v] : values) ASSERT_EQ(v, valueOf(k, 1)) << "key " << k;
+}
+
 // 50 trials: a byte flipped in, or a truncation of, one file of every kind an
 // incremental checkpoint has (metadata, state file, RocksDB's private files, shared SST
 // files); each is found before use, with the file named.

@@ -50,6 +50,12 @@ std::map<std::string, std::unique_ptr<StateSnapshot>> KeyedStateStore::snapshot(
   std::map<std::string, std::unique_ptr<StateSnapshot>> out;
   for (auto& [name, registered] : states_) out.emplace(name, registered.state->snapshot(context));
   for (auto& [name, entries] : restored_) out.emplace(name, std::make_unique<MaterializedSnapshot>(entries));
+  // Restored columns whose state did not register (again) stay in the checkpoint.
+  if (rocksdb_) {
+    for (const auto& name : rocksdb_->columnNames())
+      if (!out.contains(name))
+        out.emplace(name, std::make_unique<RocksDBColumnSnapshot>(rocksdb_->column(name), context.rocksdb));
+  }
   return out;
 }
 

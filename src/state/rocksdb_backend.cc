@@ -377,6 +377,12 @@ class Instance final : public RocksDBInstance {
     return entries;
   }
 
+  std::vector<std::string> columnNames() const override {
+    std::vector<std::string> names;
+    for (const auto& [name, open] : columns_) names.push_back(name);
+    return names;
+  }
+
   void compactAll() override {
     for (auto& [name, open] : columns_) {
       rocksdb::ColumnFamilyHandle* handle = open.column->handle();
@@ -405,7 +411,7 @@ class Instance final : public RocksDBInstance {
     }
     for (const auto& entry : fs::directory_iterator(out->folder)) out->files.push_back(entry.path().filename());
     std::sort(out->files.begin(), out->files.end());
-    for (const auto& [name, open] : columns_) out->columns.push_back(name);
+    out->columns = columnNames();
     return out;
   }
 

@@ -91,6 +91,8 @@ class RocksDBInstance {
   virtual const std::string& directory() const = 0;
   // A view of every column as it is now.
   virtual std::shared_ptr<const RocksDBReadView> readView() = 0;
+  // Every column (restored ones whose state has not registered included), by state name.
+  virtual std::vector<std::string> columnNames() const = 0;
   // Flushes write buffers and compacts every column (tests and benchmarks use it).
   virtual void compactAll() = 0;
 
@@ -127,6 +129,27 @@ std::string prefixSuccessor(std::string_view prefix);
 // A key group as the 2-byte big-endian prefix of its keys.
 std::string keyGroupPrefix(int keyGroup);
 
+// A column's entries through a RocksDB view: a registered state's snapshot, or that of
+// a restored column whose state has not registered (again).
+class RocksDBColumnSnapshot final : public StateSnapshot {
+ public:
+  RocksDBColumnSnapshot(RocksDBColumn& column, std::shared_ptr<const RocksDBReadView> view)
+      : column_(column), view_(std::move(view)) {}
+  void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) override {
+    if (range.size() == 0) return;
+    for (auto scan = column_.scan(keyGroupPrefix(range.start), keyGroupPrefix(range.end + 1), view_.get());
+         scan->valid(); scan->next()) {
+      std::string_view key = scan->key();
+      int group = (static_cast<uint8_t>(key[0]) << 8) | static_cast<uint8_t>(key[1]);
+      visit(StateEntry{group, key.substr(2), scan->value()});
+    }
+  }
+
+ private:
+  RocksDBColumn& column_;
+  std::shared_ptr<const RocksDBReadView> view_;
+};
+
 // What every RocksDB state shares: its column, the current key and namespace.
 template <class N>
 class RocksDBState : public KeyedStateBase, public NamespacedState<N> {
@@ -144,7 +167,7 @@ class RocksDBState : public KeyedStateBase, public NamespacedState<N> {
   }
 
   std::unique_ptr<StateSnapshot> snapshot(const SnapshotContext& context) override {
-    return std::make_unique<Snapshot>(column_, context.rocksdb);
+    return std::make_unique<RocksDBColumnSnapshot>(column_, context.rocksdb);
   }
   // Canonical entries are what RocksDB stores, behind the key-group prefix.
   void restoreEntry(const StateEntry& entry) override {
@@ -152,27 +175,6 @@ class RocksDBState : public KeyedStateBase, public NamespacedState<N> {
     key += entry.key;
     column_.put(key, entry.value);
   }
-
- protected:
-  // A state's entries through the store's RocksDB view.
-  class Snapshot final : public StateSnapshot {
-   public:
-    Snapshot(RocksDBColumn& column, std::shared_ptr<const RocksDBReadView> view)
-        : column_(column), view_(std::move(view)) {}
-    void readEntries(KeyGroupRange range, const StateEntryVisitor& visit) override {
-      if (range.size() == 0) return;
-      for (auto scan = column_.scan(keyGroupPrefix(range.start), keyGroupPrefix(range.end + 1), view_.get());
-           scan->valid(); scan->next()) {
-        std::string_view key = scan->key();
-        int group = (static_cast<uint8_t>(key[0]) << 8) | static_cast<uint8_t>(key[1]);
-        visit(StateEntry{group, key.substr(2), scan->value()});
-      }
-    }
-
-   private:
-    RocksDBColumn& column_;
-    std::shared_ptr<const RocksDBReadView> view_;
-  };
 
  protected:
   const std::string& name() const { return column_.stateName(); }
