@@ -7,6 +7,7 @@
 #include <deque>
 #include <memory>
 #include <mutex>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -74,6 +75,13 @@ class SharedSplitEnumerator final : public SplitEnumerator {
   std::deque<std::unique_ptr<SourceSplit>> splits_;
 };
 
+// Consecutive records of one split among those a reader's pollNext appended.
+struct SplitRun {
+  std::string splitId;
+  size_t records = 0;
+  bool finished = false;  // the split ended after these records (which may be none)
+};
+
 // What a reader knows about where it runs.
 struct SourceReaderContext {
   int subtaskIndex = 0;
@@ -93,6 +101,15 @@ class SourceReader {
     return std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
   }
   virtual void close() {}
+
+  // Per-split watermarks (Flink's): a reader that reads several splits at once says,
+  // after each pollNext, which split each record it appended came from, as runs in
+  // order that cover them all; a run marked finished releases its split. The watermark
+  // strategy then runs per split, and the source's watermark is the smallest over its
+  // splits that are not idle, so a split behind the others holds it back rather than
+  // having its records turn late. A reader that reads one split after another leaves
+  // this empty: one generator serves it.
+  virtual std::span<const SplitRun> splitRuns() const { return {}; }
 
   // Checkpoints (for sources whose supportsCheckpointing() is true). The splits this
   // reader holds, each as bytes that say how far it got; called between two pollNext.

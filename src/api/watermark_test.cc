@@ -1,6 +1,7 @@
 // Event timestamps and watermarks through whole jobs.
 #include <gtest/gtest.h>
 
+#include <deque>
 #include <map>
 #include <mutex>
 
@@ -130,6 +131,143 @@ TEST(Watermarks, AThrowingTimestampAssignerFailsTheJobNamingTheSource) {
   } catch (const JobExecutionError& e) {
     EXPECT_NE(std::string(e.what()).find("operator 'timed'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("no time for 500"), std::string::npos) << e.what();
+  }
+}
+
+// One reader over splits it reads together, a batch of each in turn every millisecond,
+// as a reader of several partitions would; it reports which records came from which
+// split when `tellRuns` (with `miscount` added to each run's count, to test bad readers).
+struct InterleavedSplit {
+  std::string id;
+  int64_t key = 0, start = 0, step = 1, count = 0;
+  int64_t stallAfter = -1;  // stops after this many records until the other splits finished
+};
+
+class InterleavedSource final : public Source<Event> {
+ public:
+  InterleavedSource(std::vector<InterleavedSplit> splits, size_t batch, bool tellRuns, size_t miscount = 0)
+      : splits_(std::move(splits)), batch_(batch), tellRuns_(tellRuns), miscount_(miscount) {}
+  Boundedness getBoundedness() const override { return Boundedness::BOUNDED; }
+  std::unique_ptr<SplitEnumerator> createEnumerator(int) const override {
+    return std::make_unique<SharedSplitEnumerator>(std::deque<std::unique_ptr<SourceSplit>>{});
+  }
+  std::unique_ptr<SourceReader<Event>> createReader(const SourceReaderContext&) const override {
+    return std::make_unique<Reader>(splits_, batch_, tellRuns_, miscount_);
+  }
+  int maxParallelism() const override { return 1; }
+
+ private:
+  class Reader final : public SourceReader<Event> {
+   public:
+    Reader(std::vector<InterleavedSplit> splits, size_t batch, bool tellRuns, size_t miscount)
+        : splits_(std::move(splits)), next_(splits_.size(), 0), batch_(batch), tellRuns_(tellRuns),
+          miscount_(miscount) {}
+    InputStatus pollNext(std::vector<Event>& out, size_t maxRecords) override {
+      runs_.clear();
+      if (std::chrono::steady_clock::now() < due_) return InputStatus::NOTHING_AVAILABLE;
+      due_ = std::chrono::steady_clock::now() + 1ms;
+      bool othersDone = true, allDone = true;
+      for (size_t i = 0; i < splits_.size(); ++i) {
+        const auto& s = splits_[i];
+        bool done = next_[i] == s.count;
+        allDone = allDone && done;
+        if (s.stallAfter < 0) othersDone = othersDone && done;
+      }
+      if (allDone) return InputStatus::END_OF_INPUT;
+      for (size_t i = 0; i < splits_.size(); ++i) {
+        const auto& s = splits_[i];
+        if (next_[i] == s.count) continue;
+        int64_t limit = s.stallAfter >= 0 && !othersDone ? s.stallAfter : s.count;
+        size_t n = 0;
+        for (; n < batch_ && next_[i] < limit && out.size() < maxRecords; ++n, ++next_[i])
+          out.push_back({s.key, s.start + next_[i] * s.step});
+        const bool finished = next_[i] == s.count;
+        if (tellRuns_ && (n > 0 || finished)) runs_.push_back({s.id, n + miscount_, finished});
+      }
+      return InputStatus::NOTHING_AVAILABLE;
+    }
+    std::chrono::steady_clock::time_point nextPollTime() const override { return due_; }
+    std::span<const SplitRun> splitRuns() const override { return runs_; }
+
+   private:
+    std::vector<InterleavedSplit> splits_;
+    std::vector<int64_t> next_;
+    size_t batch_;
+    bool tellRuns_;
+    size_t miscount_;
+    std::vector<SplitRun> runs_;
+    std::chrono::steady_clock::time_point due_{};
+  };
+
+  std::vector<InterleavedSplit> splits_;
+  size_t batch_;
+  bool tellRuns_;
+  size_t miscount_;
+};
+
+std::vector<Seen> observeInterleaved(const InterleavedSource& source, WatermarkStrategy<Event> strategy) {
+  StreamExecutionEnvironment env;
+  env.setParallelism(1).setAutoWatermarkInterval(1ms);
+  CollectSink<Seen> sink;
+  env.fromSource(source, strategy.withTimestampAssigner([](const Event& e) { return e.time; }), "interleaved")
+      .process(Observe{})
+      .sinkTo(sink);
+  env.execute();
+  return sink.getResults();
+}
+
+// Two splits read together, one ten times faster in event time than the other, each in
+// order: with the reader saying which record came from which split, the watermark is the
+// slower split's and no record is behind it (Flink's per-split watermarks); generated
+// over the reader's records as a whole, the fast split's time runs ahead and the slow
+// split's records fall behind the watermark.
+TEST(Watermarks, PerSplitWatermarksFollowTheSlowestSplit) {
+  const std::vector<InterleavedSplit> splits{{"fast", 1, 1000, 10, 2000}, {"slow", 2, 1000, 1, 4000}};
+  auto strategy = WatermarkStrategy<Event>::forMonotonousTimestamps();
+  auto seen = observeInterleaved(InterleavedSource(splits, 16, true), strategy);
+  ASSERT_EQ(seen.size(), 6000u);
+  int64_t lastWatermark = kMinWatermark;
+  for (const Seen& s : seen) {
+    ASSERT_LT(s.watermark, s.time) << "split of key " << s.key << ": record behind the watermark";
+    ASSERT_GE(s.watermark, lastWatermark);
+    lastWatermark = s.watermark;
+  }
+  EXPECT_GT(lastWatermark, 1000) << "watermarks flowed during the job";
+
+  size_t behind = 0;
+  for (const Seen& s : observeInterleaved(InterleavedSource(splits, 16, false), strategy))
+    behind += s.watermark >= s.time ? 1 : 0;
+  EXPECT_GT(behind, 1000u) << "per reader, the slow split's records would be behind the watermark";
+}
+
+// A split that stops sending holds the watermark back, as any split behind does, until
+// the strategy's idleness timeout marks it idle; the split still running then moves it.
+TEST(Watermarks, AnIdleSplitStopsHoldingTheWatermarkBack) {
+  // "stalls" sends 5 records (times 1000-1004), then nothing until "runs" (one record a
+  // millisecond for ~300 ms, times 1000-1299) is done.
+  const std::vector<InterleavedSplit> splits{{"runs", 1, 1000, 1, 300}, {"stalls", 2, 1000, 1, 10, 5}};
+  auto highestWhileRunning = [&](WatermarkStrategy<Event> strategy) {
+    int64_t highest = kMinWatermark;
+    for (const Seen& s : observeInterleaved(InterleavedSource(splits, 1, true), strategy))
+      if (s.key == 1) highest = std::max(highest, s.watermark);
+    return highest;
+  };
+  EXPECT_LE(highestWhileRunning(WatermarkStrategy<Event>::forMonotonousTimestamps()), 1003)
+      << "the stalled split's watermark (its highest time 1004, minus 1) holds the source back";
+  EXPECT_GT(highestWhileRunning(WatermarkStrategy<Event>::forMonotonousTimestamps().withIdleness(20ms)), 1100)
+      << "idle after 20 ms, the stalled split no longer holds the source back";
+}
+
+TEST(Watermarks, SplitRunsThatDoNotMatchTheRecordsFailTheJob) {
+  try {
+    observeInterleaved(InterleavedSource({{"a", 1, 0, 1, 100}}, 16, true, 1),
+                       WatermarkStrategy<Event>::forMonotonousTimestamps());
+    FAIL() << "no error";
+  } catch (const JobExecutionError& e) {
+    EXPECT_NE(std::string(e.what()).find("splitRuns() cover 17 records, but its pollNext appended 16"),
+              std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("interleaved"), std::string::npos) << e.what();
   }
 }
 

@@ -5,8 +5,10 @@
 #include <algorithm>
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
+#include <stdexcept>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -246,16 +248,22 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
       }
       if (idle_) markActive();
       if (strategy_.idleTimeout().count() > 0) lastRecord_ = Clock::now();
-      if (generator_ && !timestamps_.empty()) {
-        // The generator sees the batch before it leaves (operators may move from it), and
-        // a watermark it decides goes out after the batch, never ahead of its records.
-        deferWatermarks_ = true;
-        callUser([&] { generator_->onBatch(batch_, timestamps_, *this); });
-        deferWatermarks_ = false;
-      }
-      out_->emitBatch(batch_, timestamps_);
-      if (pendingWatermark_ > watermark_) emitWatermark(pendingWatermark_);
     }
+    std::span<const SplitRun> runs;
+    if (generator_) runs = callUser([&] { return reader_->splitRuns(); });
+    if (!runs.empty()) {
+      perSplit_ = true;
+      onSplitRuns(runs);  // before the batch leaves: operators may move from it
+    } else if (generator_ && !timestamps_.empty()) {
+      // The generator sees the batch before it leaves (operators may move from it), and
+      // a watermark it decides goes out after the batch, never ahead of its records.
+      deferWatermarks_ = true;
+      callUser([&] { generator_->onBatch(batch_, timestamps_, *this); });
+      deferWatermarks_ = false;
+    }
+    if (!batch_.empty()) out_->emitBatch(batch_, timestamps_);
+    if (perSplit_) emitSplitsWatermark();
+    else if (pendingWatermark_ > watermark_) emitWatermark(pendingWatermark_);
     return status;
   }
 
@@ -264,9 +272,17 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
   Clock::time_point onTime(Clock::time_point now) override {
     if (!generator_) return Clock::time_point::max();
     if (now >= nextWatermark_) {
-      if (!idle_) callUser([&] { generator_->onPeriodicEmit(*this); });
       auto timeout = strategy_.idleTimeout();
-      if (timeout.count() > 0 && !idle_ && now - lastRecord_ >= timeout) markIdle();
+      if (perSplit_) {
+        for (auto& [id, split] : splits_) {
+          callUser([&] { split.generator->onPeriodicEmit(split); });
+          if (timeout.count() > 0 && now - split.lastRecord >= timeout) split.idle = true;
+        }
+        emitSplitsWatermark();
+      } else {
+        if (!idle_) callUser([&] { generator_->onPeriodicEmit(*this); });
+        if (timeout.count() > 0 && !idle_ && now - lastRecord_ >= timeout) markIdle();
+      }
       nextWatermark_ = now + watermarkInterval_;
     }
     return nextWatermark_;
@@ -323,6 +339,66 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     out_->emitIdleness(false);
   }
 
+  // Per-split watermarks: a split's own generator and what it decided so far.
+  struct SplitWatermarks final : WatermarkOutput {
+    std::unique_ptr<WatermarkGenerator<T>> generator;
+    int64_t watermark = kMinWatermark;
+    bool idle = false;
+    Clock::time_point lastRecord{};
+    void emitWatermark(int64_t w) override {
+      watermark = std::max(watermark, w);
+      idle = false;
+    }
+    void markIdle() override { idle = true; }
+    void markActive() override { idle = false; }
+  };
+
+  // Hands each split's records of the batch to that split's generator.
+  void onSplitRuns(std::span<const SplitRun> runs) {
+    const auto now = Clock::now();
+    size_t at = 0;
+    for (const SplitRun& run : runs) {
+      if (run.records > batch_.size() - at) break;
+      auto [it, added] = splits_.try_emplace(run.splitId);
+      SplitWatermarks& split = it->second;
+      if (added) split.generator = callUser([&] { return strategy_.generator()(); });
+      if (run.records > 0) split.lastRecord = now;
+      if (run.records > 0 && !timestamps_.empty()) {
+        split.idle = false;
+        callUser([&] {
+          split.generator->onBatch(std::span<const T>(batch_).subspan(at, run.records),
+                                   std::span<const int64_t>(timestamps_).subspan(at, run.records), split);
+        });
+      }
+      at += run.records;
+      if (run.finished) splits_.erase(it);
+    }
+    size_t covered = 0;
+    for (const SplitRun& run : runs) covered += run.records;
+    if (covered != batch_.size()) {
+      callUser([&] {
+        throw std::logic_error("the source reader's splitRuns() cover " + std::to_string(covered) +
+                               " records, but its pollNext appended " + std::to_string(batch_.size()));
+      });
+    }
+  }
+
+  // The source's watermark from its splits': the smallest over those not idle; idle
+  // when every split is.
+  void emitSplitsWatermark() {
+    if (splits_.empty()) return;
+    int64_t combined = kMaxWatermark;
+    bool active = false;
+    for (const auto& [id, split] : splits_) {
+      if (split.idle) continue;
+      active = true;
+      combined = std::min(combined, split.watermark);
+    }
+    if (!active) markIdle();
+    else if (combined > watermark_) emitWatermark(combined);
+    else markActive();
+  }
+
   std::shared_ptr<const Source<T>> source_;
   WatermarkStrategy<T> strategy_;
   std::unique_ptr<SourceReader<T>> reader_;
@@ -334,6 +410,8 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
   int64_t pendingWatermark_ = kMinWatermark;  // decided during a batch, sent after it
   bool deferWatermarks_ = false;
   bool idle_ = false;
+  bool perSplit_ = false;  // the reader reports splitRuns(): splits_ decide the watermark
+  std::map<std::string, SplitWatermarks> splits_;
   Clock::time_point lastRecord_{};
   Clock::time_point nextWatermark_{};
 };
