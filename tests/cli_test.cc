@@ -220,6 +220,9 @@ TEST(Cli, BadCheckpointOptionsNameTheOption) {
   Result r = weir("checkpoint inspect /no/such/chk-1");
   EXPECT_EQ(r.exitCode, 2) << r.err;
   EXPECT_NE(r.err.find("/no/such/chk-1"), std::string::npos) << r.err;
+  r = weir("checkpoint clean /no/such/folder");
+  EXPECT_EQ(r.exitCode, 2) << r.err;
+  EXPECT_NE(r.err.find("/no/such/folder"), std::string::npos) << r.err;
 }
 
 // Runs `weir args` with stdout appended to `out` and stderr to `err`; returns its pid.
@@ -283,6 +286,16 @@ TEST(Cli, AJobKilledTenTimesResumesFromItsLatestCheckpoint) {
   EXPECT_NE(inspect.out.find("verified:"), std::string::npos) << inspect.out;
   EXPECT_NE(inspect.out.find("_source_splits"), std::string::npos) << inspect.out;
   EXPECT_NE(inspect.out.find("_rolling"), std::string::npos) << inspect.out;
+  // `checkpoint clean` removes the unfinished checkpoints the kills left, and the
+  // complete ones stay whole.
+  Result clean = weir("checkpoint clean " + (dir / "checkpoints").string());
+  EXPECT_EQ(clean.exitCode, 0) << clean.out << clean.err;
+  EXPECT_NE(clean.out.find("removed"), std::string::npos) << clean.out;
+  for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints")) {
+    if (e.is_directory() && e.path().filename().string().rfind("chk-", 0) == 0)
+      EXPECT_TRUE(fs::exists(e.path() / "_metadata")) << e.path() << " is unfinished and was left";
+  }
+  EXPECT_EQ(weir("checkpoint inspect " + newest).exitCode, 0);
 
   pid_t pid = spawnWeir(args, out, dir / "err.txt");
   int status = 0;

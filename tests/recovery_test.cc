@@ -714,6 +714,11 @@ TEST(IncrementalCheckpoints, SharedFilesAreExactlyThoseTheRetainedCheckpointsUse
       smaller = smaller || (m.lastCheckpointSize > 0 && m.lastCheckpointSize < m.lastCheckpointFullSize);
       return m.numberOfCompletedCheckpoints >= 15 && smaller;
     }));
+    // While the job runs, cleaning leaves its folder alone.
+    auto during = detail::cleanCheckpoints(dir.string(), false);
+    ASSERT_EQ(during.size(), 1u);
+    EXPECT_TRUE(during[0].running);
+    EXPECT_THROW(detail::cleanCheckpoints(during[0].folder, false), Error);
     client.cancel();
     client.wait();
     if (cleanup == ExternalizedCheckpointCleanup::DELETE_ON_CANCELLATION) {
@@ -739,6 +744,16 @@ TEST(IncrementalCheckpoints, SharedFilesAreExactlyThoseTheRetainedCheckpointsUse
     for (const auto& f : fs::directory_iterator(shared)) stored.insert(f.path().filename().string());
     EXPECT_EQ(retained, 3);
     EXPECT_FALSE(used.empty());
+    EXPECT_EQ(stored, used);
+    // Once it ended, what a killed upload would leave goes, and only that.
+    std::ofstream(shared / "left-behind.sst") << "partial";
+    auto cleaned = detail::cleanCheckpoints(dir.string(), false);
+    ASSERT_EQ(cleaned.size(), 1u);
+    EXPECT_FALSE(cleaned[0].running);
+    EXPECT_EQ(cleaned[0].sharedFiles, std::vector<std::string>{(shared / "left-behind.sst").string()});
+    EXPECT_TRUE(cleaned[0].incomplete.empty());
+    stored.clear();
+    for (const auto& f : fs::directory_iterator(shared)) stored.insert(f.path().filename().string());
     EXPECT_EQ(stored, used);
     fs::remove_all(dir);
   }

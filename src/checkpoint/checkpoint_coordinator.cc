@@ -45,6 +45,7 @@ CheckpointCoordinator::CheckpointCoordinator(CheckpointConfig config, std::strin
   if (ec)
     throw Error(ErrorCode::kInvalidArgument,
                 "checkpoint directory: cannot create '" + jobFolder_ + "': " + ec.message());
+  folderLock_ = std::make_unique<JobFolderLock>(jobFolder_);
   io_ = std::thread([this] { runIo(); });
 }
 
@@ -378,6 +379,7 @@ void CheckpointCoordinator::discardRetained(bool discard) {
   const fs::path shared = fs::path(jobFolder_) / "shared";
   if (fs::is_empty(shared, ec)) fs::remove(shared, ec);
   if (fs::is_empty(jobFolder_, ec)) fs::remove(jobFolder_, ec);
+  folderLock_.reset();  // the job writes no more checkpoints: the folder may be cleaned
 }
 
 }  // namespace weir::detail

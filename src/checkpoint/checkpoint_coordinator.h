@@ -130,6 +130,7 @@ class CheckpointCoordinator {
 
   const CheckpointConfig config_;
   const std::string jobFolder_;
+  std::unique_ptr<JobFolderLock> folderLock_;  // while the job writes checkpoints there
   const std::string jobId_;
   const int maxParallelism_;
 

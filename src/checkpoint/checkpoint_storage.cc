@@ -1,16 +1,19 @@
 #include "checkpoint/checkpoint_storage.h"
 
 #include <fcntl.h>
+#include <sys/file.h>
 #include <unistd.h>
 #define XXH_STATIC_LINKING_ONLY
 #include <xxhash.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <random>
+#include <set>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
@@ -538,6 +541,93 @@ std::string findLatestCheckpoint(const std::string& checkpointDir) {
     }
   }
   return best;
+}
+
+JobFolderLock::JobFolderLock(const std::string& folder) {
+  fd_ = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  held_ = fd_ >= 0 && ::flock(fd_, LOCK_EX | LOCK_NB) == 0;
+}
+
+JobFolderLock::~JobFolderLock() {
+  if (fd_ >= 0) ::close(fd_);  // releases the lock
+}
+
+namespace {
+
+bool isJobFolder(const fs::path& folder) {
+  std::error_code ec;
+  if (fs::is_directory(folder / "shared", ec)) return true;
+  for (const auto& e : fs::directory_iterator(folder, ec))
+    if (e.is_directory() && e.path().filename().string().rfind("chk-", 0) == 0) return true;
+  return false;
+}
+
+// `skipRunning`: a folder a running job holds is reported as such, not an error.
+CleanedFolder cleanJobFolder(const fs::path& folder, bool dryRun, bool skipRunning) {
+  CleanedFolder out{folder.string(), {}, {}, 0, false};
+  JobFolderLock lock(folder.string());
+  if (!lock.held()) {
+    if (skipRunning) {
+      out.running = true;
+      return out;
+    }
+    throw Error(ErrorCode::kCheckpoint, "a running job is writing checkpoints to '" + folder.string() +
+                                            "'; clean it once that job has stopped");
+  }
+  std::set<std::string> used;  // shared files the complete checkpoints list, by path
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(folder, ec)) {
+    const std::string name = e.path().filename().string();
+    if (!e.is_directory() || name.rfind("chk-", 0) != 0) continue;
+    if (!fs::exists(e.path() / "_metadata", ec)) {
+      out.incomplete.push_back(e.path().string());
+      for (const auto& f : fs::recursive_directory_iterator(e.path(), ec))
+        if (f.is_regular_file(ec)) out.bytes += f.file_size(ec);
+      continue;
+    }
+    CheckpointMetadata m = readMetadata(e.path().string());  // throws, naming it, when damaged
+    for (const auto& file : m.files)
+      for (const auto& r : file.rocksdb)
+        if (r.shared) used.insert(normalPath(rocksDBFilePath(e.path().string(), r)));
+  }
+  for (const auto& e : fs::directory_iterator(folder / "shared", ec)) {
+    if (!e.is_regular_file(ec) || used.contains(normalPath(e.path().string()))) continue;
+    out.sharedFiles.push_back(e.path().string());
+    out.bytes += e.file_size(ec);
+  }
+  std::sort(out.sharedFiles.begin(), out.sharedFiles.end());
+  std::sort(out.incomplete.begin(), out.incomplete.end());
+  if (dryRun) return out;
+  for (const auto& f : out.sharedFiles) {
+    if (!fs::remove(f, ec) && ec) throw Error(ErrorCode::kIo, "cannot remove '" + f + "': " + ec.message());
+  }
+  for (const auto& d : out.incomplete) {
+    fs::remove_all(d, ec);
+    if (ec) throw Error(ErrorCode::kIo, "cannot remove '" + d + "': " + ec.message());
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<CleanedFolder> cleanCheckpoints(const std::string& folder, bool dryRun) {
+  std::error_code ec;
+  if (!fs::is_directory(folder, ec))
+    throw Error(ErrorCode::kInvalidArgument, "checkpoint folder '" + folder + "' does not exist");
+  std::vector<CleanedFolder> out;
+  if (isJobFolder(folder)) {
+    out.push_back(cleanJobFolder(folder, dryRun, false));
+    return out;
+  }
+  std::vector<fs::path> jobs;
+  for (const auto& e : fs::directory_iterator(folder, ec))
+    if (e.is_directory() && isJobFolder(e.path())) jobs.push_back(e.path());
+  if (jobs.empty())
+    throw Error(ErrorCode::kInvalidArgument, "'" + folder + "' holds no checkpoints (no chk-<n> or shared/ folder, " +
+                                                 "nor a job folder with them)");
+  std::sort(jobs.begin(), jobs.end());
+  for (const auto& job : jobs) out.push_back(cleanJobFolder(job, dryRun, true));
+  return out;
 }
 
 }  // namespace weir::detail

@@ -134,4 +134,38 @@ void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRa
 // The newest complete checkpoint under `checkpointDir` (any job id), or "" when none.
 std::string findLatestCheckpoint(const std::string& checkpointDir);
 
+// An exclusive lock (flock) on a job's checkpoint folder, held while the job writes
+// checkpoints there (released by the kernel if the process dies): cleaning a folder
+// takes it first, so it never touches a running job's files.
+class JobFolderLock {
+ public:
+  explicit JobFolderLock(const std::string& folder);
+  ~JobFolderLock();
+  JobFolderLock(const JobFolderLock&) = delete;
+  JobFolderLock& operator=(const JobFolderLock&) = delete;
+  // Whether this lock holds the folder (false: another holder has it).
+  bool held() const { return held_; }
+
+ private:
+  int fd_ = -1;
+  bool held_ = false;
+};
+
+// What cleaning a job's checkpoint folder removed (or, dry, would remove).
+struct CleanedFolder {
+  std::string folder;
+  std::vector<std::string> sharedFiles;  // in shared/, that no complete checkpoint lists
+  std::vector<std::string> incomplete;   // chk-<n> folders without _metadata
+  uint64_t bytes = 0;
+  bool running = false;  // a running job holds it: left as it is
+};
+
+// Removes from `folder` — a job's checkpoint folder, or a checkpoint directory holding
+// job folders (each cleaned, those of running jobs skipped) — what no complete
+// checkpoint there uses: files in shared/ that no _metadata lists (left by a process
+// killed while uploading) and chk-<n> folders without _metadata (a checkpoint that never
+// completed). Throws weir::Error, removing nothing from that job folder, when one of its
+// _metadata files does not read, or when the job folder given is a running job's.
+std::vector<CleanedFolder> cleanCheckpoints(const std::string& folder, bool dryRun);
+
 }  // namespace weir::detail

@@ -275,6 +275,49 @@ TEST_F(IncrementalCheckpointTest, ARestoredStateThatDoesNotRegisterStaysInFullCh
   for (const auto& [k, v] : values) ASSERT_EQ(v, valueOf(k, 1)) << "key " << k;
 }
 
+// What a process killed while uploading leaves — an SST file in shared/ that no
+// checkpoint lists, a chk-<n> folder without _metadata — is what cleaning removes, and
+// nothing else; a dry run only lists it, a running job's folder (its lock held) and a
+// folder with a damaged _metadata are left alone.
+TEST_F(IncrementalCheckpointTest, CleaningRemovesOnlyWhatNoCompleteCheckpointUses) {
+  write(0, kKeys / 10, 1, 1);
+  store(1);
+  write(0, kKeys / 10, 7, 2);
+  store(2);
+  const std::set<std::string> used = filesIn(job_ / "shared");
+  const fs::path orphan = job_ / "shared" / "left-behind.sst";
+  std::ofstream(orphan) << "partial";
+  fs::create_directories(chk(3));
+  std::ofstream(chk(3) / "op-0-state") << "partial";
+
+  auto dry = cleanCheckpoints(job_.string(), true);
+  ASSERT_EQ(dry.size(), 1u);
+  EXPECT_EQ(dry[0].sharedFiles, std::vector<std::string>{orphan.string()});
+  EXPECT_EQ(dry[0].incomplete, std::vector<std::string>{chk(3).string()});
+  EXPECT_EQ(dry[0].bytes, 14u);
+  EXPECT_TRUE(fs::exists(orphan) && fs::exists(chk(3))) << "a dry run removes nothing";
+  {
+    JobFolderLock running(job_.string());
+    ASSERT_TRUE(running.held());
+    EXPECT_THROW(cleanCheckpoints(job_.string(), false), Error);
+    EXPECT_TRUE(fs::exists(orphan));
+  }
+  cleanCheckpoints(job_.string(), false);
+  EXPECT_EQ(filesIn(job_ / "shared"), used);
+  EXPECT_FALSE(fs::exists(chk(3)));
+  for (int64_t id : {1, 2}) EXPECT_NO_THROW(verifyCheckpoint(chk(id).string(), readMetadata(chk(id).string())));
+
+  std::ofstream(orphan) << "partial";
+  std::ofstream(chk(2) / "_metadata", std::ios::trunc) << "{";
+  try {
+    cleanCheckpoints(job_.string(), false);
+    FAIL() << "cleaned beside a checkpoint whose metadata does not read";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("chk-2"), std::string::npos) << e.what();
+  }
+  EXPECT_TRUE(fs::exists(orphan));
+}
+
 // 50 trials: a byte flipped in, or a truncation of, one file of every kind an
 // incremental checkpoint has (metadata, state file, RocksDB's private files, shared SST
 // files); each is found before use, with the file named.

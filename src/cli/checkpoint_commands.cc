@@ -61,6 +61,28 @@ int inspectCheckpoint(const std::string& path) {
   return 0;
 }
 
+int cleanCheckpoints(const std::string& path, bool dryRun) {
+  std::vector<detail::CleanedFolder> cleaned;
+  try {
+    cleaned = detail::cleanCheckpoints(path, dryRun);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "weir: %s\n", e.what());
+    return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;
+  }
+  const char* verb = dryRun ? "would remove" : "removed";
+  for (const auto& c : cleaned) {
+    if (c.running) {
+      std::printf("%s: a running job writes checkpoints there; left as it is\n", c.folder.c_str());
+      continue;
+    }
+    for (const auto& f : c.sharedFiles) std::printf("  %s %s\n", verb, f.c_str());
+    for (const auto& d : c.incomplete) std::printf("  %s %s (no _metadata: never completed)\n", verb, d.c_str());
+    std::printf("%s: %s %zu shared files and %zu unfinished checkpoints, %llu bytes\n", c.folder.c_str(), verb,
+                c.sharedFiles.size(), c.incomplete.size(), static_cast<unsigned long long>(c.bytes));
+  }
+  return 0;
+}
+
 void CheckpointOptions::addTo(CLI::App& app) {
   app.add_option("--checkpoint-interval", interval_, "Take a checkpoint every this many milliseconds (default: none)");
   app.add_option("--checkpointing-mode", mode_, "exactly-once (default) or at-least-once");

@@ -1,4 +1,4 @@
-// `weir checkpoint inspect PATH`, and the checkpoint options of `weir run`.
+// `weir checkpoint inspect|clean PATH`, and the checkpoint options of `weir run`.
 #pragma once
 
 #include <cstdint>
@@ -14,6 +14,12 @@ namespace weir::cli {
 // Prints a checkpoint's metadata and verifies every file. Exit code 0 when intact, 1
 // when a file is missing or damaged, 2 when there is no checkpoint at `path`.
 int inspectCheckpoint(const std::string& path);
+
+// Removes (or with `dryRun` lists) what no complete checkpoint under `path` uses, and
+// says how much. Exit code 0 when done, 1 when a running job holds the folder or a
+// checkpoint's metadata is damaged (nothing removed there), 2 when there are no
+// checkpoints at `path`.
+int cleanCheckpoints(const std::string& path, bool dryRun);
 
 // The checkpoint and restart options of one `weir run <example>` subcommand.
 class CheckpointOptions {

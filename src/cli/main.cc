@@ -92,7 +92,7 @@ int run(int argc, char** argv) {
              weir::cli::stopJob);
 
   // Checkpoints on disk.
-  auto* checkpointCommand = app.add_subcommand("checkpoint", "Look at checkpoints: weir checkpoint inspect PATH");
+  auto* checkpointCommand = app.add_subcommand("checkpoint", "Look at checkpoints: weir checkpoint inspect|clean PATH");
   checkpointCommand->require_subcommand(1);
   std::string checkpointPath;
   auto* inspect = checkpointCommand->add_subcommand(
@@ -100,6 +100,15 @@ int run(int argc, char** argv) {
   inspect->add_option("path", checkpointPath, "A chk-<n> folder or its _metadata file")->required();
   inspect->callback([&control, &checkpointPath] {
     control = [&checkpointPath] { return weir::cli::inspectCheckpoint(checkpointPath); };
+  });
+  bool dryRun = false;
+  auto* clean = checkpointCommand->add_subcommand(
+      "clean", "Remove what no complete checkpoint uses: shared files a killed job left, unfinished chk-<n> folders");
+  clean->add_option("path", checkpointPath, "A job's checkpoint folder, or a checkpoint directory of job folders")
+      ->required();
+  clean->add_flag("--dry-run", dryRun, "Only list what would be removed");
+  clean->callback([&control, &checkpointPath, &dryRun] {
+    control = [&checkpointPath, &dryRun] { return weir::cli::cleanCheckpoints(checkpointPath, dryRun); };
   });
 
   try {
