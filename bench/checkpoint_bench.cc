@@ -218,10 +218,10 @@ void rescale(int runs) {
         std::filesystem::create_directories(folder);
         auto filled = startFilled(backend, keys, 2, std::make_shared<std::atomic<bool>>(false),
                                   RestartStrategy::noRestart(), folder.string());
+        filled.cancel();
+        filled.wait();  // the latest checkpoint, after any that completed while cancelling
         size = static_cast<double>(filled.getMetrics().lastCheckpointFullSize);
         const std::string latest = filled.getMetrics().latestCompletedCheckpointPath;
-        filled.cancel();
-        filled.wait();
 
         StreamExecutionEnvironment env;
         env.setParallelism(2).setStateBackend(backendNamed(backend)).setRestorePath(latest);

@@ -288,12 +288,22 @@ TEST(Cli, AJobKilledTenTimesResumesFromItsLatestCheckpoint) {
   EXPECT_NE(inspect.out.find("_rolling"), std::string::npos) << inspect.out;
   // `checkpoint clean` removes the unfinished checkpoints the kills left, and the
   // complete ones stay whole.
+  size_t unfinished = 0;
+  for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints"))
+    if (e.is_directory() && e.path().filename().string().rfind("chk-", 0) == 0 && !fs::exists(e.path() / "_metadata"))
+      ++unfinished;
   Result clean = weir("checkpoint clean " + (dir / "checkpoints").string());
   EXPECT_EQ(clean.exitCode, 0) << clean.out << clean.err;
-  EXPECT_NE(clean.out.find("removed"), std::string::npos) << clean.out;
+  size_t said = 0;
+  for (size_t at = 0; (at = clean.out.find(" unfinished checkpoints", at)) != std::string::npos; ++at) {
+    size_t start = clean.out.rfind(' ', at - 1) + 1;
+    said += std::stoul(clean.out.substr(start, at - start));
+  }
+  EXPECT_EQ(said, unfinished) << clean.out;
   for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints")) {
-    if (e.is_directory() && e.path().filename().string().rfind("chk-", 0) == 0)
+    if (e.is_directory() && e.path().filename().string().rfind("chk-", 0) == 0) {
       EXPECT_TRUE(fs::exists(e.path() / "_metadata")) << e.path() << " is unfinished and was left";
+    }
   }
   EXPECT_EQ(weir("checkpoint inspect " + newest).exitCode, 0);
 

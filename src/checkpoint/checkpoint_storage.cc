@@ -576,10 +576,19 @@ CleanedFolder cleanJobFolder(const fs::path& folder, bool dryRun, bool skipRunni
   }
   std::set<std::string> used;  // shared files the complete checkpoints list, by path
   std::error_code ec;
-  for (const auto& e : fs::directory_iterator(folder, ec)) {
+  // A folder or file that cannot be looked at stops the cleaning: what it would say
+  // decides what is in use.
+  auto unreadable = [&](const fs::path& p) {
+    return Error(ErrorCode::kCheckpoint, "cannot read '" + p.string() + "': " + ec.message() + "; nothing removed");
+  };
+  fs::directory_iterator chks(folder, ec);
+  if (ec) throw unreadable(folder);
+  for (const auto& e : chks) {
     const std::string name = e.path().filename().string();
     if (!e.is_directory() || name.rfind("chk-", 0) != 0) continue;
-    if (!fs::exists(e.path() / "_metadata", ec)) {
+    const bool complete = fs::exists(e.path() / "_metadata", ec);
+    if (ec) throw unreadable(e.path() / "_metadata");
+    if (!complete) {
       out.incomplete.push_back(e.path().string());
       for (const auto& f : fs::recursive_directory_iterator(e.path(), ec))
         if (f.is_regular_file(ec)) out.bytes += f.file_size(ec);
@@ -590,7 +599,9 @@ CleanedFolder cleanJobFolder(const fs::path& folder, bool dryRun, bool skipRunni
       for (const auto& r : file.rocksdb)
         if (r.shared) used.insert(normalPath(rocksDBFilePath(e.path().string(), r)));
   }
-  for (const auto& e : fs::directory_iterator(folder / "shared", ec)) {
+  fs::directory_iterator shared(folder / "shared", ec);
+  if (ec && fs::exists(folder / "shared")) throw unreadable(folder / "shared");
+  for (const auto& e : shared) {
     if (!e.is_regular_file(ec) || used.contains(normalPath(e.path().string()))) continue;
     out.sharedFiles.push_back(e.path().string());
     out.bytes += e.file_size(ec);

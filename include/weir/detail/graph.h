@@ -238,10 +238,10 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
 
   InputStatus emitNext() override {
     batch_.clear();
+    timestamps_.clear();
     InputStatus status = callUser([&] { return reader_->pollNext(batch_, kBatchSize); });
     if (!batch_.empty()) {
       metrics_->numSourceRecords.fetch_add(batch_.size(), std::memory_order_relaxed);
-      timestamps_.clear();
       if (strategy_.assigner()) {
         timestamps_.resize(batch_.size());
         callUser([&] { strategy_.assigner()(std::span<const T>(batch_), timestamps_); });
@@ -362,9 +362,11 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
       auto [it, added] = splits_.try_emplace(run.splitId);
       SplitWatermarks& split = it->second;
       if (added) split.generator = callUser([&] { return strategy_.generator()(); });
-      if (run.records > 0) split.lastRecord = now;
-      if (run.records > 0 && !timestamps_.empty()) {
+      if (run.records > 0) {
+        split.lastRecord = now;
         split.idle = false;
+      }
+      if (run.records > 0 && !timestamps_.empty()) {
         callUser([&] {
           split.generator->onBatch(std::span<const T>(batch_).subspan(at, run.records),
                                    std::span<const int64_t>(timestamps_).subspan(at, run.records), split);
@@ -384,9 +386,8 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
   }
 
   // The source's watermark from its splits': the smallest over those not idle; idle
-  // when every split is.
+  // when every split is, or when it has none (waiting for new ones), as in Flink.
   void emitSplitsWatermark() {
-    if (splits_.empty()) return;
     int64_t combined = kMaxWatermark;
     bool active = false;
     for (const auto& [id, split] : splits_) {
