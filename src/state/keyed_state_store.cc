@@ -77,17 +77,26 @@ void KeyedStateStore::setRestored(RestoredOperatorState& restored) {
   auto overlap = [&](const RestoredRocksDB& from) {
     return KeyGroupRange{std::max(from.keyGroups.start, mine.start), std::min(from.keyGroups.end, mine.end)};
   };
-  if (rocksdb_ && !rocksdb.empty()) {
-    // As Flink rescales RocksDB: the predecessor with the most of this instance's key
-    // groups becomes its database as it was, less what it does not own (without reading
-    // an entry); the others' entries are copied in. Restarting at the same parallelism
-    // is the first step alone.
-    auto base = std::max_element(rocksdb.begin(), rocksdb.end(), [&](const auto& a, const auto& b) {
-      return overlap(a).size() < overlap(b).size();
-    });
-    rocksdb_->restore(*base, mine);
-    for (auto it = rocksdb.begin(); it != rocksdb.end(); ++it)
-      if (it != base) rocksdb_->insert(*it, overlap(*it));
+  if (rocksdb_) {
+    if (!rocksdb.empty()) {
+      // As Flink rescales RocksDB: the predecessor with the most of this instance's key
+      // groups becomes its database as it was, less what it does not own (without
+      // reading an entry); the others' entries are copied in. Restarting at the same
+      // parallelism is the first step alone.
+      auto base = std::max_element(rocksdb.begin(), rocksdb.end(), [&](const auto& a, const auto& b) {
+        return overlap(a).size() < overlap(b).size();
+      });
+      rocksdb_->restore(*base, mine);
+      for (auto it = rocksdb.begin(); it != rocksdb.end(); ++it)
+        if (it != base) rocksdb_->insert(*it, overlap(*it));
+    }
+    // Entries of a full checkpoint go into their columns now, in write batches, rather
+    // than wait in memory until their state registers (RocksDB stores them as they are).
+    for (auto& [name, entries] : restored_) {
+      rocksdb_->insert(name, entries);
+      std::vector<OwnedStateEntry>().swap(entries);
+    }
+    restored_.clear();
     return;
   }
   for (const auto& from : rocksdb) {

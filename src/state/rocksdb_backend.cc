@@ -443,21 +443,22 @@ class Instance final : public RocksDBInstance {
   }
 
   void insert(const RestoredRocksDB& from, KeyGroupRange range) override {
-    constexpr size_t kBatchBytes = 4 << 20;
-    rocksdb::WriteBatch batch;
-    auto write = [&] {
-      rocksdb::Status s = db_->Write(writeOptions_, &batch);
-      if (!s.ok()) throw Error(ErrorCode::kIo, "RocksDB could not write restored state into '" + directory_ + "': " +
-                                                   s.ToString());
-      batch.Clear();
-    };
+    Restorer restorer(*this);
     scanCheckpoint(from, range, localDirectory_, [&](const std::string& state, std::string_view key, std::string_view value) {
-      auto& column = dynamic_cast<Column&>(this->column(state, nullptr));
-      rocksdb::Status s = batch.Put(column.handle(), slice(key), slice(value));
-      if (!s.ok()) throw Error(ErrorCode::kIo, "RocksDB could not restore state '" + state + "': " + s.ToString());
-      if (batch.GetDataSize() >= kBatchBytes) write();
+      restorer.put(state, key, value);
     });
-    write();
+    restorer.flush();
+  }
+
+  void insert(const std::string& name, const std::vector<OwnedStateEntry>& entries) override {
+    Restorer restorer(*this);
+    std::string key;
+    for (const auto& e : entries) {
+      key = keyGroupPrefix(e.keyGroup);
+      key += e.key;
+      restorer.put(name, key, e.value);
+    }
+    restorer.flush();
   }
 
  private:
@@ -498,6 +499,33 @@ class Instance final : public RocksDBInstance {
   struct Open {
     std::unique_ptr<Column> column;
     std::shared_ptr<TtlCompactionFilterFactory> ttl;
+  };
+
+  // Writes restored entries into their columns, 4 MB write batches at a time.
+  class Restorer {
+   public:
+    explicit Restorer(Instance& db) : db_(db) {}
+    void put(const std::string& state, std::string_view key, std::string_view value) {
+      if (state != lastState_) {
+        column_ = dynamic_cast<Column&>(db_.column(state, nullptr)).handle();
+        lastState_ = state;
+      }
+      rocksdb::Status s = batch_.Put(column_, slice(key), slice(value));
+      if (!s.ok()) throw Error(ErrorCode::kIo, "RocksDB could not restore state '" + state + "': " + s.ToString());
+      if (batch_.GetDataSize() >= (4u << 20)) flush();
+    }
+    void flush() {
+      rocksdb::Status s = db_.db_->Write(db_.writeOptions_, &batch_);
+      if (!s.ok())
+        throw Error(ErrorCode::kIo, "RocksDB could not write restored state into '" + db_.directory_ + "': " + s.ToString());
+      batch_.Clear();
+    }
+
+   private:
+    Instance& db_;
+    rocksdb::WriteBatch batch_;
+    std::string lastState_;
+    rocksdb::ColumnFamilyHandle* column_ = nullptr;
   };
 
   std::shared_ptr<SharedMemory> memory_;
