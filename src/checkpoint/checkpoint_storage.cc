@@ -324,10 +324,10 @@ std::string readPrefix(const std::string& path, size_t size) {
   return bytes;
 }
 
-// Parses a state file: its operator state, and (when `keyed`) its keyed entries in
-// `keyGroups`. Throws SerializationError on bytes that end early.
-void parseStateFile(std::string_view bytes, const std::string& path, bool keyed, KeyGroupRange keyGroups,
-                    RestoredOperatorState& out, std::vector<OperatorStateSnapshot>& operatorState) {
+// Parses the head of a state file, its operator state, into `operatorState`; returns
+// where its keyed states begin. Throws SerializationError on bytes that end early.
+uint64_t parseStateFileHead(std::string_view bytes, const std::string& path,
+                            std::vector<OperatorStateSnapshot>& operatorState) {
   DataInput in(bytes);
   std::string magic(kStateMagic.size(), '\0');
   in.readRaw(magic.data(), magic.size(), "magic number");
@@ -343,21 +343,149 @@ void parseStateFile(std::string_view bytes, const std::string& path, bool keyed,
     size_t n = in.readLength("element count");
     for (size_t k = 0; k < n; ++k) s.elements.push_back(in.readString());
   }
-  if (keyed) {
-    while (in.read<uint8_t>() == 1) {
-      std::string name = in.readString();
-      auto& entries = out.keyed[name];
-      while (uint64_t group = in.readVarint("key group")) {
-        int keyGroup = static_cast<int>(group - 1);
-        std::string_view key = in.readStringView();
-        std::string_view value = in.readStringView();
-        if (keyGroups.contains(keyGroup)) entries.push_back({keyGroup, std::string(key), std::string(value)});
+  for (auto& s : lists) operatorState.push_back(std::move(s));
+  return bytes.size() - in.remaining();
+}
+
+// Reads a state file front to back through a buffer of a few MB, so a file larger than
+// memory can be restored.
+class StateFileReader {
+ public:
+  StateFileReader(std::string path, uint64_t offset) : path_(std::move(path)), position_(offset) {
+    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd_ < 0)
+      throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path_ + "' is missing: " + std::strerror(errno));
+  }
+  ~StateFileReader() { ::close(fd_); }
+  StateFileReader(const StateFileReader&) = delete;
+  StateFileReader& operator=(const StateFileReader&) = delete;
+
+  uint64_t position() const { return position_; }
+  bool atEnd() {
+    fill(1);
+    return unread() == 0;
+  }
+  // Parses the next item with `parse(DataInput&)` over the unread bytes; a parse that
+  // runs out of bytes is tried again with more. string_views it returns point into the
+  // buffer until the next call.
+  template <class Parse>
+  auto next(Parse parse) {
+    for (size_t want = 1;;) {
+      fill(want);
+      DataInput in(std::string_view(buffer_).substr(start_));
+      try {
+        auto result = parse(in);
+        size_t used = unread() - in.remaining();
+        start_ += used;
+        position_ += used;
+        return result;
+      } catch (const SerializationError& e) {
+        // More bytes, until the rest of the file is buffered: an entry may be large. (A
+        // length beyond the file's end, which a verified file cannot have, buffers the
+        // rest of the file before it is reported.)
+        if (ended_) throw corrupt(path_, std::string("is corrupt: ") + e.what());
+        want = std::max<size_t>(unread() * 2, kChunk);
       }
     }
-    if (!in.atEnd()) throw corrupt(path, "has " + std::to_string(in.remaining()) + " stray bytes at its end");
   }
-  for (auto& s : lists) operatorState.push_back(std::move(s));
+
+ private:
+  static constexpr size_t kChunk = 4u << 20;
+  size_t unread() const { return buffer_.size() - start_; }
+  // Buffers at least `want` unread bytes, unless the file ends first.
+  void fill(size_t want) {
+    if (unread() >= want || ended_) return;
+    buffer_.erase(0, start_);
+    start_ = 0;
+    size_t have = buffer_.size();
+    buffer_.resize(std::max(want, kChunk));
+    while (have < buffer_.size()) {
+      ssize_t n = ::pread(fd_, buffer_.data() + have, buffer_.size() - have, static_cast<off_t>(position_ + have));
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0)
+        throw Error(ErrorCode::kCheckpoint, "cannot read checkpoint file '" + path_ + "': " + std::strerror(errno));
+      if (n == 0) {
+        ended_ = true;
+        break;
+      }
+      have += static_cast<size_t>(n);
+    }
+    buffer_.resize(have);
+  }
+
+  std::string path_;
+  int fd_ = -1;
+  uint64_t position_;  // of the first unread byte
+  std::string buffer_;
+  size_t start_ = 0;  // the first unread byte in buffer_
+  bool ended_ = false;
+};
+
+// Reads one state's entries (a section of the keyed part) from `reader`, up to the
+// section's end, handing those in `range` to `visit`.
+void readKeyedSection(StateFileReader& reader, KeyGroupRange range, const StateEntryVisitor& visit) {
+  for (;;) {
+    StateEntry e{};
+    uint64_t group = reader.next([&](DataInput& in) {
+      uint64_t g = in.readVarint("key group");
+      if (g != 0) {
+        e.key = in.readStringView();
+        e.value = in.readStringView();
+      }
+      return g;
+    });
+    if (group == 0) return;
+    e.keyGroup = static_cast<int>(group - 1);
+    if (range.contains(e.keyGroup)) visit(e);
+  }
 }
+
+// The keyed part of a state file. The first reading passes over all of it and notes
+// where each state's entries are; later ones read only the wanted states' sections. (An
+// operator that takes its timers by name first thus reads the file about twice.)
+class StateFileKeyedStates final : public KeyedStateFile {
+ public:
+  StateFileKeyedStates(std::string path, uint64_t offset, KeyGroupRange keyGroups)
+      : path_(std::move(path)), offset_(offset), keyGroups_(keyGroups) {}
+
+  void read(const std::function<bool(const std::string&)>& wanted, const NamedStateEntryVisitor& visit) override {
+    if (indexed_) {
+      for (const auto& section : sections_) {
+        if (!wanted(section.state)) continue;
+        StateFileReader reader(path_, section.begin);
+        readKeyedSection(reader, keyGroups_, [&](const StateEntry& e) { visit(section.state, e); });
+      }
+      return;
+    }
+    sections_.clear();
+    StateFileReader reader(path_, offset_);
+    const StateEntryVisitor skip = [](const StateEntry&) {};
+    while (reader.next([](DataInput& in) { return in.read<uint8_t>(); }) == 1) {
+      std::string state = reader.next([](DataInput& in) { return in.readString(); });
+      uint64_t begin = reader.position();
+      if (wanted(state)) readKeyedSection(reader, keyGroups_, [&](const StateEntry& e) { visit(state, e); });
+      else readKeyedSection(reader, KeyGroupRange{}, skip);
+      sections_.push_back({std::move(state), begin});
+    }
+    if (!reader.atEnd()) throw corrupt(path_, "has stray bytes after its last state");
+    indexed_ = true;
+  }
+  bool holdsStateBesides(const std::set<std::string>& taken) const override {
+    return !indexed_ || std::any_of(sections_.begin(), sections_.end(),
+                                    [&](const Section& s) { return !taken.contains(s.state); });
+  }
+
+ private:
+  struct Section {
+    std::string state;
+    uint64_t begin;  // its first entry
+  };
+  std::string path_;
+  uint64_t offset_;  // where the keyed states begin
+  KeyGroupRange keyGroups_;  // the entries wanted from it
+  std::vector<Section> sections_;
+  bool indexed_ = false;
+};
 
 }  // namespace
 
@@ -371,18 +499,14 @@ void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRa
     db.keyGroups = info.keyGroups;
     for (const auto& f : info.rocksdb) db.files.push_back({f.name, rocksDBFilePath(dir, f), f.shared});
   }
+  // The operator state at the file's start is read from a prefix that grows until it
+  // holds it; the keyed states stay in the file until the operator takes them.
   try {
-    if (keyed) {
-      std::string bytes = readWholeFile(path);
-      parseStateFile(bytes, path, true, keyGroups, out, operatorState);
-      return;
-    }
-    // None of its key groups are wanted: only the operator state at its start is read,
-    // from a prefix that grows until it holds it.
     for (size_t size = 64 * 1024;; size *= 4) {
       std::string bytes = readPrefix(path, std::min<uint64_t>(size, info.size));
       try {
-        parseStateFile(bytes, path, false, keyGroups, out, operatorState);
+        uint64_t offset = parseStateFileHead(bytes, path, operatorState);
+        if (keyed) out.keyedFiles.push_back(std::make_unique<StateFileKeyedStates>(path, offset, keyGroups));
         return;
       } catch (const SerializationError&) {
         if (bytes.size() >= info.size) throw;

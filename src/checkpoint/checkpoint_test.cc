@@ -3,9 +3,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <mutex>
 #include <random>
 #include <thread>
@@ -133,11 +135,98 @@ TEST_F(CheckpointFilesTest, WhatIsWrittenReadsBackPerKeyGroup) {
   RestoredOperatorState restored;
   std::vector<OperatorStateSnapshot> lists;
   readStateFile(dir_.string(), m.files[1], KeyGroupRange{0, 5}, restored, lists);
-  ASSERT_EQ(restored.keyed["count"].size(), 2u);
-  EXPECT_EQ(restored.keyed["count"][0].keyGroup, 4);
-  EXPECT_EQ(restored.keyed["count"][1].value, "value5");
+  auto count = restored.takeKeyed("count");
+  ASSERT_EQ(count.size(), 2u);
+  EXPECT_EQ(count[0].keyGroup, 4);
+  EXPECT_EQ(count[1].value, "value5");
+  EXPECT_TRUE(restored.takeKeyed("count").empty()) << "a state is taken once";
   ASSERT_EQ(lists.size(), 1u);
   EXPECT_EQ(lists[0].elements, std::vector<std::string>{"a1"});
+}
+
+// Keyed states stay in the file until taken, and are read through a buffer of a few MB:
+// entries across its boundaries and an entry larger than it come back whole; a state
+// taken by name is not handed out again by takeAllKeyed.
+TEST_F(CheckpointFilesTest, KeyedStatesAreReadFromTheFileWhenTaken) {
+  OperatorSnapshot s;
+  std::vector<OwnedStateEntry> big, small;
+  for (int i = 0; i < 3000; ++i)
+    big.push_back({i % 8, "key" + std::to_string(i), std::string(5000 + i % 7, static_cast<char>('a' + i % 26))});
+  big.push_back({5, "huge", std::string(10u << 20, 'h')});
+  for (int g = 0; g < 8; ++g) small.push_back({g, "s" + std::to_string(g), "v" + std::to_string(g)});
+  s.keyed["big"] = std::make_unique<MaterializedSnapshot>(big);
+  s.keyed["small"] = std::make_unique<MaterializedSnapshot>(small);
+  StateFileInfo info;
+  info.keyGroups = KeyGroupRange{0, 7};
+  info.file = "op-0-state";
+  writeStateFile(CheckpointTarget{dir_.string(), "", 0, nullptr}, s, info);
+
+  RestoredOperatorState restored;
+  std::vector<OperatorStateSnapshot> lists;
+  readStateFile(dir_.string(), info, KeyGroupRange{4, 7}, restored, lists);
+  ASSERT_TRUE(restored.hasKeyed());
+  auto smallTaken = restored.takeKeyed("small");
+  ASSERT_EQ(smallTaken.size(), 4u);
+  EXPECT_EQ(smallTaken.front().key, "s4");
+  EXPECT_TRUE(restored.hasKeyed()) << "'big' is not taken yet";
+  std::vector<std::pair<std::string, std::string>> bigTaken;
+  restored.takeAllKeyed([&](const std::string& state, const StateEntry& e) {
+    ASSERT_EQ(state, "big");
+    ASSERT_TRUE(e.keyGroup >= 4 && e.keyGroup <= 7);
+    bigTaken.emplace_back(std::string(e.key), std::string(e.value));
+  });
+  std::vector<std::pair<std::string, std::string>> expected;
+  for (const auto& e : big)
+    if (e.keyGroup >= 4) expected.emplace_back(e.key, e.value);
+  std::sort(bigTaken.begin(), bigTaken.end());
+  std::sort(expected.begin(), expected.end());
+  EXPECT_EQ(bigTaken.size(), expected.size());
+  EXPECT_TRUE(bigTaken == expected) << "an entry came back different, twice or not at all";
+  EXPECT_FALSE(restored.hasKeyed());
+}
+
+// An operator that takes every state of a file by name (a window operator's windows
+// and timers) has no keyed state left to restore, so it makes no keyed store for it.
+TEST_F(CheckpointFilesTest, StatesTakenByNameLeaveNothingToRestore) {
+  OperatorSnapshot s;
+  s.keyed["_timers"] = std::make_unique<MaterializedSnapshot>(std::vector<OwnedStateEntry>{{1, "t", ""}});
+  s.keyed["_windows"] = std::make_unique<MaterializedSnapshot>(std::vector<OwnedStateEntry>{{2, "w", "acc"}});
+  StateFileInfo info;
+  info.keyGroups = KeyGroupRange{0, 7};
+  info.file = "op-0-state";
+  writeStateFile(CheckpointTarget{dir_.string(), "", 0, nullptr}, s, info);
+  RestoredOperatorState restored;
+  std::vector<OperatorStateSnapshot> lists;
+  readStateFile(dir_.string(), info, KeyGroupRange{0, 7}, restored, lists);
+  EXPECT_EQ(restored.takeKeyed("_windows").size(), 1u);
+  EXPECT_TRUE(restored.hasKeyed());
+  EXPECT_EQ(restored.takeKeyed("_timers").size(), 1u);
+  EXPECT_FALSE(restored.hasKeyed());
+}
+
+// Keyed entries that end early (a file cut short after its checksum was checked) are
+// an error naming the file when they are taken, not a crash or a short restore.
+TEST_F(CheckpointFilesTest, KeyedEntriesThatEndEarlyAreReportedWhenTaken) {
+  OperatorSnapshot s;
+  s.keyed["count"] = std::make_unique<MaterializedSnapshot>(
+      std::vector<OwnedStateEntry>{{1, "k1", std::string(1000, 'a')}, {2, "k2", std::string(1000, 'b')}});
+  StateFileInfo info;
+  info.keyGroups = KeyGroupRange{0, 7};
+  info.file = "op-0-state";
+  writeStateFile(CheckpointTarget{dir_.string(), "", 0, nullptr}, s, info);
+  fs::resize_file(dir_ / info.file, info.size - 500);
+  RestoredOperatorState restored;
+  std::vector<OperatorStateSnapshot> lists;
+  readStateFile(dir_.string(), info, KeyGroupRange{0, 7}, restored, lists);
+  int visited = 0;
+  try {
+    restored.takeAllKeyed([&](const std::string&, const StateEntry&) { ++visited; });
+    FAIL() << "a cut keyed section was read without an error";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCheckpoint);
+    EXPECT_NE(std::string(e.what()).find(info.file), std::string::npos) << e.what();
+  }
+  EXPECT_LE(visited, 1);
 }
 
 // A file none of whose key groups are wanted gives its operator state only, read from a
@@ -154,7 +243,7 @@ TEST_F(CheckpointFilesTest, AFileOutsideTheWantedKeyGroupsGivesItsOperatorStateO
   RestoredOperatorState restored;
   std::vector<OperatorStateSnapshot> lists;
   readStateFile(dir_.string(), info, KeyGroupRange{4, 7}, restored, lists);
-  EXPECT_TRUE(restored.keyed.empty());
+  EXPECT_FALSE(restored.hasKeyed());
   ASSERT_EQ(lists.size(), 1u);
   EXPECT_EQ(lists[0].elements, (std::vector<std::string>{big, "small"}));
 }

@@ -5,6 +5,8 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -273,6 +275,36 @@ TEST_F(IncrementalCheckpointTest, ARestoredStateThatDoesNotRegisterStaysInFullCh
   });
   ASSERT_EQ(values.size(), static_cast<size_t>(kKeys / 10));
   for (const auto& [k, v] : values) ASSERT_EQ(v, valueOf(k, 1)) << "key " << k;
+}
+
+// Restored entries wait, packed, for their state to register on the heap backend: an
+// entry larger than a chunk and many small ones across chunks all come back, in a
+// checkpoint taken before the state registered and in the state itself.
+TEST(RestoredEntries, TheHeapTakesEntriesOfAnySizeWhenTheStateRegisters) {
+  std::map<int64_t, std::string> expected;
+  for (int64_t k = 0; k < 60'000; ++k) expected[k] = valueOf(k, 3);
+  expected[7] = std::string(6u << 20, 'x');  // larger than a 4 MB chunk
+  RestoredOperatorState restored;
+  restored.keyGroups = kAll;
+  for (const auto& [k, v] : expected) {
+    DataOutput key, value;
+    Serializer<int64_t>::serialize(k, key);
+    Serializer<std::string>::serialize(v, value);
+    restored.keyed["value"].push_back({assignToKeyGroup(KeyHash<int64_t>{}(k), 128), key.data(), value.data()});
+  }
+  test::StateHarness<int64_t> heap{std::make_shared<HashMapStateBackend>()};
+  heap.store().setRestored(restored);
+  std::map<int64_t, std::string> checkpointed;
+  heap.store().snapshot().at("value")->readEntries(kAll, [&](const StateEntry& e) {
+    DataInput key(e.key);
+    checkpointed[key.read<int64_t>()] = decodeState<std::string>(e.value, "value", e.keyGroup);
+  });
+  EXPECT_TRUE(checkpointed == expected) << "a checkpoint before the state registered lost or changed an entry";
+  auto& value = heap.context().getState(ValueStateDescriptor<std::string>("value"));
+  for (const auto& [k, v] : expected) {
+    heap.setKey(k);
+    ASSERT_EQ(value.value(), std::optional<std::string>(v)) << "key " << k;
+  }
 }
 
 // What a process killed while uploading leaves — an SST file in shared/ that no

@@ -5,6 +5,7 @@
 #include "weir/detail/state_factory.h"
 
 #include <algorithm>
+#include <cstring>
 
 namespace weir {
 
@@ -49,7 +50,7 @@ std::map<std::string, std::unique_ptr<StateSnapshot>> KeyedStateStore::snapshot(
   SnapshotContext context = snapshotContext();  // one moment for every state
   std::map<std::string, std::unique_ptr<StateSnapshot>> out;
   for (auto& [name, registered] : states_) out.emplace(name, registered.state->snapshot(context));
-  for (auto& [name, entries] : restored_) out.emplace(name, std::make_unique<MaterializedSnapshot>(entries));
+  for (auto& [name, entries] : restored_) out.emplace(name, std::make_unique<MaterializedSnapshot>(entries.copy()));
   // Restored columns whose state did not register (again) stay in the checkpoint.
   if (rocksdb_) {
     for (const auto& name : rocksdb_->columnNames())
@@ -64,13 +65,10 @@ void KeyedStateStore::snapshot(int64_t checkpointId, OperatorSnapshot& out) {
     out.keyed = snapshot();
     return;
   }
-  out.rocksdb = rocksdb_->checkpoint(checkpointId);
-  for (auto& [name, entries] : restored_) out.keyed.emplace(name, std::make_unique<MaterializedSnapshot>(entries));
+  out.rocksdb = rocksdb_->checkpoint(checkpointId);  // restored entries are in its columns
 }
 
 void KeyedStateStore::setRestored(RestoredOperatorState& restored) {
-  restored_ = std::move(restored.keyed);
-  restored.keyed.clear();
   auto rocksdb = std::move(restored.rocksdb);
   restored.rocksdb.clear();
   const KeyGroupRange mine = restored.keyGroups;
@@ -90,28 +88,69 @@ void KeyedStateStore::setRestored(RestoredOperatorState& restored) {
       for (auto it = rocksdb.begin(); it != rocksdb.end(); ++it)
         if (it != base) rocksdb_->insert(*it, overlap(*it));
     }
-    // Entries of a full checkpoint go into their columns now, in write batches, rather
-    // than wait in memory until their state registers (RocksDB stores them as they are).
-    for (auto& [name, entries] : restored_) {
-      rocksdb_->insert(name, entries);
-      std::vector<OwnedStateEntry>().swap(entries);
-    }
-    restored_.clear();
+    // Entries of a full checkpoint stream from their files into their columns now, in
+    // write batches, rather than wait in memory until their state registers.
+    rocksdb_->insert(restored);
     return;
   }
-  for (const auto& from : rocksdb) {
-    readRocksDBCheckpoint(from, restored.keyGroups, localDirectory_, [&](const std::string& state, const StateEntry& e) {
-      restored_[state].push_back({e.keyGroup, std::string(e.key), std::string(e.value)});
-    });
-  }
+  auto keep = [&](const std::string& state, const StateEntry& e) { restored_[state].add(e); };
+  restored.takeAllKeyed(keep);
+  for (const auto& from : rocksdb) readRocksDBCheckpoint(from, restored.keyGroups, localDirectory_, keep);
 }
 
 void KeyedStateStore::restoreInto(const std::string& name, KeyedStateBase& state) {
   auto it = restored_.find(name);
   if (it == restored_.end()) return;
-  for (const auto& e : it->second) state.restoreEntry(StateEntry{e.keyGroup, e.key, e.value});
+  it->second.take([&](const StateEntry& e) { state.restoreEntry(e); });
   restored_.erase(it);
   clearKeyAfterRestore();
+}
+
+// A packed entry: key group, key length and value length (4 bytes each, native order),
+// then the key and value bytes.
+void KeyedStateStore::PackedEntries::add(const StateEntry& e) {
+  constexpr size_t kChunk = 4u << 20;
+  if (e.key.size() > UINT32_MAX || e.value.size() > UINT32_MAX)
+    throw Error(ErrorCode::kState, "a restored entry of 4 GiB or more cannot be kept for its state");
+  const size_t size = 12 + e.key.size() + e.value.size();
+  if (chunks_.empty() || chunks_.back().size() + size > chunks_.back().capacity()) {
+    chunks_.emplace_back();
+    chunks_.back().reserve(std::max(kChunk, size));
+  }
+  std::string& chunk = chunks_.back();
+  const uint32_t head[3] = {static_cast<uint32_t>(e.keyGroup), static_cast<uint32_t>(e.key.size()),
+                            static_cast<uint32_t>(e.value.size())};
+  chunk.append(reinterpret_cast<const char*>(head), sizeof(head));
+  chunk.append(e.key);
+  chunk.append(e.value);
+}
+
+template <class Visit>
+void KeyedStateStore::PackedEntries::forEach(const std::string& chunk, Visit visit) {
+  for (size_t at = 0; at < chunk.size();) {
+    uint32_t head[3];
+    std::memcpy(head, chunk.data() + at, sizeof(head));
+    at += sizeof(head);
+    std::string_view key(chunk.data() + at, head[1]);
+    std::string_view value(chunk.data() + at + head[1], head[2]);
+    at += head[1] + head[2];
+    visit(StateEntry{static_cast<int>(head[0]), key, value});
+  }
+}
+
+void KeyedStateStore::PackedEntries::take(const StateEntryVisitor& visit) {
+  for (std::string& chunk : chunks_) {
+    forEach(chunk, visit);
+    std::string().swap(chunk);
+  }
+  chunks_.clear();
+}
+
+std::vector<OwnedStateEntry> KeyedStateStore::PackedEntries::copy() const {
+  std::vector<OwnedStateEntry> out;
+  for (const std::string& chunk : chunks_)
+    forEach(chunk, [&](const StateEntry& e) { out.push_back({e.keyGroup, std::string(e.key), std::string(e.value)}); });
+  return out;
 }
 
 MaterializedSnapshot::MaterializedSnapshot(std::vector<OwnedStateEntry> entries) : entries_(std::move(entries)) {

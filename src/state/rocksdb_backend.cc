@@ -450,14 +450,14 @@ class Instance final : public RocksDBInstance {
     restorer.flush();
   }
 
-  void insert(const std::string& name, const std::vector<OwnedStateEntry>& entries) override {
+  void insert(RestoredOperatorState& restored) override {
     Restorer restorer(*this);
     std::string key;
-    for (const auto& e : entries) {
+    restored.takeAllKeyed([&](const std::string& state, const StateEntry& e) {
       key = keyGroupPrefix(e.keyGroup);
       key += e.key;
-      restorer.put(name, key, e.value);
-    }
+      restorer.put(state, key, e.value);
+    });
     restorer.flush();
   }
 

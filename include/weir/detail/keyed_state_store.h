@@ -271,10 +271,26 @@ class KeyedStateStore {
     void* typed;  // the same object as `state`, as the State type it was created as
   };
 
+  // Restored entries of one state waiting for it to register, packed into chunks of a
+  // few MB (about their size in the checkpoint, rather than two strings each); taking
+  // them frees each chunk once read, so the heap tables grow as the chunks go.
+  class PackedEntries {
+   public:
+    void add(const StateEntry& e);
+    // Calls `visit` with every entry, in the order added, and frees them.
+    void take(const StateEntryVisitor& visit);
+    std::vector<OwnedStateEntry> copy() const;
+
+   private:
+    template <class Visit>
+    static void forEach(const std::string& chunk, Visit visit);
+    std::vector<std::string> chunks_;
+  };
+
   void restoreInto(const std::string& name, KeyedStateBase& state);
 
   int maxParallelism_;
-  std::map<std::string, std::vector<OwnedStateEntry>> restored_;
+  std::map<std::string, PackedEntries> restored_;
   std::shared_ptr<const Clock> clock_;
   HeapKeyTable* heapKeys_ = nullptr;
   std::unique_ptr<RocksDBInstance> rocksdb_;

@@ -3,10 +3,13 @@
 // as serialized list elements (operator_state.h).
 #pragma once
 
+#include <algorithm>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -84,10 +87,29 @@ struct RestoredRocksDB {
   std::vector<File> files;
 };
 
+using NamedStateEntryVisitor = std::function<void(const std::string& state, const StateEntry&)>;
+
+// The keyed part of one checkpoint state file, left in the file until it is taken: a
+// checkpoint's state may be larger than memory, so a restore streams it. The checkpoint
+// module reads the file (checkpoint_storage.cc); it was verified before.
+class KeyedStateFile {
+ public:
+  virtual ~KeyedStateFile() = default;
+  // Hands the wanted key groups' entries of the states `wanted` names to `visit`.
+  // Throws weir::Error (kCheckpoint) naming the file when it does not parse.
+  virtual void read(const std::function<bool(const std::string& state)>& wanted,
+                    const NamedStateEntryVisitor& visit) = 0;
+  // Whether it holds a state that `taken` does not name (true until a first read has
+  // seen which states it holds).
+  virtual bool holdsStateBesides(const std::set<std::string>& taken) const = 0;
+};
+
 // Read from a checkpoint: only the key groups this instance owns.
 struct RestoredOperatorState {
   KeyGroupRange keyGroups;  // this instance's
+  // Keyed entries in memory, by state name, and those still in their state files.
   std::map<std::string, std::vector<OwnedStateEntry>> keyed;
+  std::vector<std::unique_ptr<KeyedStateFile>> keyedFiles;
   // Incremental checkpoints of RocksDB instances whose key groups overlap this one's.
   std::vector<RestoredRocksDB> rocksdb;
   std::vector<OperatorStateSnapshot> operatorState;
@@ -96,13 +118,35 @@ struct RestoredOperatorState {
   std::vector<std::pair<int, std::string>> channelState;
   bool channelStateRescaled = false;
 
-  // Takes the keyed entries of `name` out (empty when there are none).
+  // Whether any keyed state is restored and not taken yet.
+  bool hasKeyed() const {
+    return !keyed.empty() || !rocksdb.empty() ||
+           std::any_of(keyedFiles.begin(), keyedFiles.end(), [&](const auto& f) { return f->holdsStateBesides(taken_); });
+  }
+  // Takes the keyed entries of `name` out, from memory and from the files (empty when
+  // there are none).
   std::vector<OwnedStateEntry> takeKeyed(const std::string& name) {
-    auto it = keyed.find(name);
-    if (it == keyed.end()) return {};
-    auto entries = std::move(it->second);
-    keyed.erase(it);
+    std::vector<OwnedStateEntry> entries;
+    if (auto it = keyed.find(name); it != keyed.end()) {
+      entries = std::move(it->second);
+      keyed.erase(it);
+    }
+    if (!taken_.insert(name).second) return entries;
+    for (auto& file : keyedFiles)
+      file->read([&](const std::string& state) { return state == name; },
+                 [&](const std::string&, const StateEntry& e) {
+                   entries.push_back({e.keyGroup, std::string(e.key), std::string(e.value)});
+                 });
     return entries;
+  }
+  // Calls `visit` with every entry of the keyed states not taken yet, streamed from the
+  // files, and takes them all.
+  void takeAllKeyed(const NamedStateEntryVisitor& visit) {
+    for (const auto& [name, entries] : keyed)
+      for (const auto& e : entries) visit(name, StateEntry{e.keyGroup, e.key, e.value});
+    keyed.clear();
+    for (auto& file : keyedFiles) file->read([&](const std::string& state) { return !taken_.contains(state); }, visit);
+    keyedFiles.clear();
   }
   // The elements of operator state `name`, or none.
   const std::vector<std::string>* operatorList(const std::string& name) const {
@@ -110,6 +154,9 @@ struct RestoredOperatorState {
       if (s.name == name) return &s.elements;
     return nullptr;
   }
+
+ private:
+  std::set<std::string> taken_;  // states takeKeyed took from the files
 };
 
 }  // namespace weir::detail

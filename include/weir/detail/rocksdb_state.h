@@ -110,9 +110,9 @@ class RocksDBInstance {
   // instance's columns (made when missing), read from a read-only copy of its files
   // a write batch at a time: how a rescaled instance takes in its other predecessors.
   virtual void insert(const RestoredRocksDB& from, KeyGroupRange range) = 0;
-  // Writes restored entries of state `name` (from a full checkpoint) into its column
-  // (made when missing), a write batch at a time.
-  virtual void insert(const std::string& name, const std::vector<OwnedStateEntry>& entries) = 0;
+  // Takes every keyed entry still in `restored` (a full checkpoint's, streamed from its
+  // files) into the columns of their states (made when missing), a write batch at a time.
+  virtual void insert(RestoredOperatorState& restored) = 0;
 };
 
 // Whether RocksDB file `name` is an SST file: immutable once written, so checkpoints

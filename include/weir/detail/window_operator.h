@@ -248,7 +248,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   void open() override {
     if (auto* restored = this->context().restored()) {
       restore(*restored);
-      if (!restored->keyed.empty() || !restored->rocksdb.empty())
+      if (restored->hasKeyed())
         this->callUser([&] { keyedState().setRestored(*restored); });
     }
     this->callUser([&] { openFunction(policy_.fn, this->context_); });
