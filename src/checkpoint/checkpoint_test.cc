@@ -121,6 +121,22 @@ class CheckpointFilesTest : public ::testing::Test {
     return m;
   }
 
+  // Writes `s` as the state file of one subtask holding key groups 0..7.
+  StateFileInfo writeOneFile(OperatorSnapshot& s) {
+    StateFileInfo info;
+    info.keyGroups = KeyGroupRange{0, 7};
+    info.file = "op-0-state";
+    writeStateFile(CheckpointTarget{dir_.string(), "", 0, nullptr}, s, info);
+    return info;
+  }
+  // Reads it back as a subtask owning `keyGroups` does.
+  RestoredOperatorState readOneFile(const StateFileInfo& info, KeyGroupRange keyGroups) {
+    RestoredOperatorState restored;
+    std::vector<OperatorStateSnapshot> lists;
+    readStateFile(dir_.string(), info, keyGroups, restored, lists);
+    return restored;
+  }
+
   fs::path dir_;
 };
 
@@ -156,14 +172,8 @@ TEST_F(CheckpointFilesTest, KeyedStatesAreReadFromTheFileWhenTaken) {
   for (int g = 0; g < 8; ++g) small.push_back({g, "s" + std::to_string(g), "v" + std::to_string(g)});
   s.keyed["big"] = std::make_unique<MaterializedSnapshot>(big);
   s.keyed["small"] = std::make_unique<MaterializedSnapshot>(small);
-  StateFileInfo info;
-  info.keyGroups = KeyGroupRange{0, 7};
-  info.file = "op-0-state";
-  writeStateFile(CheckpointTarget{dir_.string(), "", 0, nullptr}, s, info);
-
-  RestoredOperatorState restored;
-  std::vector<OperatorStateSnapshot> lists;
-  readStateFile(dir_.string(), info, KeyGroupRange{4, 7}, restored, lists);
+  StateFileInfo info = writeOneFile(s);
+  RestoredOperatorState restored = readOneFile(info, KeyGroupRange{4, 7});
   ASSERT_TRUE(restored.hasKeyed());
   auto smallTaken = restored.takeKeyed("small");
   ASSERT_EQ(smallTaken.size(), 4u);
@@ -191,13 +201,8 @@ TEST_F(CheckpointFilesTest, StatesTakenByNameLeaveNothingToRestore) {
   OperatorSnapshot s;
   s.keyed["_timers"] = std::make_unique<MaterializedSnapshot>(std::vector<OwnedStateEntry>{{1, "t", ""}});
   s.keyed["_windows"] = std::make_unique<MaterializedSnapshot>(std::vector<OwnedStateEntry>{{2, "w", "acc"}});
-  StateFileInfo info;
-  info.keyGroups = KeyGroupRange{0, 7};
-  info.file = "op-0-state";
-  writeStateFile(CheckpointTarget{dir_.string(), "", 0, nullptr}, s, info);
-  RestoredOperatorState restored;
-  std::vector<OperatorStateSnapshot> lists;
-  readStateFile(dir_.string(), info, KeyGroupRange{0, 7}, restored, lists);
+  StateFileInfo info = writeOneFile(s);
+  RestoredOperatorState restored = readOneFile(info, KeyGroupRange{0, 7});
   EXPECT_EQ(restored.takeKeyed("_windows").size(), 1u);
   EXPECT_TRUE(restored.hasKeyed());
   EXPECT_EQ(restored.takeKeyed("_timers").size(), 1u);
@@ -210,14 +215,9 @@ TEST_F(CheckpointFilesTest, KeyedEntriesThatEndEarlyAreReportedWhenTaken) {
   OperatorSnapshot s;
   s.keyed["count"] = std::make_unique<MaterializedSnapshot>(
       std::vector<OwnedStateEntry>{{1, "k1", std::string(1000, 'a')}, {2, "k2", std::string(1000, 'b')}});
-  StateFileInfo info;
-  info.keyGroups = KeyGroupRange{0, 7};
-  info.file = "op-0-state";
-  writeStateFile(CheckpointTarget{dir_.string(), "", 0, nullptr}, s, info);
+  StateFileInfo info = writeOneFile(s);
   fs::resize_file(dir_ / info.file, info.size - 500);
-  RestoredOperatorState restored;
-  std::vector<OperatorStateSnapshot> lists;
-  readStateFile(dir_.string(), info, KeyGroupRange{0, 7}, restored, lists);
+  RestoredOperatorState restored = readOneFile(info, KeyGroupRange{0, 7});
   int visited = 0;
   try {
     restored.takeAllKeyed([&](const std::string&, const StateEntry&) { ++visited; });
