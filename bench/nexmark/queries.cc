@@ -11,22 +11,22 @@ using std::chrono::milliseconds;
 
 DataStream<Bid> bids(DataStream<Event> events) {
   return events
-      .flatMap<Bid>([](const Event& e, Collector<Bid>& out) {
-        if (e.bid) out.collect(*e.bid);
+      .flatMap<Bid>([](Event&& e, Collector<Bid>& out) {
+        if (e.bid) out.collect(std::move(*e.bid));
       })
       .name("Bids");
 }
 DataStream<Person> persons(DataStream<Event> events) {
   return events
-      .flatMap<Person>([](const Event& e, Collector<Person>& out) {
-        if (e.person) out.collect(*e.person);
+      .flatMap<Person>([](Event&& e, Collector<Person>& out) {
+        if (e.person) out.collect(std::move(*e.person));
       })
       .name("Persons");
 }
 DataStream<Auction> auctions(DataStream<Event> events) {
   return events
-      .flatMap<Auction>([](const Event& e, Collector<Auction>& out) {
-        if (e.auction) out.collect(*e.auction);
+      .flatMap<Auction>([](Event&& e, Collector<Auction>& out) {
+        if (e.auction) out.collect(std::move(*e.auction));
       })
       .name("Auctions");
 }

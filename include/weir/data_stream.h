@@ -70,8 +70,9 @@ class DataStream {
     }
   }
 
-  // Emits any number of records per input: flatMap<OUT>(void fn(const T&, Collector<OUT>&)),
-  // or flatMap(f) with f a RichFlatMapFunction<T, OUT>.
+  // Emits any number of records per input: flatMap<OUT>(void fn(const T&, Collector<OUT>&))
+  // (or fn(T&&, ...) / fn(T, ...) to move from the record), or flatMap(f) with f a
+  // RichFlatMapFunction<T, OUT>.
   template <class OUT = void, class F>
   auto flatMap(F fn) {
     if constexpr (std::is_void_v<OUT> && !detail::HasOutputType<F>) {
@@ -82,7 +83,8 @@ class DataStream {
       using O = std::conditional_t<std::is_void_v<OUT>, typename detail::HasOutputTypeOr<F, OUT>::type, OUT>;
       if constexpr (!detail::FlatMapObject<F, T, O> && !detail::FlatMapCallable<F, T, O>) {
         static_assert(detail::kDependentFalse<F>,
-                      "flatMap(f): f must be callable as void f(const T&, Collector<OUT>&), or be a RichFlatMapFunction<T, OUT>");
+                      "flatMap(f): f must be callable as void f(const T&, Collector<OUT>&) (or take T&& or T), or be a "
+                      "RichFlatMapFunction<T, OUT>");
         return *this;
       } else {
         return addOperator<O>("Flat Map", [fn] { return std::make_unique<detail::StreamFlatMap<T, O, F>>(fn); });

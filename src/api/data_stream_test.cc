@@ -61,6 +61,30 @@ TEST(DataStream, FlatMapMayEmitMoreThanABatchPerRecord) {
   for (int i = 0; i < 30000; ++i) ASSERT_EQ(got[static_cast<size_t>(i)], i);
 }
 
+// A flatMap taking its record as T&& moves parts of it into its output; a stream that
+// two operators consume gives each its own records, whichever moves from them.
+TEST(DataStream, AFlatMapMayMoveFromItsRecordWithoutTakingItFromOtherConsumers) {
+  std::vector<std::pair<std::string, std::string>> input;
+  for (int i = 0; i < 3000; ++i)
+    input.emplace_back("left-" + std::string(40, 'a') + std::to_string(i), "right-" + std::to_string(i));
+  StreamExecutionEnvironment env;
+  CollectSink<std::string> moved, copied;
+  auto pairs = env.fromCollection(input);
+  pairs.flatMap<std::string>([](std::pair<std::string, std::string>&& p, Collector<std::string>& out) {
+        out.collect(std::move(p.first));
+      })
+      .sinkTo(moved);
+  pairs.map([](const std::pair<std::string, std::string>& p) { return p.first + "|" + p.second; }).sinkTo(copied);
+  env.execute();
+  std::vector<std::string> expectMoved, expectCopied;
+  for (const auto& [l, r] : input) {
+    expectMoved.push_back(l);
+    expectCopied.push_back(l + "|" + r);
+  }
+  EXPECT_EQ(moved.getResults(), expectMoved);
+  EXPECT_EQ(copied.getResults(), expectCopied);
+}
+
 TEST(DataStream, GeneratorEmitsEveryIndexOnceAtAnyParallelism) {
   for (int p : {1, 3, 4}) {
     StreamExecutionEnvironment env;

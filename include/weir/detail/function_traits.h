@@ -71,8 +71,10 @@ T callReduce(F& f, const T& a, const T& b) {
 
 template <class F, class IN, class OUT>
 concept FlatMapObject = requires(F& f, const IN& v, Collector<OUT>& c) { f.flatMap(v, c); };
+// A callable may take the record by value or as IN&& to move from it (the operator owns
+// its input batch), or as const IN&.
 template <class F, class IN, class OUT>
-concept FlatMapCallable = std::invocable<F&, const IN&, Collector<OUT>&>;
+concept FlatMapCallable = std::invocable<F&, IN&&, Collector<OUT>&>;
 
 // OUT of a flatMap function object: declared as OutputType by RichFlatMapFunction.
 template <class F>
@@ -88,9 +90,9 @@ struct HasOutputTypeOr<F, Fallback> {
 };
 
 template <class F, class IN, class OUT>
-void callFlatMap(F& f, const IN& v, Collector<OUT>& c) {
-  if constexpr (FlatMapObject<F, IN, OUT>) f.flatMap(v, c);
-  else std::invoke(f, v, c);
+void callFlatMap(F& f, IN&& v, Collector<OUT>& c) {
+  if constexpr (FlatMapObject<F, std::decay_t<IN>, OUT>) f.flatMap(v, c);
+  else std::invoke(f, std::forward<IN>(v), c);
 }
 
 template <class F, class T>

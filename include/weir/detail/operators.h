@@ -84,7 +84,7 @@ class StreamFlatMap final : public UdfOperator<IN, OUT, F> {
     try {
       for (size_t i = 0; i < records.size(); ++i) {
         if (!timestamps.empty()) collector.setTimestamp(true, timestamps[i]);
-        callFlatMap(this->fn_, records[i], collector);
+        callFlatMap(this->fn_, std::move(records[i]), collector);
       }
     } catch (...) {
       buffer_.clear();
