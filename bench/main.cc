@@ -145,6 +145,18 @@ struct TimedEvent {
   int64_t time;
 };
 
+// n generated events as (key, 1) pairs keyed by key, with the events' timestamps.
+template <class Event>
+auto keyedCounts(StreamExecutionEnvironment& env, Event event, int64_t n) {
+  return env
+      .fromSource(DataGeneratorSource(event, n),
+                  WatermarkStrategy<TimedEvent>::forMonotonousTimestamps().withTimestampAssigner(
+                      [](const TimedEvent& e) { return e.time; }),
+                  "events")
+      .map([](const TimedEvent& e) { return std::pair<int64_t, int64_t>{e.key, 1}; })
+      .keyBy([](const std::pair<int64_t, int64_t>& c) { return c.first; });
+}
+
 // The engine's side of tumbling_count and session_count: count per key in the windows
 // `assigner` makes, over n generated events.
 // With a `trigger`, the windows take the general window operator.
@@ -154,13 +166,7 @@ void countPerWindow(int parallelism, Event event, int64_t n, Assigner assigner, 
   using Count = std::pair<int64_t, int64_t>;
   StreamExecutionEnvironment env;
   env.setParallelism(parallelism);
-  auto windowed = env.fromSource(DataGeneratorSource(event, n),
-                                 WatermarkStrategy<TimedEvent>::forMonotonousTimestamps().withTimestampAssigner(
-                                     [](const TimedEvent& e) { return e.time; }),
-                                 "events")
-                      .map([](const TimedEvent& e) { return Count{e.key, 1}; })
-                      .keyBy([](const Count& c) { return c.first; })
-                      .window(assigner);
+  auto windowed = keyedCounts(env, event, n).window(assigner);
   auto add = [](const Count& a, const Count& b) { return Count{a.first, a.second + b.second}; };
   if constexpr (std::is_same_v<Trigger, std::nullptr_t>) windowed.reduce(add).sinkTo(DiscardingSink<Count>());
   else windowed.trigger(trigger).reduce(add).sinkTo(DiscardingSink<Count>());
@@ -215,12 +221,7 @@ void triggeredCount() {
   enum Kind { kSpecialised, kTriggered, kCountWindow };
   auto job = [&](Kind kind) {
     StreamExecutionEnvironment env;
-    auto keyed = env.fromSource(DataGeneratorSource(event, n),
-                                WatermarkStrategy<TimedEvent>::forMonotonousTimestamps().withTimestampAssigner(
-                                    [](const TimedEvent& e) { return e.time; }),
-                                "events")
-                     .map([](const TimedEvent& e) { return Count{e.key, 1}; })
-                     .keyBy([](const Count& c) { return c.first; });
+    auto keyed = keyedCounts(env, event, n);
     auto add = [](const Count& a, const Count& b) { return Count{a.first, a.second + b.second}; };
     auto tumbling = TumblingEventTimeWindows::of(std::chrono::seconds(1));
     if (kind == kSpecialised) keyed.window(tumbling).reduce(add).sinkTo(DiscardingSink<Count>());
@@ -237,6 +238,38 @@ void triggeredCount() {
                                   {"specialised_records_per_s", records / specialised},
                                   {"count_window_records_per_s", records / counted},
                                   {"ratio", triggered / specialised}});
+}
+
+// tumbling_count's job (p = 1, 2 M events; 1,000 and 1,000,000 keys) with the window
+// contents in RocksDB (a ValueState read and written per record) beside the same job on
+// the heap, measured alternately; and 10 s windows sliding by 1 s (1,000 keys), whose
+// panes RocksDB keeps likewise. ratio = heap ÷ RocksDB records/s.
+void windowRocksDB() {
+  using Count = std::pair<int64_t, int64_t>;
+  const int64_t n = 2'000'000, perMs = 2000;
+  for (auto [keys, sliding] : {std::pair{int64_t{1000}, false}, {int64_t{1'000'000}, false}, {int64_t{1000}, true}}) {
+    auto event = [keys](int64_t i) {
+      return TimedEvent{static_cast<int64_t>(mix(static_cast<uint64_t>(i)) % static_cast<uint64_t>(keys)), i / perMs};
+    };
+    auto job = [&](const char* backend) {
+      StreamExecutionEnvironment env;
+      env.setStateBackend(stateBackendFromName(backend));
+      auto keyed = keyedCounts(env, event, n);
+      auto add = [](const Count& a, const Count& b) { return Count{a.first, a.second + b.second}; };
+      if (sliding)
+        keyed.window(SlidingEventTimeWindows::of(std::chrono::seconds(10), std::chrono::seconds(1)))
+            .reduce(add)
+            .sinkTo(DiscardingSink<Count>());
+      else keyed.window(TumblingEventTimeWindows::of(std::chrono::seconds(1))).reduce(add).sinkTo(DiscardingSink<Count>());
+      env.execute("window_rocksdb");
+    };
+    auto [rocksdb, heap] = medianSecondsInterleaved(gRuns, [&] { job("rocksdb"); }, [&] { job("heap"); });
+    double records = static_cast<double>(n);
+    printFigure("window_rocksdb", {{"windows", sliding ? "sliding" : "tumbling"}},
+                {{"parallelism", 1}, {"keys", static_cast<double>(keys)}, {"records", records},
+                 {"records_per_s", records / rocksdb}, {"heap_records_per_s", records / heap},
+                 {"ratio", rocksdb / heap}});
+  }
 }
 
 // Sum per key in sliding windows of 10 s every 1 s with an AggregateFunction, beside
@@ -409,7 +442,7 @@ int main(int argc, char** argv) {
   std::map<std::string, void (*)()> benches{
       {"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}, {"rest_overhead", rest},
       {"tumbling_count", tumblingCount}, {"sliding_sum", slidingSum}, {"session_count", sessionCount},
-      {"triggered_count", triggeredCount},
+      {"triggered_count", triggeredCount}, {"window_rocksdb", windowRocksDB},
       {"value_state", [] { valueState(gRuns); }}, {"map_state", [] { mapState(gRuns); }},
       {"list_state", [] { listState(gRuns); }}, {"state_memory", [] { stateMemory(gRuns); }},
       {"checkpoint_size", [] { checkpointSize(gRuns); }}, {"checkpoint_overhead", [] { checkpointOverhead(gRuns); }},

@@ -31,7 +31,7 @@ struct Event {
 WEIR_STRUCT(Event, key, time);
 Event eventAt(int64_t i) { return Event{(i * 7919) % kKeys, i}; }
 
-enum Kind : int32_t { kCount = 0, kTimer = 1, kWindowResult = 2, kSessionResult = 3, kSlidingResult = 4 };
+enum Kind : int32_t { kCount = 0, kTimer = 1, kWindowResult = 2, kSessionResult = 3, kSlidingResult = 4, kRolling = 5 };
 struct Out {
   int64_t key = 0;
   int64_t value = 0;  // kCount: the key's count so far; kTimer: its time; window or session: records
@@ -267,8 +267,8 @@ Verdict check(const std::vector<Out>& out, int64_t n) {
   }
   auto expectedSessionCounts = expectedSessions(n);
   Verdict v;
-  std::map<int64_t, int64_t> last;
-  std::map<int64_t, std::set<int64_t>> seen;
+  std::map<int64_t, int64_t> last, lastRolling;
+  std::map<int64_t, std::set<int64_t>> seen, seenRolling;
   std::set<std::pair<int64_t, int64_t>> timers, windows, sessions, sliding;
   for (const Out& o : out) {
     if (o.kind == kTimer) {
@@ -290,15 +290,20 @@ Verdict check(const std::vector<Out>& out, int64_t n) {
       else if (expectedSessionCounts[{o.key, o.window}] != o.value) ++v.wrong;
       continue;
     }
-    if (!seen[o.key].insert(o.value).second) {
+    auto& seenOfKind = o.kind == kRolling ? seenRolling : seen;
+    auto& lastOfKind = o.kind == kRolling ? lastRolling : last;
+    if (!seenOfKind[o.key].insert(o.value).second) {
       ++v.duplicates;
-    } else if (o.value != last[o.key] + 1) {
+    } else if (o.value != lastOfKind[o.key] + 1) {
       ++v.wrong;
     }
-    last[o.key] = std::max(last[o.key], o.value);
+    lastOfKind[o.key] = std::max(lastOfKind[o.key], o.value);
   }
   // A loss is a record whose count never showed (the key's final count falls short).
-  for (const auto& [key, count] : expectedCount) v.losses += std::max<int64_t>(0, count - last[key]);
+  for (const auto& [key, count] : expectedCount) {
+    v.losses += std::max<int64_t>(0, count - last[key]);
+    v.losses += std::max<int64_t>(0, count - lastRolling[key]);
+  }
   for (const auto& [kw, count] : expectedWindows) {
     v.losses += timers.count(kw) == 0 ? 1 : 0;
     v.losses += windows.count(kw) == 0 ? 1 : 0;
@@ -309,6 +314,16 @@ Verdict check(const std::vector<Out>& out, int64_t n) {
 }
 
 // Stamps a window's result with the window (its timestamp is the window's last one).
+// The tumbling windows keep their records (on RocksDB: a ListState per window) and
+// count them when they fire.
+struct CountRecords : ProcessWindowFunction<Out, Out, int64_t> {
+  void process(const int64_t& key, Context&, std::span<const Out> records, Collector<Out>& out) override {
+    int64_t count = 0;
+    for (const Out& o : records) count += o.value;
+    out.collect({key, count, kWindowResult, 0});
+  }
+};
+
 struct StampWindow : ProcessFunction<Out, Out> {
   void processElement(const Out& o, Context& ctx, Collector<Out>& out) override {
     Out stamped = o;
@@ -383,7 +398,7 @@ void addJob(StreamExecutionEnvironment& env, int64_t n, double rate, S sink, Ext
   auto windows = events.map([](const Event& e) { return Out{e.key, 1, kWindowResult, 0}; })
                      .keyBy([](const Out& o) { return o.key; })
                      .window(TumblingEventTimeWindows::of(std::chrono::milliseconds(kWindow)))
-                     .reduce([](const Out& a, const Out& b) { return Out{a.key, a.value + b.value, kWindowResult, 0}; })
+                     .process(CountRecords{})
                      .process(StampWindow{});
   auto sessions = events.map([](const Event& e) { return Out{e.key, 1, kSessionResult, e.time}; })
                       .keyBy([](const Out& o) { return o.key; })
@@ -398,7 +413,11 @@ void addJob(StreamExecutionEnvironment& env, int64_t n, double rate, S sink, Ext
                                                          std::chrono::milliseconds(kWindow)))
                      .reduce([](const Out& a, const Out& b) { return Out{a.key, a.value + b.value, kSlidingResult, 0}; })
                      .process(StampWindow{});
-  auto out = counts.unionWith(windows, sessions, sliding).sinkTo(std::move(sink));
+  // A rolling count per key (KeyedStream::reduce), like CountWithTimers' count.
+  auto rolling = events.map([](const Event& e) { return Out{e.key, 1, kRolling, 0}; })
+                     .keyBy([](const Out& o) { return o.key; })
+                     .reduce([](const Out& a, const Out& b) { return Out{a.key, a.value + b.value, kRolling, 0}; });
+  auto out = counts.unionWith(windows, sessions, sliding, rolling).sinkTo(std::move(sink));
   if (sinkParallelism > 0) out.setParallelism(sinkParallelism);
 }
 
@@ -668,7 +687,8 @@ TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
     std::string before, after;
   };
   for (const Case& c : {Case{"heap", "heap"}, Case{"rocksdb_incremental", "rocksdb"},
-                        Case{"rocksdb_incremental", "rocksdb_incremental"}, Case{"rocksdb_incremental", "heap"}}) {
+                        Case{"rocksdb_incremental", "rocksdb_incremental"}, Case{"rocksdb_incremental", "heap"},
+                        Case{"heap", "rocksdb"}, Case{"rocksdb", "heap"}}) {
     const int64_t n = 30000;
     Failures::reset({});
     fs::path dir = freshFolder("rescale");
@@ -678,6 +698,17 @@ TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
         dir, n, 3000, false, committed, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 3; }, 1,
         c.before);
     ASSERT_FALSE(latest.empty()) << c.before;
+    // Window contents: on the heap in the state files of the 3 window operators' 2
+    // subtasks each; on RocksDB in RocksDB (incremental: its files), but for sessions,
+    // which keep theirs on the heap (the window functions here keep no state).
+    int withWindows = 0, withRocksDB = 0;
+    for (const auto& f : detail::readMetadata(latest).files) {
+      if (f.operatorName.find("Window") == std::string::npos) continue;
+      withWindows += static_cast<int>(std::count(f.keyedStates.begin(), f.keyedStates.end(), "_windows"));
+      withRocksDB += f.rocksdb.empty() ? 0 : 1;
+    }
+    EXPECT_EQ(withWindows, 6) << c.before;
+    EXPECT_EQ(withRocksDB, c.before == "rocksdb_incremental" ? 4 : 0) << c.before;
     size_t before = committed->out.size();
     EXPECT_LT(before, static_cast<size_t>(n));
     Options o;

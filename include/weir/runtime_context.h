@@ -114,6 +114,11 @@ class RuntimeContext {
 };
 
 namespace detail {
+// Whether keyed state is in RocksDB: operators that keep tables of their own on the heap
+// (rolling aggregations, windows) keep their values in RocksDB state instead.
+inline bool keyedStateInRocksDB(const RuntimeContext& context) {
+  return context.stateBackend().getName() == "rocksdb";
+}
 // The keyed state of a keyed operator's subtask, on the job's state backend.
 template <class K>
 std::unique_ptr<KeyedStateBackend<K>> makeKeyedStateBackend(RuntimeContext& context) {

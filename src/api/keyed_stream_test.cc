@@ -22,10 +22,12 @@ struct Tagged : RichMapFunction<std::pair<int64_t, int64_t>, std::pair<int, std:
   }
 };
 
-// Runs generator -> keyBy(i % keys) -> sum at parallelism p; returns (subtask, (key, sum)).
-std::vector<std::pair<int, std::pair<int64_t, int64_t>>> runKeyedSum(int p, int64_t n, int64_t keys) {
+// Runs generator -> keyBy(i % keys) -> sum at parallelism p on `backend`; returns
+// (subtask, (key, sum)).
+std::vector<std::pair<int, std::pair<int64_t, int64_t>>> runKeyedSum(int p, int64_t n, int64_t keys,
+                                                                      const std::string& backend) {
   StreamExecutionEnvironment env;
-  env.setParallelism(p);
+  env.setParallelism(p).setStateBackend(stateBackendFromName(backend));
   CollectSink<std::pair<int, std::pair<int64_t, int64_t>>> sink;
   env.fromSource(DataGeneratorSource([keys](int64_t i) { return std::pair<int64_t, int64_t>{(i * 7919) % keys, i % 13}; }, n),
                  WatermarkStrategy<std::pair<int64_t, int64_t>>::noWatermarks(), "gen")
@@ -37,7 +39,8 @@ std::vector<std::pair<int, std::pair<int64_t, int64_t>>> runKeyedSum(int p, int6
   return sink.getResults();
 }
 
-TEST(KeyedStream, RollingSumIsTheSameAtParallelism1_2_4) {
+// On RocksDB the sums are RocksDB state; on the heap a table of the operator's own.
+TEST(KeyedStream, RollingSumIsTheSameAtParallelism1_2_4OnBothBackends) {
   const int64_t n = 50000, keys = 997;
   // Independent expectation: per key, the final sum and how many updates it saw.
   std::map<int64_t, int64_t> expectedSum, expectedCount;
@@ -45,8 +48,9 @@ TEST(KeyedStream, RollingSumIsTheSameAtParallelism1_2_4) {
     expectedSum[(i * 7919) % keys] += i % 13;
     expectedCount[(i * 7919) % keys]++;
   }
-  for (int p : {1, 2, 4}) {
-    auto results = runKeyedSum(p, n, keys);
+  for (auto [p, backend] : {std::pair{1, "heap"}, {2, "heap"}, {4, "heap"}, {1, "rocksdb"}, {2, "rocksdb"}}) {
+    SCOPED_TRACE(backend);
+    auto results = runKeyedSum(p, n, keys, backend);
     ASSERT_EQ(results.size(), static_cast<size_t>(n)) << "parallelism " << p;
     std::map<int64_t, int64_t> finalSum, count;
     std::map<int64_t, std::set<int>> subtasksOfKey;

@@ -98,11 +98,16 @@ void KeyedStateStore::setRestored(RestoredOperatorState& restored) {
   for (const auto& from : rocksdb) readRocksDBCheckpoint(from, restored.keyGroups, localDirectory_, keep);
 }
 
-void KeyedStateStore::restoreInto(const std::string& name, KeyedStateBase& state) {
+void KeyedStateStore::takeRestored(const std::string& name, const StateEntryVisitor& visit) {
   auto it = restored_.find(name);
   if (it == restored_.end()) return;
-  it->second.take([&](const StateEntry& e) { state.restoreEntry(e); });
+  it->second.take(visit);
   restored_.erase(it);
+}
+
+void KeyedStateStore::restoreInto(const std::string& name, KeyedStateBase& state) {
+  if (!restored_.contains(name)) return;
+  takeRestored(name, [&](const StateEntry& e) { state.restoreEntry(e); });
   clearKeyAfterRestore();
 }
 

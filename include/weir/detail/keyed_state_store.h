@@ -247,6 +247,9 @@ class KeyedStateStore {
   // taking its own when it is registered, and RocksDB instances' files. Call before any
   // state is registered.
   void setRestored(RestoredOperatorState& restored);
+  // Heap: takes the restored entries of `name` out for an operator that keeps that state
+  // itself rather than in a registered one (none once taken, or on RocksDB).
+  void takeRestored(const std::string& name, const StateEntryVisitor& visit);
   // Heap: the slot of the serialized key at the front of `in` (made if new).
   virtual uint32_t restoreHeapKey(DataInput& in, const std::string& state, int keyGroup) = 0;
 

@@ -7,6 +7,7 @@
 
 #include "weir/detail/function_traits.h"
 #include "weir/detail/keyed_state_store.h"
+#include "weir/detail/state_factory.h"
 #include "weir/detail/timer_queue.h"
 #include "weir/detail/stream_operator.h"
 #include "weir/key_group.h"
@@ -193,8 +194,9 @@ class ProcessOperator final : public CollectingOperator<IN, OUT, F> {
 };
 
 // Rolling reduce per key: emits the new aggregate for every record (KeyedStream::reduce,
-// sum, min, max). Keeps one value per key in a flat hash table on the heap until the
-// state backends land.
+// sum, min, max). Keeps one value per key: on the heap backend in the operator's own
+// flat hash table, on RocksDB as a ValueState in RocksDB. Both checkpoint the same
+// entries under "_rolling", so either backend restores the other's checkpoints.
 template <class T, class K, class KeySelector, class F>
 class KeyedReduceOperator final : public UdfOperator<T, T, F> {
  public:
@@ -203,14 +205,31 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
 
   void open() override {
     UdfOperator<T, T, F>::open();
-    auto* restored = this->context().restored();
-    if (restored == nullptr) return;
     if constexpr (Serializable<K> && Serializable<T>) {
-      for (const auto& e : restored->takeKeyed(kRollingState)) {
+      auto* restored = this->context().restored();
+      if (keyedStateInRocksDB(this->context())) {
+        store_ = makeKeyedStateBackend<K>(this->context());
+        if (restored != nullptr) store_->setRestored(*restored);
+        state_ = &valueState<VoidNamespace>(*store_, ValueStateDescriptor<T>(kRollingState));
+        return;
+      }
+      if (restored == nullptr) return;
+      auto restore = [&](const StateEntry& e) {
         values_.insert_or_assign(decodeState<K>(e.key, kRollingState, e.keyGroup),
                                  decodeState<T>(e.value, kRollingState, e.keyGroup));
+      };
+      for (const auto& e : restored->takeKeyed(kRollingState)) restore(StateEntry{e.keyGroup, e.key, e.value});
+      if (restored->hasKeyed()) {  // a RocksDB instance's incremental checkpoint
+        auto store = makeKeyedStateBackend<K>(this->context());
+        store->setRestored(*restored);
+        store->takeRestored(kRollingState, restore);
       }
     }
+  }
+  void close() override {
+    UdfOperator<T, T, F>::close();
+    state_ = nullptr;
+    store_.reset();
   }
 
   std::string checkpointUnsupportedReason() const override {
@@ -222,6 +241,10 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   // The running value of every key, copied out.
   void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
     UdfOperator<T, T, F>::snapshotState(checkpointId, timestamp, out);
+    if (store_) {
+      store_->snapshot(checkpointId, out);
+      return;
+    }
     if constexpr (Serializable<K> && Serializable<T>) {
       std::vector<OwnedStateEntry> entries;
       entries.reserve(values_.size());
@@ -242,6 +265,11 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
     buffer_.clear();
     buffer_.reserve(records.size());
     keys_.clear();
+    if (state_ != nullptr) {
+      reduceInStore(records);
+      this->out_->emitBatch(buffer_, timestamps);
+      return;
+    }
     try {
       for (auto& r : records) keys_.push_back(std::invoke(keySelector_, r));
       // The table is larger than the cache: fetch a few records ahead so lookups overlap.
@@ -260,8 +288,27 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   }
 
  private:
+  // RocksDB: one read and one write of the key's value per record.
+  void reduceInStore(std::span<T> records) {
+    try {
+      for (auto& r : records) {
+        K key = std::invoke(keySelector_, r);
+        store_->setCurrentKey(key);
+        std::optional<T> value = state_->value();
+        buffer_.push_back(value ? callReduce(this->fn_, *value, r) : r);
+        state_->update(buffer_.back());
+      }
+    } catch (...) {
+      store_->clearCurrentKey();
+      this->rethrowAsOperatorFailure();
+    }
+    store_->clearCurrentKey();  // the last key goes now
+  }
+
   KeySelector keySelector_;
-  absl::flat_hash_map<K, T, KeyHasher<K>> values_;
+  std::unique_ptr<KeyedStateBackend<K>> store_;  // RocksDB: the values,
+  ValueState<T>* state_ = nullptr;               // as this state
+  absl::flat_hash_map<K, T, KeyHasher<K>> values_;  // heap: the values
   std::vector<K> keys_;
   std::vector<T> buffer_;
 };

@@ -35,9 +35,6 @@ auto defaultTriggerOf() {
   else return NeverTrigger{};
 }
 
-template <class Policy>
-concept KeepsRecords = Policy::kKeepsRecords;
-
 template <class T, class K, class KeySelector, class Assigner, class Tr, class Ev, class Policy>
 class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
                                     private ProcessingTimeCallback,

@@ -5,9 +5,14 @@
 // time when its batch arrives, and a window fires when the clock passes its end.
 // Sessions merge: a record's window absorbs the key's windows it overlaps or touches.
 // Sliding windows are kept in panes that the windows combine when they fire.
-// Window contents and timers live on the heap (not on the state backends); a
-// checkpoint copies them out. A ProcessWindowFunction's own state (windowState,
-// globalState) is on the job's state backend, in a store made on first use.
+// On the heap backend the contents of each (key, window) or (key, pane) are live objects
+// in the operator's own hash map, which a checkpoint copies out; on RocksDB they are
+// keyed state in RocksDB (a ValueState of the accumulator, or a ListState of the records
+// for a ProcessWindowFunction, namespaced by the window), so windows may hold more than
+// memory. Both write the same entries under "_windows", so either backend restores the
+// other's checkpoints. Session windows and every window's timers stay on the heap. A
+// ProcessWindowFunction's own state (windowState, globalState) is on the job's state
+// backend.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -19,6 +24,7 @@
 #include "weir/detail/function_traits.h"
 #include "weir/detail/operator_snapshot.h"
 #include "weir/detail/processing_time_service.h"
+#include "weir/detail/state_factory.h"
 #include "weir/detail/stream_operator.h"
 #include "weir/windows.h"
 
@@ -35,6 +41,10 @@ constexpr bool overridesClear() {
 // A policy whose function clears per-window state when a window goes.
 template <class Policy>
 concept ClearsWindows = Policy::kClears;
+
+// A policy that keeps a window's records (its accumulator is their vector).
+template <class Policy>
+concept KeepsRecords = Policy::kKeepsRecords;
 
 // What the policies with a ProcessWindowFunction share: its context, and clear().
 template <class F>
@@ -246,10 +256,17 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         allowedLateness_(kProcessingTime ? 0 : allowedLateness) {}
 
   void open() override {
-    if (auto* restored = this->context().restored()) {
-      restore(*restored);
-      if (restored->hasKeyed())
-        this->callUser([&] { keyedState().setRestored(*restored); });
+    // (Types without a Serializer stay on the heap, without checkpoints.)
+    if constexpr (!kMerging && Serializable<K> && Serializable<Acc>)
+      if (keyedStateInRocksDB(this->context())) store_ = makeKeyedStateBackend<K>(this->context());
+    const bool onRocksDB = store_ != nullptr;  // (on the heap the store is made on first use)
+    if (auto* restored = this->context().restored()) restore(*restored);
+    if (onRocksDB) {
+      if constexpr (KeepsRecords<Policy>)
+        contents_ = &listState<TimeWindow>(*store_, ListStateDescriptor<T>(kWindowsState));
+      else
+        contents_ = &valueState<TimeWindow>(*store_, ValueStateDescriptor<Acc>(kWindowsState));
+      contentsWindow_ = dynamic_cast<NamespacedState<TimeWindow>*>(contents_);
     }
     this->callUser([&] { openFunction(policy_.fn, this->context_); });
   }
@@ -279,7 +296,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         value.clear();
         writeKeyAndWindow(k, w, key);
         if (fired != nullptr) value.write(*fired);
-        Serializer<Acc>::serialize(acc, value);
+        encodeContents(acc, value);
         windows.push_back({keyGroup(k), key.data(), value.data()});
       };
       for (const auto& [kw, acc] : state_) addWindow(kw.first, kw.second, acc, nullptr);
@@ -295,8 +312,9 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         key.write(static_cast<uint8_t>(t.clears ? 2 : t.cleanup ? 1 : 0));
         timers.push_back({keyGroup(t.key), key.data(), {}});
       }
-      if (store_) store_->snapshot(checkpointId, out);  // the window function's state
-      out.keyed[kWindowsState] = std::make_unique<MaterializedSnapshot>(std::move(windows));
+      // The window function's state, and on RocksDB the windows' contents.
+      if (store_) store_->snapshot(checkpointId, out);
+      if (contents_ == nullptr) out.keyed[kWindowsState] = std::make_unique<MaterializedSnapshot>(std::move(windows));
       out.keyed[kTimersState] = std::make_unique<MaterializedSnapshot>(std::move(timers));
     }
     snapshotWindowWatermark(this->context(), watermark_, out);
@@ -318,20 +336,26 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
           assigner_.assignWindows(time, [&](const TimeWindow& w) {
             if (isLate(w)) return;
             placed = true;
+            if (contents_ != nullptr) {
+              afterAdd(key, w, nullptr, addToBackend(key, w, records[i]), collector);
+              return;
+            }
             // A window's timers are registered when its state is created; the state lives
             // until its cleanup timer, so one lookup per record and window suffices.
             auto it = state_.find(std::pair<K, TimeWindow>{key, w});
             bool created = it == state_.end();
             if (created) it = state_.emplace(std::pair<K, TimeWindow>{key, w}, policy_.create()).first;
             policy_.add(it->second, records[i]);
-            afterAdd(key, w, it->second, created, collector);
+            afterAdd(key, w, &it->second, created, collector);
           });
         }
         if (!placed) this->dropLate(records[i], timestamps[i]);
       }
     } catch (...) {
+      releaseKey();
       this->failBatch();
     }
+    releaseKey();
     collector.flush();
     sideOutputs_.flush();
   }
@@ -368,6 +392,14 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
           onPaneTimer(t, collector);
           continue;
         }
+        if (contents_ != nullptr) {
+          if (!t.cleanup) {
+            if (auto acc = backendContents(t.key, t.window)) fireWindow(t.key, t.window, *acc, collector);
+          } else if (eraseFromBackend(t.key, t.window)) {
+            clearWindow(t.key, t.window);
+          }
+          continue;
+        }
         auto it = state_.find(std::pair<K, TimeWindow>{t.key, t.window});
         if (it == state_.end()) continue;
         if (t.cleanup) {
@@ -378,8 +410,10 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         }
       }
     } catch (...) {
+      releaseKey();
       this->failBatch();
     }
+    releaseKey();
     collector.flush();
   }
 
@@ -430,22 +464,15 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     return {std::move(key), w};
   }
 
+  // Timers come back to the heap. Window contents: sessions' to the heap; others' into
+  // RocksDB with the rest of the keyed state, or to the heap from wherever the
+  // checkpoint holds them (state files, or a RocksDB instance's incremental files).
   void restore(RestoredOperatorState& restored) {
     watermark_ = restoreWindowWatermark(restored, this->context());
+    const bool onRocksDB = store_ != nullptr;
     if constexpr (Serializable<K> && Serializable<Acc>) {
-      for (const auto& e : restored.takeKeyed(kWindowsState)) {
-        DataInput in(e.key);
-        auto kw = readKeyAndWindow(in, e.keyGroup);
-        if constexpr (kMerging) {
-          DataInput value(e.value);
-          bool fired = value.read<bool>();
-          sessions_[kw.first].windows.push_back(
-              {kw.second, fired, decodeState<Acc>(e.value.substr(1), kWindowsState, e.keyGroup)});
-        } else {
-          state_.insert_or_assign(std::move(kw), decodeState<Acc>(e.value, kWindowsState, e.keyGroup));
-        }
-      }
-      for (auto& [key, sessions] : sessions_) arm(key, sessions);
+      if (!onRocksDB)
+        for (const auto& e : restored.takeKeyed(kWindowsState)) restoreWindow(StateEntry{e.keyGroup, e.key, e.value});
       for (const auto& e : restored.takeKeyed(kTimersState)) {
         DataInput in(e.key);
         auto [key, window] = readKeyAndWindow(in, e.keyGroup);
@@ -455,8 +482,46 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
           if (kind == 0) scheduled_.insert(std::pair<K, TimeWindow>{key, window});
           if (kind == 2) clearing_.insert(std::pair<K, TimeWindow>{key, window});
         }
+        // Every window (or pane) with contents has its cleanup timer.
+        if (onRocksDB && kind == 1) live_.insert(std::pair<K, TimeWindow>{key, window});
         schedule(Timer{time, kind != 0, std::move(key), window, kind == 2});
       }
+    }
+    if (onRocksDB) {
+      store_->setRestored(restored);
+    } else if (restored.hasKeyed()) {
+      keyedState().setRestored(restored);
+      if constexpr (Serializable<K> && Serializable<Acc>)
+        store_->takeRestored(kWindowsState, [&](const StateEntry& e) { restoreWindow(e); });
+    }
+    for (auto& [key, sessions] : sessions_) arm(key, sessions);
+  }
+  // One restored "_windows" entry, into the heap's windows or sessions.
+  void restoreWindow(const StateEntry& e) {
+    DataInput in(e.key);
+    auto kw = readKeyAndWindow(in, e.keyGroup);
+    if constexpr (kMerging) {
+      DataInput value(e.value);
+      bool fired = value.read<bool>();
+      sessions_[kw.first].windows.push_back({kw.second, fired, decodeContents(e.value.substr(1), e.keyGroup)});
+    } else {
+      state_.insert_or_assign(std::move(kw), decodeContents(e.value, e.keyGroup));
+    }
+  }
+  // A window's contents as "_windows" holds them: the accumulator, or the records as a
+  // ListState holds a list (each element length-prefixed).
+  static void encodeContents(const Acc& acc, DataOutput& out) {
+    if constexpr (KeepsRecords<Policy>) writeListElements(acc, out);
+    else Serializer<Acc>::serialize(acc, out);
+  }
+  static Acc decodeContents(std::string_view bytes, int keyGroup) {
+    if constexpr (KeepsRecords<Policy>) {
+      Acc records;
+      DataInput in(bytes);
+      while (!in.atEnd()) records.push_back(decodeForState<T>(in.readStringView(), kWindowsState, keyGroup));
+      return records;
+    } else {
+      return decodeState<Acc>(bytes, kWindowsState, keyGroup);
     }
   }
 
@@ -484,9 +549,11 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
 
   // After a record went into window `w` of `key`: a window already behind the watermark
   // (late within the allowed lateness) fires again at once; a new one gets its timers.
-  void afterAdd(const K& key, const TimeWindow& w, Acc& acc, bool created, Collector<OUT>& collector) {
+  // `acc` is the window's contents, or null when they are in RocksDB.
+  void afterAdd(const K& key, const TimeWindow& w, Acc* acc, bool created, Collector<OUT>& collector) {
     if (behindWatermark(w)) {
-      fireWindow(key, w, acc, collector);
+      if (acc != nullptr) fireWindow(key, w, *acc, collector);
+      else if (auto stored = backendContents(key, w)) fireWindow(key, w, *stored, collector);
     } else if (created) {
       schedule(Timer{w.maxTimestamp(), false, key, w});
     }
@@ -572,10 +639,15 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     }
     const TimeWindow pane = pane_;
     if (isLate(paneWindows_.front())) return false;  // its last window is gone: so are the others
-    auto it = state_.find(std::pair<K, TimeWindow>{key, pane});
-    bool created = it == state_.end();
-    if (created) it = state_.emplace(std::pair<K, TimeWindow>{key, pane}, policy_.create()).first;
-    policy_.add(it->second, record);
+    bool created;
+    if (contents_ != nullptr) {
+      created = addToBackend(key, pane, record);
+    } else {
+      auto it = state_.find(std::pair<K, TimeWindow>{key, pane});
+      created = it == state_.end();
+      if (created) it = state_.emplace(std::pair<K, TimeWindow>{key, pane}, policy_.create()).first;
+      policy_.add(it->second, record);
+    }
     if (!created && !behindWatermark(paneWindows_.back())) return true;  // the common case
     for (const TimeWindow& w : paneWindows_) {
       if (isLate(w)) continue;
@@ -598,7 +670,8 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       return;
     }
     if (t.cleanup) {
-      state_.erase(std::pair<K, TimeWindow>{t.key, t.window});
+      if (contents_ != nullptr) eraseFromBackend(t.key, t.window);
+      else state_.erase(std::pair<K, TimeWindow>{t.key, t.window});
       return;
     }
     scheduled_.erase(std::pair<K, TimeWindow>{t.key, t.window});
@@ -611,8 +684,12 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     bool any = false;
     for (__int128 start = w.start; start < w.end;) {
       TimeWindow pane = assigner_.paneOf(static_cast<int64_t>(start));
-      auto it = state_.find(std::pair<K, TimeWindow>{key, pane});
-      if (it != state_.end()) {
+      if (contents_ != nullptr) {
+        if (auto stored = backendContents(key, pane)) {
+          policy_.merge(acc, *stored);
+          any = true;
+        }
+      } else if (auto it = state_.find(std::pair<K, TimeWindow>{key, pane}); it != state_.end()) {
         Acc copy = it->second;  // merge may consume its second argument; the pane lives on
         policy_.merge(acc, copy);
         any = true;
@@ -659,6 +736,44 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   }
   StateStore<TimeWindow>& globalState() override { return globalStore_.bind(keyedState(), nullptr); }
 
+  // RocksDB: adds `record` to the contents of (key, w) (a window or a pane); true when
+  // it made them.
+  bool addToBackend(const K& key, const TimeWindow& w, const T& record) {
+    const bool created = live_.insert(std::pair<K, TimeWindow>{key, w}).second;
+    selectContents(key, w);
+    if constexpr (KeepsRecords<Policy>) {
+      contents_->add(record);
+    } else {
+      std::optional<Acc> acc = created ? std::nullopt : contents_->value();
+      if (!acc) acc = policy_.create();
+      policy_.add(*acc, record);
+      contents_->update(std::move(*acc));
+    }
+    return created;
+  }
+  // RocksDB: the contents of (key, w), if it has any.
+  std::optional<Acc> backendContents(const K& key, const TimeWindow& w) {
+    if (!live_.contains(std::pair<K, TimeWindow>{key, w})) return std::nullopt;
+    selectContents(key, w);
+    if constexpr (KeepsRecords<Policy>) return contents_->get();
+    else return contents_->value();
+  }
+  // RocksDB: drops the contents of (key, w); false when it had none.
+  bool eraseFromBackend(const K& key, const TimeWindow& w) {
+    if (live_.erase(std::pair<K, TimeWindow>{key, w}) == 0) return false;
+    selectContents(key, w);
+    contents_->clear();
+    return true;
+  }
+  // `key` must live until releaseKey() (the store keeps a pointer to it).
+  void selectContents(const K& key, const TimeWindow& w) {
+    store_->setCurrentKey(key);
+    contentsWindow_->setCurrentNamespace(w);
+  }
+  void releaseKey() {
+    if (contents_ != nullptr) store_->clearCurrentKey();
+  }
+
   // Queues the key's timer for its next firing or cleanup, unless one comes earlier.
   void arm(const K& key, KeySessions& sessions) {
     int64_t next = std::numeric_limits<int64_t>::max();
@@ -686,6 +801,11 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   TimeWindow pane_;                      // the pane of the last record,
   std::vector<TimeWindow> paneWindows_;  // and its windows, latest first
   std::priority_queue<Timer, std::vector<Timer>, Later> timers_;
+  // RocksDB (not sessions): the contents of each (key, window) — or (key, pane) — in
+  // the store, and which of them exist (those with a cleanup timer queued).
+  std::conditional_t<KeepsRecords<Policy>, ListState<T>, ValueState<Acc>>* contents_ = nullptr;
+  NamespacedState<TimeWindow>* contentsWindow_ = nullptr;
+  absl::flat_hash_set<std::pair<K, TimeWindow>, StateHash> live_;
   // The window function's keyed state (ProcessWindowFunction's windowState and
   // globalState), if it has any, and the key it is for while the function runs.
   std::unique_ptr<KeyedStateBackend<K>> store_;
