@@ -205,26 +205,7 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
 
   void open() override {
     UdfOperator<T, T, F>::open();
-    if constexpr (Serializable<K> && Serializable<T>) {
-      auto* restored = this->context().restored();
-      if (keyedStateInRocksDB(this->context())) {
-        store_ = makeKeyedStateBackend<K>(this->context());
-        if (restored != nullptr) store_->setRestored(*restored);
-        state_ = &valueState<VoidNamespace>(*store_, ValueStateDescriptor<T>(kRollingState));
-        return;
-      }
-      if (restored == nullptr) return;
-      auto restore = [&](const StateEntry& e) {
-        values_.insert_or_assign(decodeState<K>(e.key, kRollingState, e.keyGroup),
-                                 decodeState<T>(e.value, kRollingState, e.keyGroup));
-      };
-      for (const auto& e : restored->takeKeyed(kRollingState)) restore(StateEntry{e.keyGroup, e.key, e.value});
-      if (restored->hasKeyed()) {  // a RocksDB instance's incremental checkpoint
-        auto store = makeKeyedStateBackend<K>(this->context());
-        store->setRestored(*restored);
-        store->takeRestored(kRollingState, restore);
-      }
-    }
+    if constexpr (Serializable<K> && Serializable<T>) this->callUser([&] { openValues(); });
   }
   void close() override {
     UdfOperator<T, T, F>::close();
@@ -288,6 +269,28 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   }
 
  private:
+  // Where the values live (RocksDB state, or this operator's table), restored.
+  void openValues() {
+    auto* restored = this->context().restored();
+    if (keyedStateInRocksDB(this->context())) {
+      store_ = makeKeyedStateBackend<K>(this->context());
+      if (restored != nullptr) store_->setRestored(*restored);
+      state_ = &valueState<VoidNamespace>(*store_, ValueStateDescriptor<T>(kRollingState));
+      return;
+    }
+    if (restored == nullptr) return;
+    auto restore = [&](const StateEntry& e) {
+      values_.insert_or_assign(decodeState<K>(e.key, kRollingState, e.keyGroup),
+                               decodeState<T>(e.value, kRollingState, e.keyGroup));
+    };
+    for (const auto& e : restored->takeKeyed(kRollingState)) restore(StateEntry{e.keyGroup, e.key, e.value});
+    if (restored->hasKeyed()) {  // a RocksDB instance's incremental checkpoint
+      auto store = makeKeyedStateBackend<K>(this->context());
+      store->setRestored(*restored);
+      store->takeRestored(kRollingState, restore);
+    }
+  }
+
   // RocksDB: one read and one write of the key's value per record.
   void reduceInStore(std::span<T> records) {
     try {

@@ -260,7 +260,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     if constexpr (!kMerging && Serializable<K> && Serializable<Acc>)
       if (keyedStateInRocksDB(this->context())) store_ = makeKeyedStateBackend<K>(this->context());
     const bool onRocksDB = store_ != nullptr;  // (on the heap the store is made on first use)
-    if (auto* restored = this->context().restored()) restore(*restored);
+    if (auto* restored = this->context().restored()) this->callUser([&] { restore(*restored); });
     if (onRocksDB) {
       if constexpr (KeepsRecords<Policy>)
         contents_ = &listState<TimeWindow>(*store_, ListStateDescriptor<T>(kWindowsState));
@@ -272,6 +272,8 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   }
   void close() override {
     Base::close();
+    contents_ = nullptr;
+    contentsWindow_ = nullptr;
     store_.reset();
   }
 
@@ -518,7 +520,11 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     if constexpr (KeepsRecords<Policy>) {
       Acc records;
       DataInput in(bytes);
-      while (!in.atEnd()) records.push_back(decodeForState<T>(in.readStringView(), kWindowsState, keyGroup));
+      try {
+        while (!in.atEnd()) records.push_back(decodeForState<T>(in.readStringView(), kWindowsState, keyGroup));
+      } catch (const SerializationError& e) {
+        throw Error(ErrorCode::kSerialization, stateWhere(kWindowsState, keyGroup) + ": a stored list is cut short: " + e.what());
+      }
       return records;
     } else {
       return decodeState<Acc>(bytes, kWindowsState, keyGroup);
