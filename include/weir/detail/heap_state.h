@@ -283,6 +283,19 @@ void writeListElements(const std::vector<T>& list, DataOutput& out) {
   }
 }
 
+// The elements writeListElements wrote; a list cut short is an error naming the state.
+template <class T>
+std::vector<T> readListElements(std::string_view bytes, const std::string& state, int keyGroup) {
+  std::vector<T> list;
+  DataInput in(bytes);
+  try {
+    while (!in.atEnd()) list.push_back(decodeForState<T>(in.readStringView(), state, keyGroup));
+  } catch (const SerializationError& e) {
+    throw Error(ErrorCode::kSerialization, stateWhere(state, keyGroup) + ": a stored list is cut short: " + e.what());
+  }
+  return list;
+}
+
 template <class N, class T>
 class HeapListState final : public HeapState<N, std::vector<T>>, public ListState<T> {
  public:
@@ -328,8 +341,8 @@ class HeapListState final : public HeapState<N, std::vector<T>>, public ListStat
     visit(StateEntry{keyGroup, key.data(), out.data()});
   }
   void restoreValue(std::vector<T>& list, std::string_view, std::string_view value, int keyGroup) override {
-    DataInput in(value);
-    while (!in.atEnd()) list.push_back(decodeForState<T>(in.readStringView(), this->name_, keyGroup));
+    std::vector<T> restored = readListElements<T>(value, this->name_, keyGroup);
+    list.insert(list.end(), std::make_move_iterator(restored.begin()), std::make_move_iterator(restored.end()));
   }
 };
 

@@ -518,14 +518,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   }
   static Acc decodeContents(std::string_view bytes, int keyGroup) {
     if constexpr (KeepsRecords<Policy>) {
-      Acc records;
-      DataInput in(bytes);
-      try {
-        while (!in.atEnd()) records.push_back(decodeForState<T>(in.readStringView(), kWindowsState, keyGroup));
-      } catch (const SerializationError& e) {
-        throw Error(ErrorCode::kSerialization, stateWhere(kWindowsState, keyGroup) + ": a stored list is cut short: " + e.what());
-      }
-      return records;
+      return readListElements<T>(bytes, kWindowsState, keyGroup);
     } else {
       return decodeState<Acc>(bytes, kWindowsState, keyGroup);
     }
