@@ -43,6 +43,10 @@ struct JobMetrics {
     uint64_t numRecordsIn = 0;   // records received from channels and processed
     uint64_t numRecordsOut = 0;  // records sent to channels or written by a sink
     uint64_t numSourceRecords = 0;  // records produced by the source at the chain's head
+    // Bytes its source read and its sink wrote outside the job (records between
+    // subtasks are moved values, not bytes, and are not counted).
+    uint64_t numBytesIn = 0;
+    uint64_t numBytesOut = 0;
     uint64_t numLateRecordsDropped = 0;  // too late for every window they belonged to
     int64_t idleTimeNanos = 0;
     int64_t backPressuredTimeNanos = 0;

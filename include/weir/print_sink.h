@@ -24,12 +24,13 @@ class PrintSink final : public Sink<T> {
     std::string prefix;
     if (context.getNumberOfParallelSubtasks() > 1)
       prefix = std::to_string(context.getIndexOfThisSubtask() + 1) + "> ";
-    return std::make_unique<Writer>(std::move(prefix), toStderr_);
+    return std::make_unique<Writer>(std::move(prefix), toStderr_,
+                                    context.getMetricGroup().getIOMetricGroup().getNumBytesOutCounter());
   }
 
  private:
   struct Writer final : SinkWriter<T> {
-    Writer(std::string p, bool e) : prefix(std::move(p)), toStderr(e) {}
+    Writer(std::string p, bool e, Counter b) : prefix(std::move(p)), toStderr(e), bytesOut(b) {}
     void write(const T& record) override {
       T copy = record;
       writeBatch(std::span<T>(&copy, 1));
@@ -42,12 +43,14 @@ class PrintSink final : public Sink<T> {
         text += '\n';
       }
       detail::writeLines(text, toStderr);
+      bytesOut.inc(text.size());
     }
     // At every checkpoint barrier and at the end: what was printed reaches the stream
     // (at-least-once output across a restart).
     void flush(bool) override { detail::flushLines(toStderr); }
     std::string prefix;
     bool toStderr;
+    Counter bytesOut;
     std::string text;
   };
 

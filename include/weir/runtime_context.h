@@ -10,6 +10,7 @@
 #include "weir/detail/operator_snapshot.h"
 #include "weir/detail/processing_time_service.h"
 #include "weir/detail/state_factory.h"
+#include "weir/metrics.h"
 #include "weir/state.h"
 #include "weir/state_backend.h"
 #include "weir/state_descriptor.h"
@@ -68,6 +69,9 @@ class RuntimeContext {
     return *processingTime_;
   }
   void setProcessingTimeService(detail::ProcessingTimeService* service) { processingTime_ = service; }
+  // This instance's metrics: a connector counts the bytes it reads or writes here.
+  OperatorMetricGroup getMetricGroup() const { return metricGroup_; }
+  void setMetricGroup(OperatorMetricGroup group) { metricGroup_ = group; }
   // How often periodic watermarks are emitted (env.setAutoWatermarkInterval).
   std::chrono::milliseconds getAutoWatermarkInterval() const { return autoWatermarkInterval_; }
   void setAutoWatermarkInterval(std::chrono::milliseconds interval) { autoWatermarkInterval_ = interval; }
@@ -107,6 +111,7 @@ class RuntimeContext {
   std::shared_ptr<const StateBackend> stateBackend_ = std::make_shared<HashMapStateBackend>();
   std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
   std::chrono::milliseconds autoWatermarkInterval_{200};
+  OperatorMetricGroup metricGroup_;
   detail::KeyedStateStore* keyedStore_ = nullptr;
   detail::ProcessingTimeService* processingTime_ = nullptr;
   std::unique_ptr<detail::OperatorStateRegistry> operatorState_;

@@ -11,6 +11,8 @@
 #include <string>
 #include <vector>
 
+#include "weir/metrics.h"
+
 namespace weir {
 
 enum class Boundedness { BOUNDED, CONTINUOUS_UNBOUNDED };
@@ -87,6 +89,8 @@ struct SourceReaderContext {
   int subtaskIndex = 0;
   int parallelism = 1;
   SplitEnumerator* enumerator = nullptr;
+  // Where the reader counts the bytes it reads (numBytesIn).
+  OperatorMetricGroup metricGroup;
 };
 
 // Reads the splits of one parallel instance. Called only by its subtask's thread.

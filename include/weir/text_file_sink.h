@@ -27,12 +27,13 @@ class TextFileSink final : public Sink<T> {
   std::unique_ptr<SinkWriter<T>> createWriter(RuntimeContext& context) const override {
     std::string path;
     std::FILE* file = detail::openPartFile(folder_, context.getIndexOfThisSubtask(), &path);
-    return std::make_unique<Writer>(file, std::move(path));
+    return std::make_unique<Writer>(file, std::move(path),
+                                    context.getMetricGroup().getIOMetricGroup().getNumBytesOutCounter());
   }
 
  private:
   struct Writer final : SinkWriter<T> {
-    Writer(std::FILE* f, std::string p) : file(f), path(std::move(p)) {}
+    Writer(std::FILE* f, std::string p, Counter b) : file(f), path(std::move(p)), bytesOut(b) {}
     ~Writer() override {
       if (file) std::fclose(file);
     }
@@ -40,7 +41,7 @@ class TextFileSink final : public Sink<T> {
       text.clear();
       text += toDisplayString(record);
       text += '\n';
-      detail::writeAll(file, text, path);
+      writeText();
     }
     void writeBatch(std::span<T> records) override {
       text.clear();
@@ -48,15 +49,20 @@ class TextFileSink final : public Sink<T> {
         text += toDisplayString(r);
         text += '\n';
       }
-      detail::writeAll(file, text, path);
+      writeText();
     }
     void close() override {
       std::FILE* f = file;
       file = nullptr;
       if (f) detail::closePartFile(f, path);
     }
+    void writeText() {
+      detail::writeAll(file, text, path);
+      bytesOut.inc(text.size());
+    }
     std::FILE* file;
     std::string path;
+    Counter bytesOut;
     std::string text;
   };
 

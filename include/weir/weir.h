@@ -24,6 +24,7 @@
 #include "weir/key_group.h"
 #include "weir/keyed_process_function.h"
 #include "weir/keyed_stream.h"
+#include "weir/metrics.h"
 #include "weir/output_tag.h"
 #include "weir/print_sink.h"
 #include "weir/serializer.h"

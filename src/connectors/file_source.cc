@@ -34,7 +34,8 @@ bool skipped(const fs::path& p) {
 // Reads lines from the files it is handed, one file at a time, through a large buffer.
 class LineReader final : public SourceReader<std::string> {
  public:
-  LineReader(SplitEnumerator* enumerator, int subtask) : enumerator_(enumerator), subtask_(subtask) {
+  LineReader(SplitEnumerator* enumerator, int subtask, Counter bytesIn)
+      : enumerator_(enumerator), subtask_(subtask), bytesIn_(bytesIn) {
     buffer_.resize(kChunk);
   }
   ~LineReader() override { closeFile(); }
@@ -57,6 +58,7 @@ class LineReader final : public SourceReader<std::string> {
       pos_ = len_ = 0;
       size_t n = std::fread(buffer_.data(), 1, buffer_.size(), file_);
       fileOffset_ += n;
+      bytesIn_.inc(n);
       if (n == 0) {
         if (std::ferror(file_)) throw ioError("read", path_, errno);
         if (!partial_.empty()) {
@@ -129,6 +131,7 @@ class LineReader final : public SourceReader<std::string> {
 
   SplitEnumerator* enumerator_;
   int subtask_;
+  Counter bytesIn_;
   std::FILE* file_ = nullptr;
   std::string path_;
   std::vector<char> buffer_;
@@ -173,7 +176,8 @@ std::unique_ptr<SplitEnumerator> FileSource::createEnumerator(int) const {
 }
 
 std::unique_ptr<SourceReader<std::string>> FileSource::createReader(const SourceReaderContext& context) const {
-  return std::make_unique<LineReader>(context.enumerator, context.subtaskIndex);
+  return std::make_unique<LineReader>(context.enumerator, context.subtaskIndex,
+                                      context.metricGroup.getIOMetricGroup().getNumBytesInCounter());
 }
 
 }  // namespace weir

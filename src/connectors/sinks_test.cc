@@ -38,6 +38,31 @@ TEST(TextFileSink, WritesOnePartFilePerSubtask) {
   fs::remove_all(dir);
 }
 
+uint64_t bytesWrittenBySinks(const JobMetrics& metrics) {
+  uint64_t bytes = 0;
+  for (const auto& v : metrics.vertices) {
+    if (v.isSink) bytes += v.numBytesOut;
+    else EXPECT_EQ(v.numBytesOut, 0u) << v.name;
+  }
+  return bytes;
+}
+
+TEST(TextFileSink, CountsTheBytesItWroteAsNumBytesOut) {
+  auto dir = fs::temp_directory_path() / ("weir-text-sink-bytes-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  StreamExecutionEnvironment env;
+  std::vector<int64_t> values(5000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<int64_t>(i * i);
+  env.fromCollection(values).rebalance().map([](int64_t v) { return v; }).setParallelism(2)
+      .sinkTo(TextFileSink<int64_t>(dir.string())).setParallelism(2);
+  auto client = env.executeAsync();
+  client.wait();
+  uint64_t onDisk = fs::file_size(dir / "part-0") + fs::file_size(dir / "part-1");
+  EXPECT_GT(onDisk, values.size() * 2);
+  EXPECT_EQ(bytesWrittenBySinks(client.getMetrics()), onDisk);
+  fs::remove_all(dir);
+}
+
 TEST(TextFileSink, AnUnwritableFolderFailsTheJobNamingIt) {
   auto blocker = fs::temp_directory_path() / ("weir-text-sink-file-" + std::to_string(::getpid()));
   std::ofstream(blocker) << "a file, not a folder";
@@ -60,6 +85,19 @@ TEST(PrintSink, PrintsOneLinePerRecordWithASubtaskPrefixWhenParallel) {
     env.execute();
   }
   EXPECT_EQ(testing::internal::GetCapturedStdout(), "hello\nworld\n");
+
+  testing::internal::CaptureStdout();
+  JobMetrics metrics;
+  {
+    StreamExecutionEnvironment env;
+    env.fromElements<std::string>("a line", "another line", "").print();
+    auto client = env.executeAsync();
+    client.wait();
+    metrics = client.getMetrics();
+  }
+  std::string printed = testing::internal::GetCapturedStdout();
+  EXPECT_EQ(printed, "a line\nanother line\n\n");
+  EXPECT_EQ(bytesWrittenBySinks(metrics), printed.size());
 
   testing::internal::CaptureStdout();
   {

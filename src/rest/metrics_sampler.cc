@@ -24,6 +24,8 @@ void MetricsSampler::update(const detail::JobExecution& job) {
         uint64_t outA = std::max(a.numRecordsOut, a.numSourceRecords);
         uint64_t outB = std::max(b.numRecordsOut, b.numSourceRecords);
         r.numRecordsOutPerSecond = delta(outA, outB) / seconds;
+        r.numBytesInPerSecond = delta(a.numBytesIn, b.numBytesIn) / seconds;
+        r.numBytesOutPerSecond = delta(a.numBytesOut, b.numBytesOut) / seconds;
         r.idleTimeMsPerSecond = std::clamp(static_cast<double>(b.idleTimeNanos - a.idleTimeNanos) / 1e6 / seconds, 0.0, 1000.0);
         r.backPressuredTimeMsPerSecond =
             std::clamp(static_cast<double>(b.backPressuredTimeNanos - a.backPressuredTimeNanos) / 1e6 / seconds, 0.0, 1000.0);

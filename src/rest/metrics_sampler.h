@@ -1,4 +1,4 @@
-// Turns a job's monotonic counters into per-second rates: records in/out per second and
+// Turns a job's monotonic counters into per-second rates: records and bytes in/out per second and
 // busy / idle / back-pressured milliseconds per second, per subtask (Flink's names).
 #pragma once
 
@@ -12,6 +12,8 @@ namespace weir::rest {
 struct SubtaskRates {
   double numRecordsInPerSecond = 0;
   double numRecordsOutPerSecond = 0;
+  double numBytesInPerSecond = 0;
+  double numBytesOutPerSecond = 0;
   double busyTimeMsPerSecond = 0;
   double idleTimeMsPerSecond = 0;
   double backPressuredTimeMsPerSecond = 0;

@@ -280,12 +280,14 @@ class RestServer::Impl {
     const auto& latest = e.sampler.latest();
     auto status = vertexStatus(e.job->status());
     for (size_t v = 0; v < vs.size(); ++v) {
-      uint64_t in = 0, out = 0;
+      uint64_t in = 0, out = 0, bytesIn = 0, bytesOut = 0;
       int64_t idle = 0, bp = 0;
       if (v < latest.size()) {
         for (const auto& s : latest[v]) {
           in += s.numRecordsIn;
           out += std::max(s.numRecordsOut, s.numSourceRecords);
+          bytesIn += s.numBytesIn;
+          bytesOut += s.numBytesOut;
           idle += s.idleTimeNanos;
           bp += s.backPressuredTimeNanos;
         }
@@ -306,6 +308,10 @@ class RestServer::Impl {
                             {"read-records-complete", true},
                             {"write-records", out},
                             {"write-records-complete", true},
+                            {"read-bytes", bytesIn},
+                            {"read-bytes-complete", true},
+                            {"write-bytes", bytesOut},
+                            {"write-bytes-complete", true},
                             {"read-records-per-second", rates.in},
                             {"write-records-per-second", rates.out},
                             {"accumulated-idle-time", idle / 1000000},
@@ -362,6 +368,8 @@ class RestServer::Impl {
         m[p + "currentInputWatermark"] = static_cast<double>(latest[v][s].currentInputWatermark);
         m[p + "currentOutputWatermark"] = static_cast<double>(latest[v][s].currentOutputWatermark);
         m[p + "numLateRecordsDropped"] = static_cast<double>(latest[v][s].numLateRecordsDropped);
+        m[p + "numBytesIn"] = static_cast<double>(latest[v][s].numBytesIn);
+        m[p + "numBytesOut"] = static_cast<double>(latest[v][s].numBytesOut);
       }
     }
     if (v < rates.size()) {
@@ -369,6 +377,8 @@ class RestServer::Impl {
         std::string p = std::to_string(s) + ".";
         m[p + "numRecordsInPerSecond"] = rates[v][s].numRecordsInPerSecond;
         m[p + "numRecordsOutPerSecond"] = rates[v][s].numRecordsOutPerSecond;
+        m[p + "numBytesInPerSecond"] = rates[v][s].numBytesInPerSecond;
+        m[p + "numBytesOutPerSecond"] = rates[v][s].numBytesOutPerSecond;
         m[p + "busyTimeMsPerSecond"] = rates[v][s].busyTimeMsPerSecond;
         m[p + "idleTimeMsPerSecond"] = rates[v][s].idleTimeMsPerSecond;
         m[p + "backPressuredTimeMsPerSecond"] = rates[v][s].backPressuredTimeMsPerSecond;
@@ -446,6 +456,10 @@ class RestServer::Impl {
     auto jobGauge = [&](const std::string& name, const std::string& help) -> auto& { return family("weir_job_" + name, help); };
     auto& in = gauge("numRecordsIn", "Records a subtask received from its input channels");
     auto& out = gauge("numRecordsOut", "Records a subtask emitted");
+    auto& bytesIn = gauge("numBytesIn", "Bytes a source subtask read from outside the job");
+    auto& bytesOut = gauge("numBytesOut", "Bytes a sink subtask wrote outside the job");
+    auto& bytesInRate = gauge("numBytesInPerSecond", "Bytes a source subtask read per second");
+    auto& bytesOutRate = gauge("numBytesOutPerSecond", "Bytes a sink subtask wrote per second");
     auto& inRate = gauge("numRecordsInPerSecond", "Records received per second");
     auto& outRate = gauge("numRecordsOutPerSecond", "Records emitted per second");
     auto& busy = gauge("busyTimeMsPerSecond", "Milliseconds per second spent processing");
@@ -489,6 +503,8 @@ class RestServer::Impl {
           labels["subtask_index"] = std::to_string(s);
           in.Add(labels).Set(static_cast<double>(latest[v][s].numRecordsIn));
           lateDropped.Add(labels).Set(static_cast<double>(latest[v][s].numLateRecordsDropped));
+          bytesIn.Add(labels).Set(static_cast<double>(latest[v][s].numBytesIn));
+          bytesOut.Add(labels).Set(static_cast<double>(latest[v][s].numBytesOut));
           if (latest[v][s].currentInputWatermark != INT64_MIN)
             inWatermark.Add(labels).Set(static_cast<double>(latest[v][s].currentInputWatermark));
           if (latest[v][s].currentOutputWatermark != INT64_MIN)
@@ -497,6 +513,8 @@ class RestServer::Impl {
           if (v < rates.size() && s < rates[v].size()) {
             inRate.Add(labels).Set(rates[v][s].numRecordsInPerSecond);
             outRate.Add(labels).Set(rates[v][s].numRecordsOutPerSecond);
+            bytesInRate.Add(labels).Set(rates[v][s].numBytesInPerSecond);
+            bytesOutRate.Add(labels).Set(rates[v][s].numBytesOutPerSecond);
             busy.Add(labels).Set(rates[v][s].busyTimeMsPerSecond);
             idle.Add(labels).Set(rates[v][s].idleTimeMsPerSecond);
             bp.Add(labels).Set(rates[v][s].backPressuredTimeMsPerSecond);
@@ -682,7 +700,10 @@ class RestServer::Impl {
         subtasks.push_back({{"subtask", s},
                             {"status", vertexStatus(e->job->status())},
                             {"metrics",
-                             {{"read-records", metrics[p + "numRecordsIn"]}, {"write-records", metrics[p + "numRecordsOut"]}}}});
+                             {{"read-records", metrics[p + "numRecordsIn"]},
+                              {"write-records", metrics[p + "numRecordsOut"]},
+                              {"read-bytes", metrics[p + "numBytesIn"]},
+                              {"write-bytes", metrics[p + "numBytesOut"]}}}});
       }
       sendJson(res, {{"id", info.id}, {"name", info.name}, {"parallelism", info.parallelism}, {"now", nowMillis()},
                      {"subtasks", subtasks}});

@@ -8,6 +8,8 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <filesystem>
+#include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -220,6 +222,60 @@ TEST(RestServer, ShowsTheWatermarkOfEveryVertex) {
   EXPECT_GE(std::stoll(watermarks[0]["value"].get<std::string>()), 1'000'000 - 6);
   job.cancel();
   job.wait();
+}
+
+// The bytes a file source read and a text file sink wrote, as Flink names them, on the
+// job page, per subtask and in Prometheus; they match the files on disk.
+TEST(RestServer, ShowsTheBytesSourcesReadAndSinksWrote) {
+  namespace fs = std::filesystem;
+  auto dir = fs::temp_directory_path() / ("weir-rest-bytes-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  std::string input;
+  for (int i = 0; i < 20000; ++i) input += "line " + std::to_string(i) + "\n";
+  std::ofstream(dir / "in.txt", std::ios::binary) << input;
+
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.fromSource(FileSource::forRecordStreamFormat(TextLineInputFormat(), (dir / "in.txt").string()).build(),
+                 WatermarkStrategy<std::string>::noWatermarks(), "lines")
+      .rebalance()
+      .map([](const std::string& line) { return line + "!"; })
+      .sinkTo(TextFileSink<std::string>((dir / "out").string()));
+  auto job = env.executeAsync("bytes");
+  job.wait();
+  const uint64_t written = fs::file_size(dir / "out" / "part-0");
+  EXPECT_EQ(written, input.size() + 20000);  // one "!" more per line
+
+  Server server(job);
+  const std::string jid = job.getJobID();
+  json detail;
+  ASSERT_TRUE(eventually([&] {
+    detail = server.get("/jobs/" + jid);
+    return detail["vertices"][1]["metrics"]["write-bytes"] == written;
+  })) << detail.dump();
+  EXPECT_EQ(detail["vertices"][0]["metrics"]["read-bytes"], input.size());
+  EXPECT_EQ(detail["vertices"][0]["metrics"]["write-bytes"], 0);
+  EXPECT_EQ(detail["vertices"][1]["metrics"]["read-bytes"], 0);
+
+  std::string source = detail["vertices"][0]["id"];
+  auto perSubtask = server.get("/jobs/" + jid + "/vertices/" + source + "/metrics?get=0.numBytesIn,0.numBytesOut");
+  ASSERT_EQ(perSubtask.size(), 2u);
+  EXPECT_EQ(std::stod(perSubtask[0]["value"].get<std::string>()), static_cast<double>(input.size()));
+  EXPECT_EQ(std::stod(perSubtask[1]["value"].get<std::string>()), 0.0);
+  EXPECT_EQ(server.get("/jobs/" + jid + "/vertices/" + source)["subtasks"][0]["metrics"]["read-bytes"], input.size());
+
+  auto prometheus = server.client->Get("/metrics");
+  ASSERT_TRUE(prometheus);
+  auto line = [&](const std::string& metric, const std::string& vertex) {
+    std::string prefix = "weir_task_" + metric + "{job_id=\"" + jid + "\",job_name=\"bytes\",subtask_index=\"0\",task_id=\"" + vertex;
+    auto at = prometheus->body.find(prefix);
+    if (at == std::string::npos) return std::string("absent");
+    auto end = prometheus->body.find('\n', at);
+    return prometheus->body.substr(prometheus->body.rfind(' ', end) + 1, end - prometheus->body.rfind(' ', end) - 1);
+  };
+  EXPECT_EQ(line("numBytesIn", source), std::to_string(input.size())) << prometheus->body;
+  EXPECT_EQ(line("numBytesOut", detail["vertices"][1]["id"]), std::to_string(written));
+  fs::remove_all(dir);
 }
 
 TEST(RestServer, StopDrainsTheJobAndItFinishes) {

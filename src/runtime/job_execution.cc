@@ -1178,6 +1178,8 @@ std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
     s.numRecordsIn = t->metrics.numRecordsIn.load(std::memory_order_acquire);
     s.numRecordsOut = t->metrics.numRecordsOut.load(std::memory_order_relaxed);
     s.numSourceRecords = t->metrics.numSourceRecords.load(std::memory_order_relaxed);
+    s.numBytesIn = t->metrics.numBytesIn.load(std::memory_order_relaxed);
+    s.numBytesOut = t->metrics.numBytesOut.load(std::memory_order_relaxed);
     s.idleTimeNanos = t->metrics.idleTimeNow();
     s.backPressuredTimeNanos = t->metrics.backPressuredTimeNow();
     s.currentInputWatermark = t->metrics.currentInputWatermark.load(std::memory_order_relaxed);
@@ -1280,6 +1282,8 @@ JobMetrics JobExecution::metrics() const {
       out.numRecordsIn += t->metrics.numRecordsIn.load(std::memory_order_acquire);
       out.numRecordsOut += t->metrics.numRecordsOut.load(std::memory_order_relaxed);
       out.numSourceRecords += t->metrics.numSourceRecords.load(std::memory_order_relaxed);
+      out.numBytesIn += t->metrics.numBytesIn.load(std::memory_order_relaxed);
+      out.numBytesOut += t->metrics.numBytesOut.load(std::memory_order_relaxed);
       out.numLateRecordsDropped += t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
       out.idleTimeNanos += t->metrics.idleTimeNow();
       out.backPressuredTimeNanos += t->metrics.backPressuredTimeNow();

@@ -91,6 +91,8 @@ struct SubtaskSample {
   uint64_t numRecordsIn = 0;
   uint64_t numRecordsOut = 0;
   uint64_t numSourceRecords = 0;
+  uint64_t numBytesIn = 0;
+  uint64_t numBytesOut = 0;
   int64_t idleTimeNanos = 0;
   int64_t backPressuredTimeNanos = 0;
   int64_t currentInputWatermark = INT64_MIN;   // sources: none (INT64_MIN)

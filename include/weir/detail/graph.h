@@ -226,7 +226,8 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
   void open() override {
     reader_ = callUser([&] {
       return source_->createReader(SourceReaderContext{context_->getIndexOfThisSubtask(),
-                                                       context_->getNumberOfParallelSubtasks(), enumerator_});
+                                                       context_->getNumberOfParallelSubtasks(), enumerator_,
+                                                       context_->getMetricGroup()});
     });
     if (auto* restored = context_->restored()) {
       if (auto* splits = restored->operatorList(kSourceSplitsState)) callUser([&] { reader_->addSplits(*splits); });

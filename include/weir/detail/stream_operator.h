@@ -29,6 +29,8 @@ class StreamOperator {
   void setup(RuntimeContext* context, TaskMetrics* metrics) {
     context_ = context;
     metrics_ = metrics;
+    context->setMetricGroup(OperatorMetricGroup(
+        OperatorIOMetricGroup(Counter(&metrics->numBytesIn), Counter(&metrics->numBytesOut))));
   }
   virtual void open() {}
   virtual void close() {}

@@ -17,6 +17,8 @@ struct TaskMetrics {
   std::atomic<uint64_t> numRecordsIn{0};       // received from channels and processed
   std::atomic<uint64_t> numRecordsOut{0};      // sent to channels or written by a sink
   std::atomic<uint64_t> numSourceRecords{0};   // produced by a source reader
+  std::atomic<uint64_t> numBytesIn{0};         // read by a source from outside the job
+  std::atomic<uint64_t> numBytesOut{0};        // written by a sink outside the job
   std::atomic<int64_t> idleTimeNanos{0};       // waiting for input, finished waits
   std::atomic<int64_t> idleSinceNanos{0};      // start of the current wait for input; 0: none
   std::atomic<int64_t> backPressuredTimeNanos{0};  // waiting for output credit, finished waits
