@@ -164,5 +164,33 @@ TEST(WindowsOnBothBackends, LateRecordsFireAgainOrGoAsideAsOnTheHeap) {
   }
 }
 
+// Sessions (gap 20 ms) that break in a 50 ms hole every 200 ms, and a batch of records
+// up to 600 ms late with 400 ms of allowed lateness (the watermark moves once a batch, a
+// batch spans 1024 ms): late records merge into sessions that fired (which fire again),
+// open sessions of their own in the holes, bridge two sessions, or go aside. RocksDB
+// gives exactly what the heap gives.
+TEST(WindowsOnBothBackends, LateRecordsMergeIntoSessionsAsOnTheHeap) {
+  const auto b = static_cast<int64_t>(detail::kBatchSize);
+  std::vector<Event> events;
+  for (int64_t i = 0; i < 10 * b; ++i) {
+    Event e{i % 5, 1000 + i, 1 + (i * 31) % 9};
+    if (e.time % 200 >= 150) continue;
+    if (i >= 6 * b && i < 7 * b) e.time -= 1 + (i * 7919) % 600;
+    events.push_back(e);
+  }
+  for (Function f : {Function::kReduce, Function::kAggregate, Function::kProcess}) {
+    SCOPED_TRACE(nameOf(f));
+    Outputs heap = run("heap", EventTimeSessionWindows::withGap(20ms), f, events, 0, 400ms);
+    ASSERT_FALSE(heap.late.empty()) << "nothing went aside: the test tests nothing";
+    auto firedAgain = std::adjacent_find(heap.results.begin(), heap.results.end(), [](const Result& a, const Result& b) {
+      return std::get<0>(a) == std::get<0>(b) && std::get<1>(a) == std::get<1>(b);
+    });
+    ASSERT_NE(firedAgain, heap.results.end()) << "no session fired again: the test tests nothing";
+    Outputs rocks = run("rocksdb", EventTimeSessionWindows::withGap(20ms), f, events, 0, 400ms);
+    EXPECT_EQ(rocks.results, heap.results);
+    EXPECT_EQ(rocks.late, heap.late);
+  }
+}
+
 }  // namespace
 }  // namespace weir

@@ -9,10 +9,10 @@
 // in the operator's own hash map, which a checkpoint copies out; on RocksDB they are
 // keyed state in RocksDB (a ValueState of the accumulator, or a ListState of the records
 // for a ProcessWindowFunction, namespaced by the window), so windows may hold more than
-// memory. Both write the same entries under "_windows", so either backend restores the
-// other's checkpoints. Session windows and every window's timers stay on the heap. A
-// ProcessWindowFunction's own state (windowState, globalState) is on the job's state
-// backend.
+// memory. Sessions keep, besides, each key's windows under "_sessions". Both backends
+// write the same entries, so either restores the other's checkpoints. Every window's
+// timers stay on the heap. A ProcessWindowFunction's own state (windowState,
+// globalState) is on the job's state backend.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -29,6 +29,24 @@
 #include "weir/windows.h"
 
 namespace weir::detail {
+
+// One session window of a key as "_sessions" holds it: the window, the window whose
+// namespace holds its contents in "_windows", and whether it fired (the watermark passed
+// its end; it fires again only for a late record). On RocksDB a session keeps the
+// namespace it started with as it grows and absorbs others, so its contents never move;
+// on the heap the two windows are the same.
+struct StoredSession {
+  TimeWindow window;
+  TimeWindow stateWindow;
+  bool fired = false;
+};
+WEIR_STRUCT(StoredSession, window, stateWindow, fired);
+// A key's sessions, and the time its timer is armed for (INT64_MAX: none).
+struct StoredSessions {
+  int64_t armed = std::numeric_limits<int64_t>::max();
+  std::vector<StoredSession> windows;
+};
+WEIR_STRUCT(StoredSessions, armed, windows);
 
 // Whether window function F overrides clear(Context&); if not, its windows need not
 // be told when they go.
@@ -257,7 +275,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
 
   void open() override {
     // (Types without a Serializer stay on the heap, without checkpoints.)
-    if constexpr (!kMerging && Serializable<K> && Serializable<Acc>)
+    if constexpr (Serializable<K> && Serializable<Acc>)
       if (keyedStateInRocksDB(this->context())) store_ = makeKeyedStateBackend<K>(this->context());
     const bool onRocksDB = store_ != nullptr;  // (on the heap the store is made on first use)
     if (auto* restored = this->context().restored()) this->callUser([&] { restore(*restored); });
@@ -267,6 +285,8 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       else
         contents_ = &valueState<TimeWindow>(*store_, ValueStateDescriptor<Acc>(kWindowsState));
       contentsWindow_ = dynamic_cast<NamespacedState<TimeWindow>*>(contents_);
+      if constexpr (kMerging)
+        sessionsState_ = &valueState<VoidNamespace>(*store_, ValueStateDescriptor<StoredSessions>(kSessionsState));
     }
     this->callUser([&] { openFunction(policy_.fn, this->context_); });
   }
@@ -274,6 +294,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     Base::close();
     contents_ = nullptr;
     contentsWindow_ = nullptr;
+    sessionsState_ = nullptr;
     store_.reset();
   }
 
@@ -283,30 +304,39 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
              " have no weir::Serializer, which checkpoints need";
     return "";
   }
-  // Every window's contents (sessions: and whether it fired) and every pending timer,
-  // copied out.
+  // Every window's contents, sessions' windows, and every pending timer, copied out.
   void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
     this->callUser([&] { snapshotFunction(policy_.fn, checkpointId, timestamp); });
     StreamOperator::snapshotState(checkpointId, timestamp, out);
     if constexpr (Serializable<K> && Serializable<Acc>) {
       const int maxParallelism = this->context().getMaxNumberOfParallelSubtasks();
       auto keyGroup = [&](const K& k) { return assignToKeyGroup(KeyHash<K>{}(k), maxParallelism); };
-      std::vector<OwnedStateEntry> windows;
+      std::vector<OwnedStateEntry> windows, sessions;
       DataOutput key, value;
-      auto addWindow = [&](const K& k, const TimeWindow& w, const Acc& acc, const bool* fired) {
+      auto addWindow = [&](const K& k, const TimeWindow& w, const Acc& acc) {
         key.clear();
         value.clear();
         writeKeyAndWindow(k, w, key);
-        if (fired != nullptr) value.write(*fired);
         encodeContents(acc, value);
         windows.push_back({keyGroup(k), key.data(), value.data()});
       };
-      for (const auto& [kw, acc] : state_) addWindow(kw.first, kw.second, acc, nullptr);
-      for (const auto& [k, sessions] : sessions_)
-        for (const SessionWindow& s : sessions.windows) addWindow(k, s.window, s.acc, &s.fired);
-      // A session's timers follow from its windows: they are armed again on restore.
+      for (const auto& [kw, acc] : state_) addWindow(kw.first, kw.second, acc);
+      StoredSessions stored;
+      for (const auto& [k, keySessions] : sessions_) {
+        stored.armed = keySessions.armed;
+        stored.windows.clear();
+        for (const SessionWindow& s : keySessions.windows) {
+          addWindow(k, s.window, s.acc);
+          stored.windows.push_back({s.window, s.window, s.fired});
+        }
+        key.clear();
+        value.clear();
+        Serializer<K>::serialize(k, key);
+        Serializer<StoredSessions>::serialize(stored, value);
+        sessions.push_back({keyGroup(k), key.data(), value.data()});
+      }
       std::vector<OwnedStateEntry> timers;
-      for (auto queue = kMerging ? decltype(timers_)() : timers_; !queue.empty(); queue.pop()) {
+      for (auto queue = timers_; !queue.empty(); queue.pop()) {
         const Timer& t = queue.top();
         key.clear();
         writeKeyAndWindow(t.key, t.window, key);
@@ -316,7 +346,10 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       }
       // The window function's state, and on RocksDB the windows' contents.
       if (store_) store_->snapshot(checkpointId, out);
-      if (contents_ == nullptr) out.keyed[kWindowsState] = std::make_unique<MaterializedSnapshot>(std::move(windows));
+      if (contents_ == nullptr) {
+        out.keyed[kWindowsState] = std::make_unique<MaterializedSnapshot>(std::move(windows));
+        if constexpr (kMerging) out.keyed[kSessionsState] = std::make_unique<MaterializedSnapshot>(std::move(sessions));
+      }
       out.keyed[kTimersState] = std::make_unique<MaterializedSnapshot>(std::move(timers));
     }
     snapshotWindowWatermark(this->context(), watermark_, out);
@@ -331,7 +364,8 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         const int64_t time = kProcessingTime ? now_ : timestamps[i];
         bool placed = false;
         if constexpr (kMerging) {
-          placed = placeInSession(key, records[i], time, collector);
+          placed = sessionsState_ != nullptr ? placeInStoredSession(key, records[i], time, collector)
+                                             : placeInSession(key, records[i], time, collector);
         } else if constexpr (kPaned) {
           placed = placeInPane(key, records[i], time, collector);
         } else {
@@ -387,7 +421,8 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         Timer t = timers_.top();
         timers_.pop();
         if constexpr (kMerging) {
-          onSessionTimer(t, collector);
+          if (sessionsState_ != nullptr) onStoredSessionTimer(t, collector);
+          else onSessionTimer(t, collector);
           continue;
         }
         if constexpr (kPaned) {
@@ -439,6 +474,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
 
   using Acc = typename Policy::Acc;
   static constexpr const char* kWindowsState = "_windows";
+  static constexpr const char* kSessionsState = "_sessions";
   static constexpr bool kMerging = MergingWindowAssigner<Assigner>;
   static constexpr bool kPaned = PanedWindowAssigner<Assigner>;
   static constexpr bool kProcessingTime = ProcessingTimeWindowAssigner<Assigner>;
@@ -466,20 +502,30 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     return {std::move(key), w};
   }
 
-  // Timers come back to the heap. Window contents: sessions' to the heap; others' into
-  // RocksDB with the rest of the keyed state, or to the heap from wherever the
-  // checkpoint holds them (state files, or a RocksDB instance's incremental files).
+  // Timers come back to the heap. Window contents and sessions: into RocksDB with the
+  // rest of the keyed state, or to the heap from wherever the checkpoint holds them
+  // (state files, or a RocksDB instance's incremental files). On the heap a key's
+  // session timer is armed again from its windows.
   void restore(RestoredOperatorState& restored) {
     watermark_ = restoreWindowWatermark(restored, this->context());
     const bool onRocksDB = store_ != nullptr;
     if constexpr (Serializable<K> && Serializable<Acc>) {
-      if (!onRocksDB)
+      if (!onRocksDB) {
+        if constexpr (kMerging)
+          for (const auto& e : restored.takeKeyed(kSessionsState)) restoreSessions(StateEntry{e.keyGroup, e.key, e.value});
         for (const auto& e : restored.takeKeyed(kWindowsState)) restoreWindow(StateEntry{e.keyGroup, e.key, e.value});
+      }
+      size_t sessionTimers = 0;
       for (const auto& e : restored.takeKeyed(kTimersState)) {
         DataInput in(e.key);
         auto [key, window] = readKeyAndWindow(in, e.keyGroup);
         int64_t time = in.read<int64_t>();
         uint8_t kind = in.read<uint8_t>();  // 0 fire, 1 cleanup, 2 clear a paned window
+        if constexpr (kMerging) {
+          ++sessionTimers;
+          if (onRocksDB) schedule(Timer{time, false, std::move(key), window});
+          continue;
+        }
         if constexpr (kPaned) {
           if (kind == 0) scheduled_.insert(std::pair<K, TimeWindow>{key, window});
           if (kind == 2) clearing_.insert(std::pair<K, TimeWindow>{key, window});
@@ -488,21 +534,55 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         if (onRocksDB && kind == 1) live_.insert(std::pair<K, TimeWindow>{key, window});
         schedule(Timer{time, kind != 0, std::move(key), window, kind == 2});
       }
+      // Sessions checkpointed before "_sessions" existed have no timers in the
+      // checkpoint; only the heap reads their contents (with a fired flag in front).
+      if (kMerging && onRocksDB && sessionTimers == 0 && !restored.takeKeyed(kWindowsState).empty())
+        throw Error(ErrorCode::kCheckpoint, "operator '" + this->name() +
+                                                "': its session windows were checkpointed in the format before "
+                                                "\"_sessions\"; restore this checkpoint with the heap backend");
     }
     if (onRocksDB) {
       store_->setRestored(restored);
     } else if (restored.hasKeyed()) {
       keyedState().setRestored(restored);
-      if constexpr (Serializable<K> && Serializable<Acc>)
+      if constexpr (Serializable<K> && Serializable<Acc>) {
+        if constexpr (kMerging) store_->takeRestored(kSessionsState, [&](const StateEntry& e) { restoreSessions(e); });
         store_->takeRestored(kWindowsState, [&](const StateEntry& e) { restoreWindow(e); });
+      }
+    }
+    if constexpr (kMerging) {
+      if (!restoredSessions_.empty())
+        throw Error(ErrorCode::kCheckpoint, "operator '" + this->name() + "': state '" + kSessionsState + "' has " +
+                                                std::to_string(restoredSessions_.size()) +
+                                                " session windows without contents in '" + kWindowsState + "'");
+      restoredSessions_ = {};
     }
     for (auto& [key, sessions] : sessions_) arm(key, sessions);
+  }
+  // One restored "_sessions" entry: a key's windows, whose contents come next.
+  void restoreSessions(const StateEntry& e) {
+    K key = decodeState<K>(e.key, kSessionsState, e.keyGroup);
+    sessionsSeen_ = true;
+    for (StoredSession& s : decodeState<StoredSessions>(e.value, kSessionsState, e.keyGroup).windows)
+      restoredSessions_.emplace(std::pair<K, TimeWindow>{key, s.stateWindow}, std::move(s));
   }
   // One restored "_windows" entry, into the heap's windows or sessions.
   void restoreWindow(const StateEntry& e) {
     DataInput in(e.key);
     auto kw = readKeyAndWindow(in, e.keyGroup);
     if constexpr (kMerging) {
+      auto session = restoredSessions_.find(kw);
+      if (session != restoredSessions_.end()) {
+        sessions_[kw.first].windows.push_back(
+            {session->second.window, session->second.fired, decodeContents(e.value, e.keyGroup)});
+        restoredSessions_.erase(session);
+        return;
+      }
+      if (sessionsSeen_)
+        throw Error(ErrorCode::kCheckpoint, "operator '" + this->name() + "': state '" + kWindowsState +
+                                                "' holds contents of a session that '" + kSessionsState +
+                                                "' does not have (key group " + std::to_string(e.keyGroup) + ")");
+      // The format before "_sessions": the fired flag, then the contents.
       DataInput value(e.value);
       bool fired = value.read<bool>();
       sessions_[kw.first].windows.push_back({kw.second, fired, decodeContents(e.value.substr(1), e.keyGroup)});
@@ -624,6 +704,110 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     });
     if (windows.empty()) sessions_.erase(entry);
     else arm(t.key, entry->second);
+  }
+
+  // Sessions on RocksDB: as placeInSession, with the key's windows in "_sessions" and
+  // their contents in "_windows" under each session's state window. A session that grows
+  // keeps its state window; one that absorbs others takes their contents into its own.
+  bool placeInStoredSession(const K& key, const T& record, int64_t timestamp, Collector<OUT>& collector) {
+    TimeWindow w = assigner_.assignWindow(record, timestamp);
+    store_->setCurrentKey(key);
+    StoredSessions sessions = sessionsState_->value().value_or(StoredSessions{});
+    auto& windows = sessions.windows;
+    TimeWindow merged = w;
+    int intersecting = 0;
+    for (const StoredSession& s : windows) {
+      if (!s.window.intersects(w)) continue;
+      merged = merged.cover(s.window);
+      ++intersecting;
+    }
+    if (isLate(merged)) return false;
+    StoredSession* session = nullptr;
+    if (intersecting == 0) {
+      windows.push_back({merged, merged, false});
+      session = &windows.back();
+    } else {
+      std::sort(windows.begin(), windows.end(),
+                [](const StoredSession& a, const StoredSession& b) { return a.window.start < b.window.start; });
+      auto first = std::find_if(windows.begin(), windows.end(), [&](const StoredSession& s) { return s.window.intersects(w); });
+      for (auto s = first + 1; s != first + intersecting; ++s) mergeStoredContents(key, first->stateWindow, s->stateWindow);
+      windows.erase(first + 1, first + intersecting);
+      session = &*first;
+    }
+    session->window = merged;
+    const TimeWindow stateWindow = session->stateWindow;
+    std::optional<Acc> acc;  // the contents, when they were read anyway
+    selectContents(key, stateWindow);
+    if constexpr (KeepsRecords<Policy>) {
+      contents_->add(record);
+    } else {
+      acc = intersecting == 0 ? std::nullopt : contents_->value();
+      if (!acc) acc = policy_.create();
+      policy_.add(*acc, record);
+      contents_->update(*acc);
+    }
+    session->fired = behindWatermark(merged);  // late within the allowed lateness: fires again at once
+    if (session->fired) {
+      if constexpr (KeepsRecords<Policy>) acc = contents_->get();
+      fireWindow(key, merged, *acc, collector);
+    }
+    arm(key, sessions);
+    store_->setCurrentKey(key);
+    sessionsState_->update(std::move(sessions));
+    return true;
+  }
+
+  // Sessions on RocksDB: as onSessionTimer.
+  void onStoredSessionTimer(const Timer& t, Collector<OUT>& collector) {
+    store_->setCurrentKey(t.key);
+    std::optional<StoredSessions> stored = sessionsState_->value();
+    if (!stored || stored->armed != t.time) return;  // superseded by an earlier one
+    StoredSessions sessions = std::move(*stored);
+    sessions.armed = std::numeric_limits<int64_t>::max();
+    for (StoredSession& s : sessions.windows) {
+      if (s.fired || s.window.maxTimestamp() > currentTime()) continue;
+      selectContents(t.key, s.stateWindow);
+      std::optional<Acc> acc;
+      if constexpr (KeepsRecords<Policy>) acc = contents_->get();
+      else acc = contents_->value();
+      if (acc) fireWindow(t.key, s.window, *acc, collector);
+      s.fired = true;
+    }
+    std::erase_if(sessions.windows, [&](const StoredSession& s) {
+      if (!expired(s.window)) return false;
+      selectContents(t.key, s.stateWindow);
+      contents_->clear();
+      clearWindow(t.key, s.window);
+      return true;
+    });
+    store_->setCurrentKey(t.key);
+    if (sessions.windows.empty()) {
+      sessionsState_->clear();
+      return;
+    }
+    arm(t.key, sessions);
+    store_->setCurrentKey(t.key);
+    sessionsState_->update(std::move(sessions));
+  }
+
+  // Sessions on RocksDB: moves the contents under state window `from` into those under
+  // `into` (the earlier session's), as the heap merges them.
+  void mergeStoredContents(const K& key, const TimeWindow& into, const TimeWindow& from) {
+    selectContents(key, from);
+    if constexpr (KeepsRecords<Policy>) {
+      std::vector<T> records = contents_->get();
+      contents_->clear();
+      selectContents(key, into);
+      contents_->addAll(std::move(records));
+    } else {
+      std::optional<Acc> other = contents_->value();
+      contents_->clear();
+      if (!other) return;
+      selectContents(key, into);
+      Acc acc = contents_->value().value_or(policy_.create());
+      policy_.merge(acc, *other);
+      contents_->update(std::move(acc));
+    }
   }
 
   // Sliding windows in panes: the record goes into its one pane. A new pane queues the
@@ -774,9 +958,10 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   }
 
   // Queues the key's timer for its next firing or cleanup, unless one comes earlier.
-  void arm(const K& key, KeySessions& sessions) {
+  template <class Sessions>
+  void arm(const K& key, Sessions& sessions) {
     int64_t next = std::numeric_limits<int64_t>::max();
-    for (const SessionWindow& s : sessions.windows)
+    for (const auto& s : sessions.windows)
       next = std::min(next, s.fired ? saturatingAdd(s.window.maxTimestamp(), allowedLateness_) : s.window.maxTimestamp());
     if (next < sessions.armed) {
       sessions.armed = next;
@@ -793,6 +978,10 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   absl::flat_hash_map<std::pair<K, TimeWindow>, Acc, StateHash> state_;
   // Merging assigners: each key's live windows and their contents (state_ stays empty).
   absl::flat_hash_map<K, KeySessions, KeyHasher<K>> sessions_;
+  // While a heap restore reads them: the sessions "_sessions" listed, by the window
+  // holding their contents, until "_windows" gives those; and whether it listed any.
+  absl::flat_hash_map<std::pair<K, TimeWindow>, StoredSession, StateHash> restoredSessions_;
+  bool sessionsSeen_ = false;
   // Paned assigners: state_ holds (key, pane); windows whose firing timer is queued.
   absl::flat_hash_set<std::pair<K, TimeWindow>, StateHash> scheduled_;
   // Paned, with a function that clears: windows whose clear timer is queued.
@@ -800,10 +989,11 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   TimeWindow pane_;                      // the pane of the last record,
   std::vector<TimeWindow> paneWindows_;  // and its windows, latest first
   std::priority_queue<Timer, std::vector<Timer>, Later> timers_;
-  // RocksDB (not sessions): the contents of each (key, window) — or (key, pane) — in
-  // the store, and which of them exist (those with a cleanup timer queued).
+  // RocksDB: the contents of each (key, window) — or (key, pane), or session — in the
+  // store, and which windows or panes exist (those with a cleanup timer queued).
   std::conditional_t<KeepsRecords<Policy>, ListState<T>, ValueState<Acc>>* contents_ = nullptr;
   NamespacedState<TimeWindow>* contentsWindow_ = nullptr;
+  ValueState<StoredSessions>* sessionsState_ = nullptr;  // RocksDB, sessions: each key's windows
   absl::flat_hash_set<std::pair<K, TimeWindow>, StateHash> live_;
   // The window function's keyed state (ProcessWindowFunction's windowState and
   // globalState), if it has any, and the key it is for while the function runs.
