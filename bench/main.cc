@@ -5,6 +5,7 @@
 // Every engine figure is printed beside its baseline, measured in the same run, with
 // ratio = baseline records/s ÷ engine records/s (above 1: the engine is slower).
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <set>
 #include <sstream>
@@ -242,30 +243,36 @@ void triggeredCount() {
 
 // tumbling_count's job (p = 1, 2 M events; 1,000 and 1,000,000 keys) with the window
 // contents in RocksDB (a ValueState read and written per record) beside the same job on
-// the heap, measured alternately; and 10 s windows sliding by 1 s (1,000 keys), whose
-// panes RocksDB keeps likewise. ratio = heap ÷ RocksDB records/s.
+// the heap, measured alternately; 10 s windows sliding by 1 s (1,000 keys), whose panes
+// RocksDB keeps likewise; and sessions with a 100 ms gap (1,000 keys, each key's records
+// about 0.5 ms apart: one growing session per key), whose windows and contents RocksDB
+// keeps. ratio = heap ÷ RocksDB records/s.
 void windowRocksDB() {
   using Count = std::pair<int64_t, int64_t>;
   const int64_t n = 2'000'000, perMs = 2000;
-  for (auto [keys, sliding] : {std::pair{int64_t{1000}, false}, {int64_t{1'000'000}, false}, {int64_t{1000}, true}}) {
+  for (auto [keys, windows] : {std::pair<int64_t, const char*>{1000, "tumbling"}, {1'000'000, "tumbling"},
+                               {1000, "sliding"}, {1000, "sessions"}}) {
     auto event = [keys](int64_t i) {
       return TimedEvent{static_cast<int64_t>(mix(static_cast<uint64_t>(i)) % static_cast<uint64_t>(keys)), i / perMs};
     };
+    const std::string kind = windows;
     auto job = [&](const char* backend) {
       StreamExecutionEnvironment env;
       env.setStateBackend(stateBackendFromName(backend));
       auto keyed = keyedCounts(env, event, n);
       auto add = [](const Count& a, const Count& b) { return Count{a.first, a.second + b.second}; };
-      if (sliding)
+      if (kind == "sliding")
         keyed.window(SlidingEventTimeWindows::of(std::chrono::seconds(10), std::chrono::seconds(1)))
             .reduce(add)
             .sinkTo(DiscardingSink<Count>());
+      else if (kind == "sessions")
+        keyed.window(EventTimeSessionWindows::withGap(std::chrono::milliseconds(100))).reduce(add).sinkTo(DiscardingSink<Count>());
       else keyed.window(TumblingEventTimeWindows::of(std::chrono::seconds(1))).reduce(add).sinkTo(DiscardingSink<Count>());
       env.execute("window_rocksdb");
     };
     auto [rocksdb, heap] = medianSecondsInterleaved(gRuns, [&] { job("rocksdb"); }, [&] { job("heap"); });
     double records = static_cast<double>(n);
-    printFigure("window_rocksdb", {{"windows", sliding ? "sliding" : "tumbling"}},
+    printFigure("window_rocksdb", {{"windows", kind}},
                 {{"parallelism", 1}, {"keys", static_cast<double>(keys)}, {"records", records},
                  {"records_per_s", records / rocksdb}, {"heap_records_per_s", records / heap},
                  {"ratio", rocksdb / heap}});
@@ -368,13 +375,40 @@ void sessionCount() {
                                           {"ratio", triggered / specialised}});
 }
 
-// Runs `job` on an environment with the REST server off, then on with a client polling
-// the job's page every 200 ms as an open Web UI does; returns (off, on) median seconds.
+double processCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+double threadCpuSeconds() {
+  timespec t{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+  return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_nsec) * 1e-9;
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// What the REST server costs one job: medians over `gRuns` pairs of runs, one with the
+// server off and one with it on and a client polling the job's page every 200 ms as an
+// open Web UI does (the two in alternating order). Each pair's ratios compare runs a
+// few seconds apart, so the drift of a shared machine's speed cancels within a pair.
+// CPU time is the whole process's (the job's threads, the server's and the metrics
+// sampler's), less the polling client's own, which is the browser's cost, not weir's.
+struct RestOverhead {
+  double secondsOff = 0, secondsOn = 0;  // medians
+  double wallRatio = 0;                  // median of on ÷ off per pair
+  double cpuOff = 0, cpuOn = 0;          // medians, CPU seconds
+  double cpuRatio = 0;                   // median of on ÷ off per pair
+};
+
 // The server is started once (its threads are a one-time cost) and serves every run.
 template <class Job>
-std::pair<double, double> withAndWithoutRest(Job job) {
+RestOverhead withAndWithoutRest(Job job) {
   static int port = 0;
-  auto run = [&](bool rest) {
+  auto run = [&](bool rest) -> std::pair<double, double> {
     StreamExecutionEnvironment env;
     if (rest) {
       RestOptions options;
@@ -383,55 +417,83 @@ std::pair<double, double> withAndWithoutRest(Job job) {
       env.setRestOptions(options);
     }
     job(env);
+    double cpuStart = processCpuSeconds();
+    auto wallStart = std::chrono::steady_clock::now();
     auto client = env.executeAsync("rest overhead");
     if (rest && port == 0) {
       std::string url = client.getWebInterfaceURL();
       port = std::stoi(url.substr(url.rfind(':') + 1));
     }
     std::atomic<bool> done{false};
+    double pollerCpu = 0;
     std::thread poller;
     if (rest) {
       poller = std::thread([&] {
+        double start = threadCpuSeconds();
         std::string url = client.getWebInterfaceURL();
         httplib::Client http("127.0.0.1", std::stoi(url.substr(url.rfind(':') + 1)));
         while (!done) {
           http.Get("/jobs/" + client.getJobID());
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
+        pollerCpu = threadCpuSeconds() - start;
       });
     }
     client.wait();
+    double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - wallStart).count();
     done = true;
     if (poller.joinable()) poller.join();
+    return {wall, processCpuSeconds() - cpuStart - pollerCpu};
   };
-  return medianSecondsInterleaved(gRuns, [&] { run(false); }, [&] { run(true); });
+  std::vector<double> wallOff, wallOn, cpuOff, cpuOn, wallRatio, cpuRatio;
+  for (int i = 0; i < gRuns; ++i) {
+    std::pair<double, double> off, on;
+    if (i % 2 == 0) {
+      off = run(false);
+      on = run(true);
+    } else {
+      on = run(true);
+      off = run(false);
+    }
+    wallOff.push_back(off.first);
+    wallOn.push_back(on.first);
+    cpuOff.push_back(off.second);
+    cpuOn.push_back(on.second);
+    wallRatio.push_back(on.first / off.first);
+    cpuRatio.push_back(on.second / off.second);
+  }
+  return {median(wallOff), median(wallOn), median(wallRatio), median(cpuOff), median(cpuOn), median(cpuRatio)};
+}
+
+void printRestOverhead(int job, int64_t records, const RestOverhead& o) {
+  auto n = static_cast<double>(records);
+  printFigure("rest_overhead", {{"job", job},
+                                {"records", n},
+                                {"records_per_s", n / o.secondsOn},
+                                {"baseline_records_per_s", n / o.secondsOff},
+                                {"ratio", o.wallRatio},
+                                {"cpu_ns_per_record", o.cpuOn / n * 1e9},
+                                {"baseline_cpu_ns_per_record", o.cpuOff / n * 1e9},
+                                {"cpu_ratio", o.cpuRatio}});
 }
 
 void rest() {
-  const int64_t n = 200'000'000;
-  auto [chainOff, chainOn] = withAndWithoutRest([&](StreamExecutionEnvironment& env) {
+  const int64_t n = 1'000'000'000;
+  printRestOverhead(1, n, withAndWithoutRest([&](StreamExecutionEnvironment& env) {
     env.fromSource(DataGeneratorSource([](int64_t i) { return generate(i); }, n),
                    WatermarkStrategy<int64_t>::noWatermarks(), "gen")
         .map([](int64_t v) { return transform(v); })
         .filter([](const int64_t& v) { return keep(v); })
         .sinkTo(DiscardingSink<int64_t>());
-  });
-  printFigure("rest_overhead", {{"job", 1}, {"records", static_cast<double>(n)},
-                                {"records_per_s", static_cast<double>(n) / chainOn},
-                                {"baseline_records_per_s", static_cast<double>(n) / chainOff},
-                                {"ratio", chainOn / chainOff}});
-  const int64_t m = 40'000'000, keys = 100'000;
-  auto [keyedOff, keyedOn] = withAndWithoutRest([&](StreamExecutionEnvironment& env) {
+  }));
+  const int64_t m = 200'000'000, keys = 100'000;
+  printRestOverhead(2, m, withAndWithoutRest([&](StreamExecutionEnvironment& env) {
     env.fromSource(DataGeneratorSource([keys](int64_t i) { return keyedRecord(i, keys); }, m),
                    WatermarkStrategy<KeyedRecord>::noWatermarks(), "gen")
         .keyBy([](const KeyedRecord& r) { return r.first; })
         .sum<1>()
         .sinkTo(DiscardingSink<KeyedRecord>());
-  });
-  printFigure("rest_overhead", {{"job", 2}, {"records", static_cast<double>(m)},
-                                {"records_per_s", static_cast<double>(m) / keyedOn},
-                                {"baseline_records_per_s", static_cast<double>(m) / keyedOff},
-                                {"ratio", keyedOn / keyedOff}});
+  }));
 }
 
 }  // namespace
