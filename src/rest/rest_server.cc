@@ -12,6 +12,7 @@
 #include <condition_variable>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -355,6 +356,14 @@ class RestServer::Impl {
             {"exceptionHistory", {{"entries", entries}, {"truncated", false}}}};
   }
 
+  // How far a subtask's watermark is behind the wall clock (ms): its input watermark, a
+  // source's the one it emits; none before the first.
+  static std::optional<int64_t> watermarkLag(const Entry& e, size_t v, const detail::SubtaskSample& s) {
+    int64_t watermark = e.job->vertices()[v].isSource ? s.currentOutputWatermark : s.currentInputWatermark;
+    if (watermark == INT64_MIN) return std::nullopt;
+    return nowMillis() - watermark;
+  }
+
   // Per-subtask metrics of a vertex, by Flink's names.
   std::map<std::string, double> vertexMetrics(const Entry& e, size_t v) const {
     std::map<std::string, double> m;
@@ -368,6 +377,7 @@ class RestServer::Impl {
         m[p + "currentInputWatermark"] = static_cast<double>(latest[v][s].currentInputWatermark);
         m[p + "currentOutputWatermark"] = static_cast<double>(latest[v][s].currentOutputWatermark);
         m[p + "numLateRecordsDropped"] = static_cast<double>(latest[v][s].numLateRecordsDropped);
+        if (auto lag = watermarkLag(e, v, latest[v][s])) m[p + "watermarkLag"] = static_cast<double>(*lag);
         m[p + "numBytesIn"] = static_cast<double>(latest[v][s].numBytesIn);
         m[p + "numBytesOut"] = static_cast<double>(latest[v][s].numBytesOut);
       }
@@ -468,6 +478,7 @@ class RestServer::Impl {
     auto& inWatermark = gauge("currentInputWatermark", "Event-time watermark a subtask received (ms)");
     auto& outWatermark = gauge("currentOutputWatermark", "Event-time watermark a source subtask emitted (ms)");
     auto& lateDropped = gauge("numLateRecordsDropped", "Records too late for every window they belonged to");
+    auto& lag = gauge("watermarkLag", "Milliseconds a subtask's watermark is behind the wall clock");
     auto& restarts = jobGauge("numRestarts", "Restarts of the job");
     auto& completed = jobGauge("numberOfCompletedCheckpoints", "Checkpoints completed");
     auto& failed = jobGauge("numberOfFailedCheckpoints", "Checkpoints that failed or expired");
@@ -503,6 +514,7 @@ class RestServer::Impl {
           labels["subtask_index"] = std::to_string(s);
           in.Add(labels).Set(static_cast<double>(latest[v][s].numRecordsIn));
           lateDropped.Add(labels).Set(static_cast<double>(latest[v][s].numLateRecordsDropped));
+          if (auto l = watermarkLag(*e, v, latest[v][s])) lag.Add(labels).Set(static_cast<double>(*l));
           bytesIn.Add(labels).Set(static_cast<double>(latest[v][s].numBytesIn));
           bytesOut.Add(labels).Set(static_cast<double>(latest[v][s].numBytesOut));
           if (latest[v][s].currentInputWatermark != INT64_MIN)

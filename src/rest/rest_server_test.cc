@@ -220,6 +220,16 @@ TEST(RestServer, ShowsTheWatermarkOfEveryVertex) {
   ASSERT_EQ(watermarks.size(), 1u);
   EXPECT_EQ(watermarks[0]["id"], "0.currentInputWatermark");
   EXPECT_GE(std::stoll(watermarks[0]["value"].get<std::string>()), 1'000'000 - 6);
+  // The lag is the wall clock less the watermark, both read in the same answer.
+  auto lagged = server.get("/jobs/" + jid + "/vertices/" + sumVertex + "/metrics?get=0.currentInputWatermark,0.watermarkLag");
+  ASSERT_EQ(lagged.size(), 2u);
+  const double clock = std::stod(lagged[0]["value"].get<std::string>()) + std::stod(lagged[1]["value"].get<std::string>());
+  const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                       std::chrono::system_clock::now().time_since_epoch()).count();
+  EXPECT_NEAR(clock, static_cast<double>(now), 60'000.0);
+  auto prometheus = server.client->Get("/metrics");
+  ASSERT_TRUE(prometheus);
+  EXPECT_NE(prometheus->body.find("weir_task_watermarkLag{job_id=\"" + jid + "\""), std::string::npos);
   job.cancel();
   job.wait();
 }
