@@ -146,7 +146,12 @@ class Scan final : public RocksDBScan {
        const RocksDBReadView* view = nullptr)
       : upper_(upper), upperSlice_(upper_) {
     rocksdb::ReadOptions options;
-    if (view != nullptr) options.snapshot = static_cast<const ReadView*>(view)->get();
+    if (view != nullptr) {
+      options.snapshot = static_cast<const ReadView*>(view)->get();
+      // A checkpoint reads every entry once: it must not evict the blocks the task
+      // thread is working on from the shared block cache.
+      options.fill_cache = false;
+    }
     if (!upper_.empty()) options.iterate_upper_bound = &upperSlice_;
     it_.reset(db->NewIterator(options, cf));
     it_->Seek(slice(lower));
