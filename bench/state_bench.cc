@@ -231,19 +231,24 @@ void listState(int runs) {
 namespace weir::bench {
 namespace {
 
-// Writes a 100-byte value for each of `keys` distinct keys, in a job.
+// Writes a 100-byte value for each of `keys` distinct keys, in a job; with `timers`,
+// also registers an event-time timer per key, which fire at the end of the input.
 struct Remember : KeyedProcessFunction<int64_t, int64_t, int64_t> {
+  explicit Remember(bool timers) : timers_(timers) {}
   void open() override { value_ = &getRuntimeContext().getState(ValueStateDescriptor<std::string>("v")); }
-  void processElement(const int64_t& key, Context&, Collector<int64_t>&) override {
+  void processElement(const int64_t& key, Context& ctx, Collector<int64_t>&) override {
     std::string v(100, static_cast<char>('a' + key % 26));
     std::memcpy(v.data(), &key, sizeof key);
     value_->update(std::move(v));
+    if (timers_) ctx.timerService().registerEventTimeTimer(key & 0xffffff);
   }
+  void onTimer(int64_t, OnTimerContext&, Collector<int64_t>& out) override { out.collect(1); }
+  bool timers_;
   ValueState<std::string>* value_ = nullptr;
 };
 
 // Runs the job in a child process and returns {seconds, peak RSS in bytes} of it.
-std::pair<double, double> stateMemoryRun(std::shared_ptr<StateBackend> backend, int64_t keys) {
+std::pair<double, double> stateMemoryRun(std::shared_ptr<StateBackend> backend, int64_t keys, bool timers) {
   int pipeFd[2];
   if (::pipe(pipeFd) != 0) return {0, 0};
   pid_t child = ::fork();
@@ -255,7 +260,7 @@ std::pair<double, double> stateMemoryRun(std::shared_ptr<StateBackend> backend, 
     env.fromSource(DataGeneratorSource([](int64_t i) { return static_cast<int64_t>(mix(static_cast<uint64_t>(i))); }, keys),
                    WatermarkStrategy<int64_t>::noWatermarks(), "keys")
         .keyBy([](int64_t k) { return k; })
-        .process(Remember{})
+        .process(Remember{timers})
         .sinkTo(DiscardingSink<int64_t>());
     env.execute("state memory");
     double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
@@ -277,14 +282,16 @@ std::pair<double, double> stateMemoryRun(std::shared_ptr<StateBackend> backend, 
 void stateMemory(int) {
   constexpr int64_t kKeys = 10'000'000;
   EmbeddedRocksDBStateBackend::Options options;  // block cache 256 MiB: the budget
-  auto [rs, rrss] = stateMemoryRun(std::make_shared<EmbeddedRocksDBStateBackend>(options), kKeys);
-  printFigure("state_memory", {{"backend", "rocksdb"}},
-              {{"keys", kKeys}, {"value_bytes", 100}, {"seconds", rs}, {"records_per_s", kKeys / rs},
-               {"block_cache_bytes", static_cast<double>(options.blockCacheSize)}, {"peak_rss_bytes", rrss}});
-  auto [hs, hrss] = stateMemoryRun(std::make_shared<HashMapStateBackend>(), kKeys);
-  printFigure("state_memory", {{"backend", "heap"}},
-              {{"keys", kKeys}, {"value_bytes", 100}, {"seconds", hs}, {"records_per_s", kKeys / hs},
-               {"peak_rss_bytes", hrss}});
+  for (bool timers : {false, true}) {
+    auto [rs, rrss] = stateMemoryRun(std::make_shared<EmbeddedRocksDBStateBackend>(options), kKeys, timers);
+    printFigure("state_memory", {{"backend", "rocksdb"}, {"timers", timers ? "one per key" : "none"}},
+                {{"keys", kKeys}, {"value_bytes", 100}, {"seconds", rs}, {"records_per_s", kKeys / rs},
+                 {"block_cache_bytes", static_cast<double>(options.blockCacheSize)}, {"peak_rss_bytes", rrss}});
+    auto [hs, hrss] = stateMemoryRun(std::make_shared<HashMapStateBackend>(), kKeys, timers);
+    printFigure("state_memory", {{"backend", "heap"}, {"timers", timers ? "one per key" : "none"}},
+                {{"keys", kKeys}, {"value_bytes", 100}, {"seconds", hs}, {"records_per_s", kKeys / hs},
+                 {"peak_rss_bytes", hrss}});
+  }
 }
 
 }  // namespace weir::bench

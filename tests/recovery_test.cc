@@ -699,18 +699,21 @@ TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
         dir, n, 1500, false, committed, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 2; }, 1,
         c.before);
     ASSERT_FALSE(latest.empty()) << c.before;
-    // Window contents of the 3 window operators' 2 subtasks each, and the sessions'
-    // windows: on the heap in the state files; on RocksDB in RocksDB (incremental: its
-    // files). The window functions here keep no state.
-    int withWindows = 0, withSessions = 0, withRocksDB = 0;
+    // Window contents and timers of the 3 window operators' 2 subtasks each, and the
+    // sessions' windows: on the heap in the state files; on RocksDB in RocksDB (a full
+    // checkpoint writes its columns to the state files, an incremental one has its
+    // files). Each is listed once per subtask. The window functions keep no state.
+    int withWindows = 0, withSessions = 0, withTimers = 0, withRocksDB = 0;
     for (const auto& f : detail::readMetadata(latest).files) {
       if (f.operatorName.find("Window") == std::string::npos) continue;
       withWindows += static_cast<int>(std::count(f.keyedStates.begin(), f.keyedStates.end(), "_windows"));
       withSessions += static_cast<int>(std::count(f.keyedStates.begin(), f.keyedStates.end(), "_sessions"));
+      withTimers += static_cast<int>(std::count(f.keyedStates.begin(), f.keyedStates.end(), "_timers"));
       withRocksDB += f.rocksdb.empty() ? 0 : 1;
     }
     EXPECT_EQ(withWindows, 6) << c.before;
     EXPECT_EQ(withSessions, 2) << c.before;
+    EXPECT_EQ(withTimers, 6) << c.before;  // once each: in the heap's files or RocksDB's column
     EXPECT_EQ(withRocksDB, c.before == "rocksdb_incremental" ? 6 : 0) << c.before;
     size_t before = committed->out.size();
     EXPECT_LT(before, static_cast<size_t>(n)) << c.before;

@@ -126,10 +126,15 @@ struct NoteTimestamp : ProcessFunction<Fired, Fired> {
   }
 };
 
-TEST(ProcessingTimeTimers, FireOnceWhenTheClockPassesThemNeverWhenDeletedNorAfterTheEnd) {
+// Timers and windows live on the heap or in RocksDB, as the state backend says.
+class ProcessingTimeOn : public ::testing::TestWithParam<std::string> {};
+INSTANTIATE_TEST_SUITE_P(Backends, ProcessingTimeOn, ::testing::Values("heap", "rocksdb"));
+
+TEST_P(ProcessingTimeOn, TimersFireOnceWhenTheClockPassesThemNeverWhenDeletedNorAfterTheEnd) {
   auto clock = std::make_shared<ManualClock>(1000);
   StreamExecutionEnvironment env;
   env.setParallelism(2).setClock(clock);
+  env.setStateBackend(stateBackendFromName(GetParam()));
   GatedSource source;
   CollectSink<Fired> sink;
   env.fromSource(source, WatermarkStrategy<Event>::noWatermarks(), "gated")
@@ -170,9 +175,19 @@ TEST(ProcessingTimeTimers, FireOnceWhenTheClockPassesThemNeverWhenDeletedNorAfte
   EXPECT_EQ(timers, expected);
 }
 
-// A checkpoint holds the processing-time timers; restored, those whose time passed fire
-// as soon as the job runs, the others wait for the clock.
-TEST(ProcessingTimeTimers, ACheckpointKeepsThemAndARestoreFiresThoseDue) {
+// A checkpoint holds the processing-time timers; restored (on either backend, whichever
+// took it), those whose time passed fire as soon as the job runs, the others wait for
+// the clock.
+void checkpointAndRestoreTimers(const std::string& backend, const std::string& restoreOn);
+
+TEST_P(ProcessingTimeOn, ACheckpointKeepsTheTimersAndARestoreFiresThoseDue) {
+  for (const std::string restoreOn : {"heap", "rocksdb"}) {
+    SCOPED_TRACE(GetParam() + " to " + restoreOn);
+    checkpointAndRestoreTimers(GetParam(), restoreOn);
+  }
+}
+
+void checkpointAndRestoreTimers(const std::string& backend, const std::string& restoreOn) {
   namespace fs = std::filesystem;
   fs::path dir = fs::temp_directory_path() / ("weir-ptimers-" + std::to_string(::getpid()));
   fs::remove_all(dir);
@@ -187,6 +202,7 @@ TEST(ProcessingTimeTimers, ACheckpointKeepsThemAndARestoreFiresThoseDue) {
   {
     StreamExecutionEnvironment env;
     env.setParallelism(2).setClock(std::make_shared<ManualClock>(1000));
+    env.setStateBackend(stateBackendFromName(backend));
     env.enableCheckpointing(10ms);
     env.getCheckpointConfig().setCheckpointStorage(dir.string());
     env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
@@ -205,6 +221,7 @@ TEST(ProcessingTimeTimers, ACheckpointKeepsThemAndARestoreFiresThoseDue) {
   }
   StreamExecutionEnvironment env;
   env.setParallelism(3).setClock(std::make_shared<ManualClock>(2000));  // rescaled, too
+  env.setStateBackend(stateBackendFromName(restoreOn));
   env.setRestorePath(detail::findLatestCheckpoint(dir.string()));
   GatedSource source;
   CollectSink<Fired> sink;
@@ -243,10 +260,12 @@ std::vector<std::vector<Event>> phases(int count) {
 // afterwards windows ending by then have fired; the last phase's records are pushed and
 // the input closed without moving the clock again.
 template <class Build>
-std::vector<Fired> runPhases(const std::vector<std::vector<Event>>& input, size_t expectedBeforeLast, Build build) {
+std::vector<Fired> runPhases(const std::string& backend, const std::vector<std::vector<Event>>& input,
+                             size_t expectedBeforeLast, Build build) {
   auto clock = std::make_shared<ManualClock>(10);
   StreamExecutionEnvironment env;
   env.setParallelism(2).setClock(clock);
+  env.setStateBackend(stateBackendFromName(backend));
   GatedSource source;
   CollectSink<Fired> sink;
   build(env.fromSource(source, WatermarkStrategy<Event>::noWatermarks(), "gated")
@@ -284,18 +303,18 @@ void expectWindows(const std::vector<Fired>& got, const std::vector<Fired>& expe
     EXPECT_EQ(std::tie(got[i].key, got[i].time, got[i].count), std::tie(expected[i].key, expected[i].time, expected[i].count));
 }
 
-TEST(ProcessingTimeWindows, TumblingWindowsHoldWhatCameWhileTheClockWasInThemAndFireAfter) {
+TEST_P(ProcessingTimeOn, TumblingWindowsHoldWhatCameWhileTheClockWasInThemAndFireAfter) {
   auto input = phases(6);
   std::map<std::pair<int64_t, int64_t>, int64_t> counts;  // (key, window start) -> records
   for (size_t k = 0; k + 1 < input.size(); ++k)
     for (const Event& e : input[k]) ++counts[{e.key, static_cast<int64_t>(k) * 100}];
   std::vector<Fired> expected = firings(counts);
-  auto got = runPhases(input, expected.size(), [](auto keyed) {
+  auto got = runPhases(GetParam(), input, expected.size(), [](auto keyed) {
     return keyed.window(TumblingProcessingTimeWindows::of(100ms)).process(CountWindow{});
   });
   expectWindows(got, expected);
   // The same through the general window operator (a trigger given explicitly).
-  auto triggered = runPhases(input, expected.size(), [](auto keyed) {
+  auto triggered = runPhases(GetParam(), input, expected.size(), [](auto keyed) {
     return keyed.window(TumblingProcessingTimeWindows::of(100ms))
         .trigger(ProcessingTimeTrigger::create())
         .process(CountWindow{});
@@ -303,7 +322,7 @@ TEST(ProcessingTimeWindows, TumblingWindowsHoldWhatCameWhileTheClockWasInThemAnd
   expectWindows(triggered, expected);
 }
 
-TEST(ProcessingTimeWindows, SlidingWindowsCountEachRecordInEveryWindowOfItsTime) {
+TEST_P(ProcessingTimeOn, SlidingWindowsCountEachRecordInEveryWindowOfItsTime) {
   auto input = phases(6);
   // Windows of 200 ms every 100 ms: phase k's records are in the windows starting at
   // 100(k − 1) and 100k; a window fires once the clock passes its end, so those ending
@@ -315,11 +334,11 @@ TEST(ProcessingTimeWindows, SlidingWindowsCountEachRecordInEveryWindowOfItsTime)
       if (start + 199 < lastStart)
         for (const Event& e : input[k]) ++counts[{e.key, start}];
   std::vector<Fired> expected = firings(counts);
-  auto got = runPhases(input, expected.size(), [](auto keyed) {
+  auto got = runPhases(GetParam(), input, expected.size(), [](auto keyed) {
     return keyed.window(SlidingProcessingTimeWindows::of(200ms, 100ms)).process(CountWindow{});
   });
   expectWindows(got, expected);
-  auto evicting = runPhases(input, expected.size(), [](auto keyed) {  // the general operator, nothing evicted
+  auto evicting = runPhases(GetParam(), input, expected.size(), [](auto keyed) {  // the general operator, nothing evicted
     return keyed.window(SlidingProcessingTimeWindows::of(200ms, 100ms))
         .evictor(CountEvictor::of(1'000'000))
         .process(CountWindow{});
@@ -327,7 +346,7 @@ TEST(ProcessingTimeWindows, SlidingWindowsCountEachRecordInEveryWindowOfItsTime)
   expectWindows(evicting, expected);
 }
 
-TEST(ProcessingTimeWindows, SessionsCloseAfterAGapOfTheClock) {
+TEST_P(ProcessingTimeOn, SessionWindowsCloseAfterAGapOfTheClock) {
   // A gap of 150 ms with phases 100 ms apart: a key seen in consecutive phases stays in
   // one session; key 6 appears only in phases 0 and 3, so it has two sessions.
   std::vector<std::vector<Event>> input{
@@ -335,7 +354,7 @@ TEST(ProcessingTimeWindows, SessionsCloseAfterAGapOfTheClock) {
   // Key 1: [10, 210 + 150) = [10, 360). Key 6: [10, 160) and [310, 460). Key 2 (phases 4
   // and 5, [410, 660)) never fires: the clock stops at 510.
   std::vector<Fired> expected{{1, 10, 4}, {6, 10, 1}, {6, 310, 2}};
-  auto got = runPhases(input, expected.size(), [](auto keyed) {
+  auto got = runPhases(GetParam(), input, expected.size(), [](auto keyed) {
     return keyed.window(ProcessingTimeSessionWindows::withGap(150ms)).process(CountWindow{});
   });
   expectWindows(got, expected);
@@ -343,10 +362,11 @@ TEST(ProcessingTimeWindows, SessionsCloseAfterAGapOfTheClock) {
 
 // As in Flink, a window [0, 100) fires once the clock has passed 99, not while it reads
 // 99: records that come in that millisecond still belong to it, and it fires once.
-TEST(ProcessingTimeWindows, RecordsInAWindowsLastMillisecondJoinItAndItFiresOnce) {
+TEST_P(ProcessingTimeOn, RecordsInAWindowsLastMillisecondJoinItAndItFiresOnce) {
   auto clock = std::make_shared<ManualClock>(99);
   StreamExecutionEnvironment env;
   env.setParallelism(1).setClock(clock);
+  env.setStateBackend(stateBackendFromName(GetParam()));
   GatedSource source;
   CollectSink<Fired> sink;
   env.fromSource(source, WatermarkStrategy<Event>::noWatermarks(), "gated")

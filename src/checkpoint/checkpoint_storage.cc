@@ -583,9 +583,9 @@ CheckpointMetadata readMetadata(const std::string& path) {
   try {
     auto doc = nlohmann::json::parse(body);
     int version = doc.at("formatVersion").get<int>();
-    if (version < 1 || version > CheckpointMetadata::kFormatVersion)
+    if (version != CheckpointMetadata::kFormatVersion)
       throw corrupt(file, "has format version " + std::to_string(version) + "; this weir reads version " +
-                              std::to_string(CheckpointMetadata::kFormatVersion));
+                              std::to_string(CheckpointMetadata::kFormatVersion) + " only");
     m.checkpointId = doc.at("checkpointId").get<int64_t>();
     m.jobId = doc.at("jobId").get<std::string>();
     m.timestampMillis = doc.at("timestamp").get<int64_t>();

@@ -52,8 +52,9 @@ struct StateFileInfo {
 };
 
 struct CheckpointMetadata {
-  // 2: files may list RocksDB files (incremental checkpoints). Version 1 is read too.
-  static constexpr int kFormatVersion = 2;
+  // 3: a timer's entry key starts with its time (timer_queue.h), as RocksDB keeps them.
+  // Earlier versions are refused: their timers would not decode.
+  static constexpr int kFormatVersion = 3;
   int64_t checkpointId = 0;
   std::string jobId;
   int64_t timestampMillis = 0;

@@ -1,6 +1,7 @@
 // Restart strategies; checkpoint files: what is written is read back, and any damage to
 // any file is found before its state is used; the coordinator's concurrent checkpoints.
 #include <gtest/gtest.h>
+#include <xxhash.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -257,6 +258,39 @@ TEST_F(CheckpointFilesTest, NoMetadataMeansNoCheckpoint) {
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kCheckpoint);
     EXPECT_NE(std::string(e.what()).find("_metadata"), std::string::npos) << e.what();
+  }
+}
+
+// A checkpoint of an older format version (intact, its checksum right) is refused with
+// both versions named: its timers are keyed another way.
+TEST_F(CheckpointFilesTest, AnOlderFormatVersionIsRefusedNamingIt) {
+  writeCheckpoint();
+  const fs::path file = dir_ / "_metadata";
+  std::string text;
+  {
+    std::ifstream in(file, std::ios::binary);
+    text.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  const std::string current = "\"formatVersion\":" + std::to_string(CheckpointMetadata::kFormatVersion);
+  const size_t at = text.find(current);
+  ASSERT_NE(at, std::string::npos) << text;
+  text.replace(at, current.size(), "\"formatVersion\":2");
+  const size_t first = text.find('\n') + 1, last = text.rfind("\nchecksum ");
+  char checksum[17];
+  std::snprintf(checksum, sizeof checksum, "%016llx",
+                static_cast<unsigned long long>(XXH3_64bits(text.data() + first, last - first)));
+  text = text.substr(0, last) + "\nchecksum " + checksum + "\n";
+  std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+  try {
+    readMetadata(dir_.string());
+    FAIL() << "a version 2 checkpoint was accepted";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCheckpoint);
+    const std::string what = e.what();
+    EXPECT_NE(what.find("has format version 2; this weir reads version " +
+                        std::to_string(CheckpointMetadata::kFormatVersion)),
+              std::string::npos)
+        << what;
   }
 }
 

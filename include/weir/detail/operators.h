@@ -337,11 +337,15 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
     RuntimeContext& context = this->context();
     this->callUser([&] {
       state_ = makeKeyedStateBackend<K>(context);
-      if (auto* restored = context.restored()) {
-        restoreTimers(restored->takeKeyed(kTimersState), timers_);
-        restoreTimers(restored->takeKeyed(kProcessingTimersState), processingTimers_);
-        state_->setRestored(*restored);
-      }
+      if (auto* restored = context.restored()) state_->setRestored(*restored);
+      const KeyGroupRange range = computeKeyGroupRangeForOperatorIndex(
+          context.getMaxNumberOfParallelSubtasks(), context.getNumberOfParallelSubtasks(), context.getIndexOfThisSubtask());
+      auto keyGroupOf = [maxParallelism = context.getMaxNumberOfParallelSubtasks()](const K& key) {
+        return assignToKeyGroup(KeyHash<K>{}(key), maxParallelism);
+      };
+      timers_.open(*state_, kTimersState, range, keyGroupOf);
+      processingTimers_.open(*state_, kProcessingTimersState, range, keyGroupOf);
+      if (auto next = processingTimers_.earliest()) requestCallback(*next);
     });
     context.setKeyedStateStore(state_.get());
     CollectingOperator<T, OUT, F>::open();
@@ -356,10 +360,8 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
     CollectingOperator<T, OUT, F>::snapshotState(checkpointId, timestamp, out);
     state_->snapshot(checkpointId, out);
-    if constexpr (Serializable<K>) {
-      out.keyed[kTimersState] = snapshotTimers(timers_);
-      out.keyed[kProcessingTimersState] = snapshotTimers(processingTimers_);
-    }
+    timers_.snapshot(out);
+    processingTimers_.snapshot(out);
   }
   void close() override {
     CollectingOperator<T, OUT, F>::close();
@@ -390,7 +392,9 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   // has no timestamp.
   template <class OnTimerContext>
   void advanceProcessingTime(int64_t time, OnTimerContext& ctx) {
+    callbackAt_ = std::numeric_limits<int64_t>::max();
     fireTimers(processingTimers_, TimeDomain::PROCESSING_TIME, time, ctx);
+    if (auto next = processingTimers_.earliest()) requestCallback(*next);
   }
 
   // KeyedTimers
@@ -401,7 +405,8 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   void registerEventTimeTimer(int64_t time) override { timers_.add(key_, time); }
   void deleteEventTimeTimer(int64_t time) override { timers_.remove(key_, time); }
   void registerProcessingTimeTimer(int64_t time) override {
-    if (processingTimers_.add(key_, time)) this->context().processingTimeService().registerTimer(time, this);
+    processingTimers_.add(key_, time);
+    requestCallback(time);
   }
   void deleteProcessingTimeTimer(int64_t time) override { processingTimers_.remove(key_, time); }
 
@@ -426,29 +431,12 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
     state_->clearCurrentKey();
   }
 
-  // A timer is an entry keyed by its key, with its time as the namespace.
-  std::unique_ptr<MaterializedSnapshot> snapshotTimers(const TimerQueue<K>& queue) const {
-    std::vector<OwnedStateEntry> timers;
-    DataOutput key;
-    int maxParallelism = state_->maxParallelism();
-    queue.forEach([&](const K& k, int64_t time) {
-      key.clear();
-      Serializer<K>::serialize(k, key);
-      key.write(time);
-      timers.push_back({assignToKeyGroup(KeyHash<K>{}(k), maxParallelism), key.data(), {}});
-    });
-    return std::make_unique<MaterializedSnapshot>(std::move(timers));
-  }
-  void restoreTimers(const std::vector<OwnedStateEntry>& entries, TimerQueue<K>& queue) {
-    if constexpr (Serializable<K>) {
-      const bool processing = &queue == &processingTimers_;
-      for (const auto& e : entries) {
-        DataInput in(e.key);
-        K k = decodeState<K>(in, processing ? kProcessingTimersState : kTimersState, e.keyGroup);
-        int64_t time = in.read<int64_t>();
-        if (queue.add(k, time) && processing) this->context().processingTimeService().registerTimer(time, this);
-      }
-    }
+  // Asks the subtask to call back at `time`, unless it will call earlier: one callback
+  // for all timers, not one per timer.
+  void requestCallback(int64_t time) {
+    if (time >= callbackAt_) return;
+    callbackAt_ = time;
+    this->context().processingTimeService().registerTimer(time, this);
   }
 
  protected:
@@ -460,6 +448,7 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
  private:
   TimerQueue<K> timers_;
   TimerQueue<K> processingTimers_;
+  int64_t callbackAt_ = std::numeric_limits<int64_t>::max();  // the earliest callback asked for
   TimeDomain firing_ = TimeDomain::EVENT_TIME;
 };
 

@@ -74,10 +74,16 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
       store_ = makeKeyedStateBackend<K>(context);
       if (auto* restored = context.restored()) {
         watermark_ = restoreWindowWatermark(*restored, context);
-        restoreTimers(restored->takeKeyed(kTimersState), eventTimers_, false);
-        restoreTimers(restored->takeKeyed(kProcessingTimersState), processingTimers_, true);
         store_->setRestored(*restored);
       }
+      const KeyGroupRange range = computeKeyGroupRangeForOperatorIndex(
+          context.getMaxNumberOfParallelSubtasks(), context.getNumberOfParallelSubtasks(), context.getIndexOfThisSubtask());
+      auto keyGroupOf = [maxParallelism = context.getMaxNumberOfParallelSubtasks()](const std::pair<K, W>& kw) {
+        return assignToKeyGroup(KeyHash<K>{}(kw.first), maxParallelism);
+      };
+      eventTimers_.open(*store_, kTimersState, range, keyGroupOf);
+      processingTimers_.open(*store_, kProcessingTimersState, range, keyGroupOf);
+      if (auto next = processingTimers_.earliest()) requestCallback(*next);
       if constexpr (kKeepsRecords) {
         contents_ = &listState<W>(*store_, ListStateDescriptor<Element>(kContentsState));
       } else {
@@ -111,10 +117,8 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     this->callUser([&] { snapshotFunction(policy_.fn, checkpointId, timestamp); });
     StreamOperator::snapshotState(checkpointId, timestamp, out);
     store_->snapshot(checkpointId, out);
-    if constexpr (Serializable<K> && Serializable<W>) {
-      out.keyed[kTimersState] = snapshotTimers(eventTimers_);
-      out.keyed[kProcessingTimersState] = snapshotTimers(processingTimers_);
-    }
+    eventTimers_.snapshot(out);
+    processingTimers_.snapshot(out);
     snapshotWindowWatermark(this->context(), watermark_, out);
   }
   void emitBatch(std::span<T> records, Timestamps timestamps) override {
@@ -354,33 +358,6 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     }
     store_->clearCurrentKey();
     collector.flush();
-  }
-
-  // A timer is an entry keyed by its key, with its window and time after it.
-  std::unique_ptr<MaterializedSnapshot> snapshotTimers(const Timers& timers) const {
-    std::vector<OwnedStateEntry> entries;
-    DataOutput key;
-    const int maxParallelism = store_->maxParallelism();
-    timers.forEach([&](const std::pair<K, W>& kw, int64_t time) {
-      key.clear();
-      Serializer<K>::serialize(kw.first, key);
-      Serializer<W>::serialize(kw.second, key);
-      key.write(time);
-      entries.push_back({assignToKeyGroup(KeyHash<K>{}(kw.first), maxParallelism), key.data(), {}});
-    });
-    return std::make_unique<MaterializedSnapshot>(std::move(entries));
-  }
-  void restoreTimers(const std::vector<OwnedStateEntry>& entries, Timers& timers, bool processingTime) {
-    if constexpr (Serializable<K> && Serializable<W>) {
-      const char* state = processingTime ? kProcessingTimersState : kTimersState;
-      for (const auto& e : entries) {
-        DataInput in(e.key);
-        K k = decodeState<K>(in, state, e.keyGroup);
-        W w = decodeState<W>(in, state, e.keyGroup);
-        int64_t time = decodeState<int64_t>(in, state, e.keyGroup);
-        if (timers.add({std::move(k), w}, time) && processingTime) requestCallback(time);
-      }
-    }
   }
 
   KeySelector keySelector_;

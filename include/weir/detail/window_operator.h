@@ -10,9 +10,11 @@
 // keyed state in RocksDB (a ValueState of the accumulator, or a ListState of the records
 // for a ProcessWindowFunction, namespaced by the window), so windows may hold more than
 // memory. Sessions keep, besides, each key's windows under "_sessions". Both backends
-// write the same entries, so either restores the other's checkpoints. Every window's
-// timers stay on the heap. A ProcessWindowFunction's own state (windowState,
-// globalState) is on the job's state backend.
+// write the same entries, so either restores the other's checkpoints. The windows'
+// timers are on the heap, or on RocksDB in its column "_timers" (timer_queue.h), where
+// they also tell which windows exist, so a window costs no memory there. A
+// ProcessWindowFunction's own state (windowState, globalState) is on the job's state
+// backend.
 #pragma once
 
 #include <absl/container/flat_hash_map.h>
@@ -26,6 +28,7 @@
 #include "weir/detail/processing_time_service.h"
 #include "weir/detail/state_factory.h"
 #include "weir/detail/stream_operator.h"
+#include "weir/detail/timer_queue.h"
 #include "weir/windows.h"
 
 namespace weir::detail {
@@ -287,6 +290,13 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       contentsWindow_ = dynamic_cast<NamespacedState<TimeWindow>*>(contents_);
       if constexpr (kMerging)
         sessionsState_ = &valueState<VoidNamespace>(*store_, ValueStateDescriptor<StoredSessions>(kSessionsState));
+      RuntimeContext& context = this->context();
+      storedTimers_ = std::make_unique<RocksDBTimers>(
+          *store_->rocksdb(), kTimersState,
+          computeKeyGroupRangeForOperatorIndex(context.getMaxNumberOfParallelSubtasks(),
+                                               context.getNumberOfParallelSubtasks(), context.getIndexOfThisSubtask()));
+      if constexpr (kProcessingTime)
+        if (auto next = earliestTimer()) requestCallback(*next);
     }
     this->callUser([&] { openFunction(policy_.fn, this->context_); });
   }
@@ -295,6 +305,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     contents_ = nullptr;
     contentsWindow_ = nullptr;
     sessionsState_ = nullptr;
+    storedTimers_.reset();
     store_.reset();
   }
 
@@ -339,9 +350,8 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       for (auto queue = timers_; !queue.empty(); queue.pop()) {
         const Timer& t = queue.top();
         key.clear();
-        writeKeyAndWindow(t.key, t.window, key);
-        key.write(t.time);
-        key.write(static_cast<uint8_t>(t.clears ? 2 : t.cleanup ? 1 : 0));
+        writeTimerTime(t.time, key);
+        encodeTimer(t, key);
         timers.push_back({keyGroup(t.key), key.data(), {}});
       }
       // The window function's state, and on RocksDB the windows' contents.
@@ -350,7 +360,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         out.keyed[kWindowsState] = std::make_unique<MaterializedSnapshot>(std::move(windows));
         if constexpr (kMerging) out.keyed[kSessionsState] = std::make_unique<MaterializedSnapshot>(std::move(sessions));
       }
-      out.keyed[kTimersState] = std::make_unique<MaterializedSnapshot>(std::move(timers));
+      if (!storedTimers_) out.keyed[kTimersState] = std::make_unique<MaterializedSnapshot>(std::move(timers));
     }
     snapshotWindowWatermark(this->context(), watermark_, out);
   }
@@ -373,7 +383,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
             if (isLate(w)) return;
             placed = true;
             if (contents_ != nullptr) {
-              afterAdd(key, w, nullptr, addToBackend(key, w, records[i]), collector);
+              afterAdd(key, w, nullptr, addToBackend(key, w, records[i], cleanupTime(w)), collector);
               return;
             }
             // A window's timers are registered when its state is created; the state lives
@@ -409,7 +419,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       passed_ = std::max(passed_, time);
       callbackAt_ = std::numeric_limits<int64_t>::max();
       fireTimers();
-      if (!timers_.empty()) requestCallback(timers_.top().time);
+      if (auto next = earliestTimer()) requestCallback(*next);
     }
   }
 
@@ -417,9 +427,8 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   void fireTimers() {
     Collector<OUT> collector = this->collector();
     try {
-      while (!timers_.empty() && timers_.top().time <= currentTime()) {
-        Timer t = timers_.top();
-        timers_.pop();
+      while (std::optional<Timer> next = takeTimer(currentTime())) {
+        const Timer& t = *next;
         if constexpr (kMerging) {
           if (sessionsState_ != nullptr) onStoredSessionTimer(t, collector);
           else onSessionTimer(t, collector);
@@ -432,7 +441,8 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         if (contents_ != nullptr) {
           if (!t.cleanup) {
             if (auto acc = backendContents(t.key, t.window)) fireWindow(t.key, t.window, *acc, collector);
-          } else if (eraseFromBackend(t.key, t.window)) {
+          } else {
+            eraseFromBackend(t.key, t.window);
             clearWindow(t.key, t.window);
           }
           continue;
@@ -494,11 +504,11 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     out.write(w.start);
     out.write(w.end);
   }
-  static std::pair<K, TimeWindow> readKeyAndWindow(DataInput& in, int keyGroup) {
-    K key = decodeState<K>(in, kWindowsState, keyGroup);
+  static std::pair<K, TimeWindow> readKeyAndWindow(DataInput& in, int keyGroup, const char* state = kWindowsState) {
+    K key = decodeState<K>(in, state, keyGroup);
     TimeWindow w;
-    w.start = in.read<int64_t>();
-    w.end = in.read<int64_t>();
+    w.start = decodeState<int64_t>(in, state, keyGroup);
+    w.end = decodeState<int64_t>(in, state, keyGroup);
     return {std::move(key), w};
   }
 
@@ -508,46 +518,20 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   // session timer is armed again from its windows.
   void restore(RestoredOperatorState& restored) {
     watermark_ = restoreWindowWatermark(restored, this->context());
-    const bool onRocksDB = store_ != nullptr;
-    if constexpr (Serializable<K> && Serializable<Acc>) {
-      if (!onRocksDB) {
-        if constexpr (kMerging)
-          for (const auto& e : restored.takeKeyed(kSessionsState)) restoreSessions(StateEntry{e.keyGroup, e.key, e.value});
-        for (const auto& e : restored.takeKeyed(kWindowsState)) restoreWindow(StateEntry{e.keyGroup, e.key, e.value});
-      }
-      size_t sessionTimers = 0;
-      for (const auto& e : restored.takeKeyed(kTimersState)) {
-        DataInput in(e.key);
-        auto [key, window] = readKeyAndWindow(in, e.keyGroup);
-        int64_t time = in.read<int64_t>();
-        uint8_t kind = in.read<uint8_t>();  // 0 fire, 1 cleanup, 2 clear a paned window
-        if constexpr (kMerging) {
-          ++sessionTimers;
-          if (onRocksDB) schedule(Timer{time, false, std::move(key), window});
-          continue;
-        }
-        if constexpr (kPaned) {
-          if (kind == 0) scheduled_.insert(std::pair<K, TimeWindow>{key, window});
-          if (kind == 2) clearing_.insert(std::pair<K, TimeWindow>{key, window});
-        }
-        // Every window (or pane) with contents has its cleanup timer.
-        if (onRocksDB && kind == 1) live_.insert(std::pair<K, TimeWindow>{key, window});
-        schedule(Timer{time, kind != 0, std::move(key), window, kind == 2});
-      }
-      // Sessions checkpointed before "_sessions" existed have no timers in the
-      // checkpoint; only the heap reads their contents (with a fired flag in front).
-      if (kMerging && onRocksDB && sessionTimers == 0 && !restored.takeKeyed(kWindowsState).empty())
-        throw Error(ErrorCode::kCheckpoint, "operator '" + this->name() +
-                                                "': its session windows were checkpointed in the format before "
-                                                "\"_sessions\"; restore this checkpoint with the heap backend");
-    }
-    if (onRocksDB) {
+    if (store_ != nullptr) {  // RocksDB: the timers, contents and sessions go into its columns
       store_->setRestored(restored);
-    } else if (restored.hasKeyed()) {
-      keyedState().setRestored(restored);
-      if constexpr (Serializable<K> && Serializable<Acc>) {
+      return;
+    }
+    if constexpr (Serializable<K> && Serializable<Acc>) {
+      if constexpr (kMerging)
+        for (const auto& e : restored.takeKeyed(kSessionsState)) restoreSessions(StateEntry{e.keyGroup, e.key, e.value});
+      for (const auto& e : restored.takeKeyed(kWindowsState)) restoreWindow(StateEntry{e.keyGroup, e.key, e.value});
+      for (const auto& e : restored.takeKeyed(kTimersState)) restoreTimer(StateEntry{e.keyGroup, e.key, e.value});
+      if (restored.hasKeyed()) {  // a RocksDB instance's incremental checkpoint, or the function's state
+        keyedState().setRestored(restored);
         if constexpr (kMerging) store_->takeRestored(kSessionsState, [&](const StateEntry& e) { restoreSessions(e); });
         store_->takeRestored(kWindowsState, [&](const StateEntry& e) { restoreWindow(e); });
+        store_->takeRestored(kTimersState, [&](const StateEntry& e) { restoreTimer(e); });
       }
     }
     if constexpr (kMerging) {
@@ -559,10 +543,19 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     }
     for (auto& [key, sessions] : sessions_) arm(key, sessions);
   }
+  // Heap: one restored timer. A key's session timer is armed again from its windows.
+  void restoreTimer(const StateEntry& e) {
+    if constexpr (kMerging) return;
+    Timer t = decodeTimer(checkpointedTimerTime(e, kTimersState), e.key.substr(8), e.keyGroup);
+    if constexpr (kPaned) {
+      if (!t.cleanup) scheduled_.insert(std::pair<K, TimeWindow>{t.key, t.window});
+      if (t.clears) clearing_.insert(std::pair<K, TimeWindow>{t.key, t.window});
+    }
+    schedule(std::move(t));
+  }
   // One restored "_sessions" entry: a key's windows, whose contents come next.
   void restoreSessions(const StateEntry& e) {
     K key = decodeState<K>(e.key, kSessionsState, e.keyGroup);
-    sessionsSeen_ = true;
     for (StoredSession& s : decodeState<StoredSessions>(e.value, kSessionsState, e.keyGroup).windows)
       restoredSessions_.emplace(std::pair<K, TimeWindow>{key, s.stateWindow}, std::move(s));
   }
@@ -578,14 +571,9 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         restoredSessions_.erase(session);
         return;
       }
-      if (sessionsSeen_)
-        throw Error(ErrorCode::kCheckpoint, "operator '" + this->name() + "': state '" + kWindowsState +
-                                                "' holds contents of a session that '" + kSessionsState +
-                                                "' does not have (key group " + std::to_string(e.keyGroup) + ")");
-      // The format before "_sessions": the fired flag, then the contents.
-      DataInput value(e.value);
-      bool fired = value.read<bool>();
-      sessions_[kw.first].windows.push_back({kw.second, fired, decodeContents(e.value.substr(1), e.keyGroup)});
+      throw Error(ErrorCode::kCheckpoint, "operator '" + this->name() + "': state '" + kWindowsState +
+                                              "' holds contents of a session that '" + kSessionsState +
+                                              "' does not have (key group " + std::to_string(e.keyGroup) + ")");
     } else {
       state_.insert_or_assign(std::move(kw), decodeContents(e.value, e.keyGroup));
     }
@@ -607,8 +595,10 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   // What the windows' timers follow: the watermark, or the last time the clock passed
   // (not now_: records may still get the current millisecond).
   int64_t currentTime() const { return kProcessingTime ? passed_ : watermark_; }
+  // When `w` is done: its end plus the allowed lateness.
+  int64_t cleanupTime(const TimeWindow& w) const { return saturatingAdd(w.maxTimestamp(), allowedLateness_); }
   // `w` is done: the current time passed its end and the allowed lateness.
-  bool expired(const TimeWindow& w) const { return saturatingAdd(w.maxTimestamp(), allowedLateness_) <= currentTime(); }
+  bool expired(const TimeWindow& w) const { return cleanupTime(w) <= currentTime(); }
   // Too late for `w` (event time only: a record's processing-time windows are current).
   bool isLate(const TimeWindow& w) const { return !kProcessingTime && expired(w); }
   // The watermark passed the end of `w`, which a late record (within the lateness)
@@ -617,7 +607,51 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
 
   void schedule(Timer timer) {
     if constexpr (kProcessingTime) requestCallback(timer.time);
-    timers_.push(std::move(timer));
+    if (!storedTimers_) {
+      timers_.push(std::move(timer));
+      return;
+    }
+    if constexpr (Serializable<K>) {
+      timerBytes_.clear();
+      encodeTimer(timer, timerBytes_);
+      storedTimers_->add(keyGroupOf(timer.key), timer.time, timerBytes_.data());
+    }
+  }
+  // Takes the earliest timer at or before `upTo`, if any.
+  std::optional<Timer> takeTimer(int64_t upTo) {
+    if (storedTimers_) {
+      int keyGroup;
+      int64_t time;
+      if (!storedTimers_->pop(upTo, keyGroup, time, timerRest_)) return std::nullopt;
+      return decodeTimer(time, timerRest_, keyGroup);
+    }
+    if (timers_.empty() || timers_.top().time > upTo) return std::nullopt;
+    Timer t = timers_.top();
+    timers_.pop();
+    return t;
+  }
+  std::optional<int64_t> earliestTimer() {
+    if (storedTimers_) return storedTimers_->earliest();
+    if (timers_.empty()) return std::nullopt;
+    return timers_.top().time;
+  }
+  // A timer's entry key after its time: its kind (0 fire, 1 cleanup, 2 clear a paned
+  // window), key and window.
+  static void encodeTimer(const Timer& t, DataOutput& out) {
+    out.write(static_cast<uint8_t>(t.clears ? 2 : t.cleanup ? 1 : 0));
+    writeKeyAndWindow(t.key, t.window, out);
+  }
+  Timer decodeTimer(int64_t time, std::string_view rest, int keyGroup) const {
+    DataInput in(rest);
+    const uint8_t kind = decodeState<uint8_t>(in, kTimersState, keyGroup);
+    if (kind > 2)
+      throw Error(ErrorCode::kSerialization, stateWhere(kTimersState, keyGroup) + ": a timer of unknown kind " +
+                                                 std::to_string(kind));
+    auto [key, window] = readKeyAndWindow(in, keyGroup, kTimersState);
+    return Timer{time, kind != 0, std::move(key), window, kind == 2};
+  }
+  int keyGroupOf(const K& key) const {
+    return assignToKeyGroup(KeyHash<K>{}(key), this->context_->getMaxNumberOfParallelSubtasks());
   }
   // Asks the subtask to call onProcessingTime at `time`, unless it will call earlier.
   void requestCallback(int64_t time) {
@@ -636,7 +670,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     } else if (created) {
       schedule(Timer{w.maxTimestamp(), false, key, w});
     }
-    if (created) schedule(Timer{saturatingAdd(w.maxTimestamp(), allowedLateness_), true, key, w});
+    if (created) schedule(Timer{cleanupTime(w), true, key, w});
   }
 
   // Sessions (Flink's MergingWindowSet): the record's window merges with every window of
@@ -727,8 +761,9 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       windows.push_back({merged, merged, false});
       session = &windows.back();
     } else {
-      std::sort(windows.begin(), windows.end(),
-                [](const StoredSession& a, const StoredSession& b) { return a.window.start < b.window.start; });
+      if (intersecting > 1)
+        std::sort(windows.begin(), windows.end(),
+                  [](const StoredSession& a, const StoredSession& b) { return a.window.start < b.window.start; });
       auto first = std::find_if(windows.begin(), windows.end(), [&](const StoredSession& s) { return s.window.intersects(w); });
       for (auto s = first + 1; s != first + intersecting; ++s) mergeStoredContents(key, first->stateWindow, s->stateWindow);
       windows.erase(first + 1, first + intersecting);
@@ -785,8 +820,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       sessionsState_->clear();
       return;
     }
-    arm(t.key, sessions);
-    store_->setCurrentKey(t.key);
+    arm(t.key, sessions);  // (leaves the store's key alone)
     sessionsState_->update(std::move(sessions));
   }
 
@@ -824,7 +858,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     if (isLate(paneWindows_.front())) return false;  // its last window is gone: so are the others
     bool created;
     if (contents_ != nullptr) {
-      created = addToBackend(key, pane, record);
+      created = addToBackend(key, pane, record, cleanupTime(paneWindows_.front()));
     } else {
       auto it = state_.find(std::pair<K, TimeWindow>{key, pane});
       created = it == state_.end();
@@ -835,14 +869,14 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     for (const TimeWindow& w : paneWindows_) {
       if (isLate(w)) continue;
       if (behindWatermark(w)) firePanes(key, w, collector);
-      else if (created && scheduled_.insert(std::pair<K, TimeWindow>{key, w}).second)
+      else if (created && (storedTimers_ || scheduled_.insert(std::pair<K, TimeWindow>{key, w}).second))
         schedule(Timer{w.maxTimestamp(), false, key, w});
       if constexpr (ClearsWindows<Policy>)
-        if (created && clearing_.insert(std::pair<K, TimeWindow>{key, w}).second)
-          schedule(Timer{saturatingAdd(w.maxTimestamp(), allowedLateness_), true, key, w, true});
+        if (created && (storedTimers_ || clearing_.insert(std::pair<K, TimeWindow>{key, w}).second))
+          schedule(Timer{cleanupTime(w), true, key, w, true});
     }
     if (created)
-      schedule(Timer{saturatingAdd(paneWindows_.front().maxTimestamp(), allowedLateness_), true, key, pane});
+      schedule(Timer{cleanupTime(paneWindows_.front()), true, key, pane});
     return true;
   }
 
@@ -919,34 +953,40 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   }
   StateStore<TimeWindow>& globalState() override { return globalStore_.bind(keyedState(), nullptr); }
 
-  // RocksDB: adds `record` to the contents of (key, w) (a window or a pane); true when
-  // it made them.
-  bool addToBackend(const K& key, const TimeWindow& w, const T& record) {
-    const bool created = live_.insert(std::pair<K, TimeWindow>{key, w}).second;
+  // RocksDB: adds `record` to the contents of (key, w) (a window or a pane), which are
+  // cleaned up at `cleanupAt`; true when it made them. A list is appended to without
+  // reading it: whether it is new is whether its cleanup timer is queued.
+  bool addToBackend(const K& key, const TimeWindow& w, const T& record, int64_t cleanupAt) {
     selectContents(key, w);
     if constexpr (KeepsRecords<Policy>) {
       contents_->add(record);
+      timerBytes_.clear();
+      encodeTimer(Timer{cleanupAt, true, key, w}, timerBytes_);
+      return !storedTimers_->contains(keyGroupOf(key), cleanupAt, timerBytes_.data());
     } else {
-      std::optional<Acc> acc = created ? std::nullopt : contents_->value();
-      if (!acc) acc = policy_.create();
+      std::optional<Acc> acc = contents_->value();
+      const bool created = !acc;
+      if (created) acc = policy_.create();
       policy_.add(*acc, record);
       contents_->update(std::move(*acc));
+      return created;
     }
-    return created;
   }
   // RocksDB: the contents of (key, w), if it has any.
   std::optional<Acc> backendContents(const K& key, const TimeWindow& w) {
-    if (!live_.contains(std::pair<K, TimeWindow>{key, w})) return std::nullopt;
     selectContents(key, w);
-    if constexpr (KeepsRecords<Policy>) return contents_->get();
-    else return contents_->value();
+    if constexpr (KeepsRecords<Policy>) {
+      std::vector<T> records = contents_->get();
+      if (records.empty()) return std::nullopt;
+      return records;
+    } else {
+      return contents_->value();
+    }
   }
-  // RocksDB: drops the contents of (key, w); false when it had none.
-  bool eraseFromBackend(const K& key, const TimeWindow& w) {
-    if (live_.erase(std::pair<K, TimeWindow>{key, w}) == 0) return false;
+  // RocksDB: drops the contents of (key, w), whose cleanup timer came.
+  void eraseFromBackend(const K& key, const TimeWindow& w) {
     selectContents(key, w);
     contents_->clear();
-    return true;
   }
   // `key` must live until releaseKey() (the store keeps a pointer to it).
   void selectContents(const K& key, const TimeWindow& w) {
@@ -962,7 +1002,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   void arm(const K& key, Sessions& sessions) {
     int64_t next = std::numeric_limits<int64_t>::max();
     for (const auto& s : sessions.windows)
-      next = std::min(next, s.fired ? saturatingAdd(s.window.maxTimestamp(), allowedLateness_) : s.window.maxTimestamp());
+      next = std::min(next, s.fired ? cleanupTime(s.window) : s.window.maxTimestamp());
     if (next < sessions.armed) {
       sessions.armed = next;
       schedule(Timer{next, false, key, TimeWindow{}});
@@ -979,22 +1019,24 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   // Merging assigners: each key's live windows and their contents (state_ stays empty).
   absl::flat_hash_map<K, KeySessions, KeyHasher<K>> sessions_;
   // While a heap restore reads them: the sessions "_sessions" listed, by the window
-  // holding their contents, until "_windows" gives those; and whether it listed any.
+  // holding their contents, until "_windows" gives those.
   absl::flat_hash_map<std::pair<K, TimeWindow>, StoredSession, StateHash> restoredSessions_;
-  bool sessionsSeen_ = false;
-  // Paned assigners: state_ holds (key, pane); windows whose firing timer is queued.
+  // Paned assigners on the heap: state_ holds (key, pane); windows whose firing timer is
+  // queued (RocksDB's timers are one of each anyway).
   absl::flat_hash_set<std::pair<K, TimeWindow>, StateHash> scheduled_;
   // Paned, with a function that clears: windows whose clear timer is queued.
   absl::flat_hash_set<std::pair<K, TimeWindow>, StateHash> clearing_;
   TimeWindow pane_;                      // the pane of the last record,
   std::vector<TimeWindow> paneWindows_;  // and its windows, latest first
-  std::priority_queue<Timer, std::vector<Timer>, Later> timers_;
+  std::priority_queue<Timer, std::vector<Timer>, Later> timers_;  // heap: the timers
+  std::unique_ptr<RocksDBTimers> storedTimers_;                    // RocksDB: the timers
+  DataOutput timerBytes_;
+  std::string timerRest_;
   // RocksDB: the contents of each (key, window) — or (key, pane), or session — in the
-  // store, and which windows or panes exist (those with a cleanup timer queued).
+  // store.
   std::conditional_t<KeepsRecords<Policy>, ListState<T>, ValueState<Acc>>* contents_ = nullptr;
   NamespacedState<TimeWindow>* contentsWindow_ = nullptr;
   ValueState<StoredSessions>* sessionsState_ = nullptr;  // RocksDB, sessions: each key's windows
-  absl::flat_hash_set<std::pair<K, TimeWindow>, StateHash> live_;
   // The window function's keyed state (ProcessWindowFunction's windowState and
   // globalState), if it has any, and the key it is for while the function runs.
   std::unique_ptr<KeyedStateBackend<K>> store_;
