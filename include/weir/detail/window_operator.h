@@ -438,10 +438,12 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
           onPaneTimer(t, collector);
           continue;
         }
+        // Without allowed lateness a window's cleanup timer is its firing timer too.
+        const bool fires = !t.cleanup || t.time == t.window.maxTimestamp();
         if (contents_ != nullptr) {
-          if (!t.cleanup) {
+          if (fires)
             if (auto acc = backendContents(t.key, t.window)) fireWindow(t.key, t.window, *acc, collector);
-          } else {
+          if (t.cleanup) {
             eraseFromBackend(t.key, t.window);
             clearWindow(t.key, t.window);
           }
@@ -450,6 +452,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         auto it = state_.find(std::pair<K, TimeWindow>{t.key, t.window});
         if (it == state_.end()) continue;
         if (t.cleanup) {
+          if (fires) fireWindow(t.key, t.window, it->second, collector);
           state_.erase(it);
           clearWindow(t.key, t.window);
         } else {
@@ -661,13 +664,15 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   }
 
   // After a record went into window `w` of `key`: a window already behind the watermark
-  // (late within the allowed lateness) fires again at once; a new one gets its timers.
-  // `acc` is the window's contents, or null when they are in RocksDB.
+  // (late within the allowed lateness) fires again at once; a new one gets its timers:
+  // firing and cleanup, or one that does both when there is no allowed lateness (as
+  // Flink's two timers of the same time are one). `acc` is the window's contents, or
+  // null when they are in RocksDB.
   void afterAdd(const K& key, const TimeWindow& w, Acc* acc, bool created, Collector<OUT>& collector) {
     if (behindWatermark(w)) {
       if (acc != nullptr) fireWindow(key, w, *acc, collector);
       else if (auto stored = backendContents(key, w)) fireWindow(key, w, *stored, collector);
-    } else if (created) {
+    } else if (created && cleanupTime(w) != w.maxTimestamp()) {
       schedule(Timer{w.maxTimestamp(), false, key, w});
     }
     if (created) schedule(Timer{cleanupTime(w), true, key, w});
