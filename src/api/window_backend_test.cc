@@ -5,9 +5,16 @@
 
 #include <algorithm>
 #include <map>
+#include <string>
 #include <tuple>
 
+#include <unistd.h>
+
+#include <filesystem>
+
 #include "api/event_time_test_events.h"
+#include "api/gated_source.h"
+#include "checkpoint/checkpoint_storage.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -190,6 +197,72 @@ TEST(WindowsOnBothBackends, LateRecordsMergeIntoSessionsAsOnTheHeap) {
     EXPECT_EQ(rocks.results, heap.results);
     EXPECT_EQ(rocks.late, heap.late);
   }
+}
+
+// A job restored with another allowed lateness than its checkpoint was taken with: the
+// window's timers in the checkpoint were queued under the old lateness, and a record
+// added after the restore must not take the window for a new one. Each window fires
+// once, on both backends, whether its contents are an accumulator or the records.
+TEST(WindowsOnBothBackends, ARestoreWithAnotherAllowedLatenessFiresEachWindowOnce) {
+  namespace fs = std::filesystem;
+  using std::chrono::milliseconds;
+  const fs::path dir = fs::temp_directory_path() / ("weir-lateness-" + std::to_string(::getpid()));
+  auto build = [](StreamExecutionEnvironment& env, const test::GatedSource<Event>& source, Function function,
+                  milliseconds lateness, const CollectSink<Result>& sink) {
+    auto windowed = env.fromSource(source,
+                                   WatermarkStrategy<Event>::forMonotonousTimestamps().withTimestampAssigner(
+                                       [](const Event& e) { return e.time; }),
+                                   "gated")
+                        .keyBy([](const Event& e) { return e.key; })
+                        .window(TumblingEventTimeWindows::of(100ms))
+                        .allowedLateness(lateness);
+    auto sums = function == Function::kReduce
+                    ? windowed.reduce([](const Event& a, const Event& b) { return Event{a.key, 0, a.value + b.value}; })
+                    : windowed.process(SumRecords{});
+    sums.uid("sums").process(Stamp{}).sinkTo(sink);
+  };
+  for (const std::string backend : {"heap", "rocksdb"}) {
+    for (Function function : {Function::kReduce, Function::kProcess}) {
+      for (auto [before, after] : {std::pair{milliseconds(50), milliseconds(0)}, std::pair{milliseconds(0), milliseconds(50)}}) {
+        SCOPED_TRACE(backend + ", " + nameOf(function) + ", lateness " + std::to_string(before.count()) + " ms, then " +
+                     std::to_string(after.count()) + " ms");
+        fs::remove_all(dir);
+        fs::create_directories(dir);
+        {  // Keys 1 and 2 in window [0, 100), checkpointed before the watermark reaches its end.
+          StreamExecutionEnvironment env;
+          env.setParallelism(2).setStateBackend(stateBackendFromName(backend));
+          env.enableCheckpointing(10ms);
+          env.getCheckpointConfig().setCheckpointStorage(dir.string());
+          env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
+          test::GatedSource<Event> source;
+          CollectSink<Result> sink;
+          build(env, source, function, before, sink);
+          auto client = env.executeAsync("before");
+          source.push({{1, 10, 3}, {2, 20, 4}});
+          test::waitUntil([&] { return test::recordsIn(client, "Window") == 2; }, "the records");
+          const int64_t after = client.getMetrics().numberOfCompletedCheckpoints + 1;
+          test::waitUntil([&] { return client.getMetrics().numberOfCompletedCheckpoints > after; }, "a checkpoint");
+          client.cancel();
+          client.wait();
+          ASSERT_TRUE(sink.getResults().empty());
+        }
+        StreamExecutionEnvironment env;
+        env.setParallelism(2).setStateBackend(stateBackendFromName(backend));
+        env.setRestorePath(detail::findLatestCheckpoint(dir.string()));
+        test::GatedSource<Event> source;
+        CollectSink<Result> sink;
+        build(env, source, function, after, sink);
+        auto client = env.executeAsync("after");
+        source.push({{1, 30, 5}, {3, 250, 1}});  // one more for key 1's window, then past its end
+        source.close();
+        client.wait();
+        auto got = sink.getResults();
+        std::sort(got.begin(), got.end());
+        EXPECT_EQ(got, (std::vector<Result>{{1, 99, 8}, {2, 99, 4}, {3, 299, 1}}));
+      }
+    }
+  }
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -93,8 +93,8 @@ void RocksDBTimers::remove(int keyGroup, int64_t time, std::string_view rest) {
   const std::string entryKey = RocksDBTimers::entryKey(time, rest);
   column_.remove(rocksKey(keyGroup, entryKey));
   if (group.cache.erase(entryKey) == 0) return;
+  requeue(keyGroup);
   if (group.cache.empty() && !group.complete) refill(keyGroup, entryKey);
-  else requeue(keyGroup);
 }
 
 bool RocksDBTimers::contains(int keyGroup, int64_t time, std::string_view rest) {
@@ -116,11 +116,11 @@ bool RocksDBTimers::pop(int64_t upTo, int& keyGroup, int64_t& time, std::string&
   keyGroup = heads_.begin()->second;
   time = heads_.begin()->first;
   Group& group = groups_[static_cast<size_t>(keyGroup - range_.start)];
+  column_.remove(rocksKey(keyGroup, *group.cache.begin()));  // (a failure changes nothing)
   std::string entryKey = std::move(group.cache.extract(group.cache.begin()).value());
-  column_.remove(rocksKey(keyGroup, entryKey));
   rest.assign(entryKey, 8);
+  requeue(keyGroup);
   if (group.cache.empty() && !group.complete) refill(keyGroup, entryKey);
-  else requeue(keyGroup);
   return true;
 }
 

@@ -366,6 +366,8 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   void close() override {
     CollectingOperator<T, OUT, F>::close();
     this->context().setKeyedStateStore(nullptr);
+    timers_.close();
+    processingTimers_.close();
     state_.reset();
   }
 
@@ -392,6 +394,7 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   // has no timestamp.
   template <class OnTimerContext>
   void advanceProcessingTime(int64_t time, OnTimerContext& ctx) {
+    if (time < callbackAt_) return;  // superseded by an earlier callback: nothing is due
     callbackAt_ = std::numeric_limits<int64_t>::max();
     fireTimers(processingTimers_, TimeDomain::PROCESSING_TIME, time, ctx);
     if (auto next = processingTimers_.earliest()) requestCallback(*next);
@@ -432,7 +435,8 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   }
 
   // Asks the subtask to call back at `time`, unless it will call earlier: one callback
-  // for all timers, not one per timer.
+  // for all timers, not one per timer. callbackAt_ is never later than the earliest
+  // timer, so a callback before it was superseded and finds nothing due.
   void requestCallback(int64_t time) {
     if (time >= callbackAt_) return;
     callbackAt_ = time;

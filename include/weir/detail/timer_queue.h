@@ -119,6 +119,8 @@ class TimerQueue {
       store.takeRestored(name_, [&](const StateEntry& e) { restore(e); });
     }
   }
+  // Lets go of RocksDB's column before the store closes the instance.
+  void close() { rocksdb_.reset(); }
   // Whether the timers are in RocksDB, which checkpoints with the rest of the keyed state.
   bool onRocksDB() const { return rocksdb_ != nullptr; }
 

@@ -102,6 +102,8 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     this->forgetStates();
     contents_ = nullptr;
     mergingWindows_ = nullptr;
+    eventTimers_.close();
+    processingTimers_.close();
     store_.reset();
   }
 
@@ -171,6 +173,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
 
   // ProcessingTimeCallback: the clock passed `time`.
   void onProcessingTime(int64_t time) override {
+    if (time < callbackAt_) return;  // superseded by an earlier callback: nothing is due
     callbackAt_ = std::numeric_limits<int64_t>::max();
     fireTimers(processingTimers_, time, true);
     if (auto next = processingTimers_.earliest()) requestCallback(*next);

@@ -20,6 +20,8 @@
 #include <absl/container/flat_hash_map.h>
 #include <absl/container/flat_hash_set.h>
 
+#include <algorithm>
+#include <initializer_list>
 #include <optional>
 #include <queue>
 
@@ -383,7 +385,11 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
             if (isLate(w)) return;
             placed = true;
             if (contents_ != nullptr) {
-              afterAdd(key, w, nullptr, addToBackend(key, w, records[i], cleanupTime(w)), collector);
+              const bool created = addToBackend(
+                  key, w, records[i],
+                  {Timer{w.maxTimestamp(), true, key, w, false, true}, Timer{w.maxTimestamp(), false, key, w},
+                   Timer{cleanupTime(w), true, key, w}});
+              afterAdd(key, w, nullptr, created, collector);
               return;
             }
             // A window's timers are registered when its state is created; the state lives
@@ -417,6 +423,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   void onProcessingTime(int64_t time) override {
     if constexpr (kProcessingTime) {
       passed_ = std::max(passed_, time);
+      if (time < callbackAt_) return;  // superseded by an earlier callback: nothing is due
       callbackAt_ = std::numeric_limits<int64_t>::max();
       fireTimers();
       if (auto next = earliestTimer()) requestCallback(*next);
@@ -438,8 +445,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
           onPaneTimer(t, collector);
           continue;
         }
-        // Without allowed lateness a window's cleanup timer is its firing timer too.
-        const bool fires = !t.cleanup || t.time == t.window.maxTimestamp();
+        const bool fires = !t.cleanup || t.firesFirst;
         if (contents_ != nullptr) {
           if (fires)
             if (auto acc = backendContents(t.key, t.window)) fireWindow(t.key, t.window, *acc, collector);
@@ -473,6 +479,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     K key;
     TimeWindow window;
     bool clears = false;  // paned: the cleanup of a window (not a pane), for the function's clear()
+    bool firesFirst = false;  // a cleanup that fires the window first (no allowed lateness)
   };
   struct Later {
     bool operator()(const Timer& a, const Timer& b) const {
@@ -639,19 +646,19 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     return timers_.top().time;
   }
   // A timer's entry key after its time: its kind (0 fire, 1 cleanup, 2 clear a paned
-  // window), key and window.
+  // window, 3 fire and clean up), key and window.
   static void encodeTimer(const Timer& t, DataOutput& out) {
-    out.write(static_cast<uint8_t>(t.clears ? 2 : t.cleanup ? 1 : 0));
+    out.write(static_cast<uint8_t>(t.clears ? 2 : !t.cleanup ? 0 : t.firesFirst ? 3 : 1));
     writeKeyAndWindow(t.key, t.window, out);
   }
   Timer decodeTimer(int64_t time, std::string_view rest, int keyGroup) const {
     DataInput in(rest);
     const uint8_t kind = decodeState<uint8_t>(in, kTimersState, keyGroup);
-    if (kind > 2)
+    if (kind > 3)
       throw Error(ErrorCode::kSerialization, stateWhere(kTimersState, keyGroup) + ": a timer of unknown kind " +
                                                  std::to_string(kind));
     auto [key, window] = readKeyAndWindow(in, keyGroup, kTimersState);
-    return Timer{time, kind != 0, std::move(key), window, kind == 2};
+    return Timer{time, kind != 0, std::move(key), window, kind == 2, kind == 3};
   }
   int keyGroupOf(const K& key) const {
     return assignToKeyGroup(KeyHash<K>{}(key), this->context_->getMaxNumberOfParallelSubtasks());
@@ -675,7 +682,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     } else if (created && cleanupTime(w) != w.maxTimestamp()) {
       schedule(Timer{w.maxTimestamp(), false, key, w});
     }
-    if (created) schedule(Timer{cleanupTime(w), true, key, w});
+    if (created) schedule(Timer{cleanupTime(w), true, key, w, false, cleanupTime(w) == w.maxTimestamp()});
   }
 
   // Sessions (Flink's MergingWindowSet): the record's window merges with every window of
@@ -863,7 +870,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     if (isLate(paneWindows_.front())) return false;  // its last window is gone: so are the others
     bool created;
     if (contents_ != nullptr) {
-      created = addToBackend(key, pane, record, cleanupTime(paneWindows_.front()));
+      created = addToBackend(key, pane, record, {Timer{cleanupTime(paneWindows_.front()), true, key, pane}});
     } else {
       auto it = state_.find(std::pair<K, TimeWindow>{key, pane});
       created = it == state_.end();
@@ -958,16 +965,19 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   }
   StateStore<TimeWindow>& globalState() override { return globalStore_.bind(keyedState(), nullptr); }
 
-  // RocksDB: adds `record` to the contents of (key, w) (a window or a pane), which are
-  // cleaned up at `cleanupAt`; true when it made them. A list is appended to without
-  // reading it: whether it is new is whether its cleanup timer is queued.
-  bool addToBackend(const K& key, const TimeWindow& w, const T& record, int64_t cleanupAt) {
+  // RocksDB: adds `record` to the contents of (key, w) (a window or a pane); true when
+  // it made them. A list is appended to without reading it: it is new unless one of
+  // `timersOfW` — those that exist while it does — is queued. (All of them, so that a
+  // restore with another allowed lateness does not take a window for new.)
+  bool addToBackend(const K& key, const TimeWindow& w, const T& record, std::initializer_list<Timer> timersOfW) {
     selectContents(key, w);
     if constexpr (KeepsRecords<Policy>) {
       contents_->add(record);
-      timerBytes_.clear();
-      encodeTimer(Timer{cleanupAt, true, key, w}, timerBytes_);
-      return !storedTimers_->contains(keyGroupOf(key), cleanupAt, timerBytes_.data());
+      return std::none_of(timersOfW.begin(), timersOfW.end(), [&](const Timer& t) {
+        timerBytes_.clear();
+        encodeTimer(t, timerBytes_);
+        return storedTimers_->contains(keyGroupOf(key), t.time, timerBytes_.data());
+      });
     } else {
       std::optional<Acc> acc = contents_->value();
       const bool created = !acc;
