@@ -94,7 +94,7 @@ TEST(IntervalJoin, PairsEqualABruteForceForEveryBoundKindParallelismAndBackend) 
 TEST(IntervalJoin, RecordsBehindTheWatermarkGoToTheSideOutputsOrAreCounted) {
   // One source feeds both sides (value 1: left, 2: right), so the two inputs' watermarks
   // move together; 60 batches in, a left and a right record come far behind them.
-  const int64_t b = static_cast<int64_t>(detail::kBatchSize);
+  const int64_t b = static_cast<int64_t>(detail::kBatchRecords<Event>);
   std::vector<Event> events;
   for (int64_t i = 0; i < 80 * b; ++i) events.push_back({i % 7, 10'000 + i, 1 + i % 2});
   events.insert(events.begin() + 60 * b, {Event{3, 500, 1}, Event{4, 600, 2}});

@@ -344,7 +344,7 @@ TEST(SessionWindows, ALateRecordWithinTheLatenessMergesAndFiresAgainBeyondItGoes
   for (auto& step : steps) {
     events.push_back(step);
     newest = std::max(newest, step.time);
-    for (size_t i = 1; i < detail::kBatchSize; ++i) events.push_back({99, newest, 0});
+    for (size_t i = 1; i < detail::kBatchRecords<Event>; ++i) events.push_back({99, newest, 0});
   }
   StreamExecutionEnvironment env;
   CollectSink<Session> sink;

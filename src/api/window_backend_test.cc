@@ -145,7 +145,7 @@ TEST(WindowsOnBothBackends, EveryAssignerAndFunctionEqualsABruteForce) {
 // it, and the rest go to the side output. RocksDB does exactly what the heap does (whose
 // late-data behaviour the window tests check against brute force).
 TEST(WindowsOnBothBackends, LateRecordsFireAgainOrGoAsideAsOnTheHeap) {
-  const auto b = static_cast<int64_t>(detail::kBatchSize);
+  const auto b = static_cast<int64_t>(detail::kBatchRecords<Event>);
   std::vector<Event> events;
   for (int64_t i = 0; i < 10 * b; ++i) {
     Event e{i % 5, 1000 + i, 1 + (i * 31) % 9};
@@ -177,7 +177,7 @@ TEST(WindowsOnBothBackends, LateRecordsFireAgainOrGoAsideAsOnTheHeap) {
 // open sessions of their own in the holes, bridge two sessions, or go aside. RocksDB
 // gives exactly what the heap gives.
 TEST(WindowsOnBothBackends, LateRecordsMergeIntoSessionsAsOnTheHeap) {
-  const auto b = static_cast<int64_t>(detail::kBatchSize);
+  const auto b = static_cast<int64_t>(detail::kBatchRecords<Event>);
   std::vector<Event> events;
   for (int64_t i = 0; i < 10 * b; ++i) {
     Event e{i % 5, 1000 + i, 1 + (i * 31) % 9};

@@ -73,7 +73,7 @@ std::vector<Event> stepwise(const std::vector<Event>& steps) {
   for (const Event& step : steps) {
     events.push_back(step);
     newest = std::max(newest, step.time);
-    for (size_t i = 1; i < detail::kBatchSize; ++i) events.push_back({99, newest, 0});
+    for (size_t i = 1; i < detail::kBatchRecords<Event>; ++i) events.push_back({99, newest, 0});
   }
   return events;
 }

@@ -121,7 +121,7 @@ TEST(Windows, SlidingAveragesEqualABruteForce) {
 
 // Batches 0-5 in time order, batch 6 far behind the watermark, batches 7-9 in order again.
 std::vector<Event> withALateBatch() {
-  const int64_t b = static_cast<int64_t>(detail::kBatchSize);
+  const int64_t b = static_cast<int64_t>(detail::kBatchRecords<Event>);
   std::vector<Event> events;
   for (int64_t i = 0; i < 10 * b; ++i) {
     int64_t time = (i >= 6 * b && i < 7 * b) ? i - 3000 : i;
@@ -132,7 +132,7 @@ std::vector<Event> withALateBatch() {
 
 TEST(Windows, LateRecordsGoToTheSideOutputOrAreCounted) {
   auto events = withALateBatch();
-  const int64_t b = static_cast<int64_t>(detail::kBatchSize);
+  const int64_t b = static_cast<int64_t>(detail::kBatchRecords<Event>);
   std::vector<Event> late(events.begin() + 6 * b, events.begin() + 7 * b);
   std::sort(late.begin(), late.end());
   for (bool sideOutput : {true, false}) {
@@ -258,7 +258,7 @@ TEST(Windows, SlidingWindowsOfEveryFunctionKindEqualABruteForce) {
 
 TEST(Windows, SlidingWindowsFireAgainForLateRecordsWithinTheLatenessAndSendLaterOnesAside) {
   auto events = withALateBatch();
-  const int64_t b = static_cast<int64_t>(detail::kBatchSize);
+  const int64_t b = static_cast<int64_t>(detail::kBatchRecords<Event>);
   for (bool lateness : {true, false}) {
     StreamExecutionEnvironment env;
     CollectSink<std::pair<Event, int64_t>> sink;

@@ -232,7 +232,7 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     if (auto* restored = context_->restored()) {
       if (auto* splits = restored->operatorList(kSourceSplitsState)) callUser([&] { reader_->addSplits(*splits); });
     }
-    batch_.reserve(kBatchSize);
+    batch_.reserve(kBatchRecords<T>);
     if (strategy_.generator()) generator_ = callUser([&] { return strategy_.generator()(); });
     lastRecord_ = nextWatermark_ = Clock::now();
   }
@@ -240,7 +240,7 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
   InputStatus emitNext() override {
     batch_.clear();
     timestamps_.clear();
-    InputStatus status = callUser([&] { return reader_->pollNext(batch_, kBatchSize); });
+    InputStatus status = callUser([&] { return reader_->pollNext(batch_, kBatchRecords<T>); });
     if (!batch_.empty()) {
       metrics_->numSourceRecords.fetch_add(batch_.size(), std::memory_order_relaxed);
       if (strategy_.assigner()) {
@@ -535,7 +535,7 @@ class TypedStream final : public StreamType {
     }
   }
   std::unique_ptr<SideOutputBase> createSideOutput(OutputBase* target) const override {
-    return std::make_unique<SideOutput<T>>(&dynamic_cast<Output<T>&>(*target), kBatchSize);
+    return std::make_unique<SideOutput<T>>(&dynamic_cast<Output<T>&>(*target), kBatchRecords<T>);
   }
   bool serializable() const override { return Serializable<T>; }
 };

@@ -81,7 +81,7 @@ class StreamFlatMap final : public UdfOperator<IN, OUT, F> {
  public:
   using UdfOperator<IN, OUT, F>::UdfOperator;
   void emitBatch(std::span<IN> records, Timestamps timestamps) override {
-    Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
+    Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchRecords<OUT>);
     try {
       for (size_t i = 0; i < records.size(); ++i) {
         if (!timestamps.empty()) collector.setTimestamp(true, timestamps[i]);
@@ -124,7 +124,7 @@ class CollectingOperator : public UdfOperator<IN, OUT, F> {
   // Runs `body(collector)`; whatever it throws fails the operator.
   template <class Body>
   void collecting(Body&& body) {
-    Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchSize);
+    Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchRecords<OUT>);
     try {
       body(collector);
     } catch (...) {

@@ -1,6 +1,7 @@
 // The operator model: one instance per subtask, driven by the subtask's thread only.
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <exception>
@@ -16,9 +17,15 @@
 
 namespace weir::detail {
 
-
-// Records per batch inside a chain and per buffer between subtasks.
+// Records per buffer between subtasks: channel credits count these buffers.
 inline constexpr size_t kBatchSize = 1024;
+// Records per batch inside a chain (what a source polls, what an operator hands on):
+// kBatchSize, or fewer for records over 32 bytes, so that a batch stays within about
+// 32 KiB. Each operator of a chain passes over the whole batch in turn; a batch of
+// 1,024 large records (a Nexmark event is 512 bytes) left the cache between passes.
+inline constexpr size_t kChainBatchBytes = 32 * 1024;
+template <class T>
+inline constexpr size_t kBatchRecords = std::clamp<size_t>(kChainBatchBytes / sizeof(T), 16, kBatchSize);
 
 // One parallel instance of an operator. The runtime calls setup(), wires the outputs,
 // then open(); records arrive through input(); endInput() runs once, then close().

@@ -231,7 +231,7 @@ class WindowOperatorBase : public OneInputOperator<T, typename Policy::Out> {
                             "event-time windows need timestamps: give the source a WatermarkStrategy with "
                             "withTimestampAssigner");
   }
-  Collector<OUT> collector() { return Collector<OUT>(&buffer_, &timestamps_, this->out_, kBatchSize); }
+  Collector<OUT> collector() { return Collector<OUT>(&buffer_, &timestamps_, this->out_, kBatchRecords<OUT>); }
   // In a catch block: drops what the batch buffered and fails as the operator.
   [[noreturn]] void failBatch() {
     buffer_.clear();
