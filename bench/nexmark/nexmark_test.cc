@@ -85,6 +85,42 @@ TEST(NexmarkGenerator, FollowsTheReferenceProportionsIdsAndSizes) {
   EXPECT_NE(generateEvent(other, 12345), events[12345]);
 }
 
+// A bid's channel is one of four hot ones half the time, else channel-0 to 9999; a
+// channel always has the same url, nine in ten with a channel_id; padding is letters.
+TEST(NexmarkGenerator, BidsCarryAChannelItsUrlAndLetterPadding) {
+  const std::regex urlShape(R"(https://www\.nexmark\.com/[a-z_]{3,4}/[a-z_]{3,4}/[a-z_]{3,4}/item\.htm\?query=1(&channel_id=[0-9]+)?)");
+  const std::regex otherChannel("channel-[0-9]{1,4}");
+  const std::set<std::string> hotChannels{"Google", "Facebook", "Baidu", "Apple"};
+  std::map<std::string, std::string> urlOf;
+  std::set<std::string> paddings;
+  std::map<char, int64_t> letters;
+  int64_t bids = 0, hot = 0, paddingLetters = 0;
+  for (const Event& e : allEvents(smallConfig())) {
+    if (!e.bid) continue;
+    const Bid& b = *e.bid;
+    ++bids;
+    if (hotChannels.count(b.channel)) ++hot;
+    else EXPECT_TRUE(std::regex_match(b.channel, otherChannel)) << b.channel;
+    EXPECT_TRUE(std::regex_match(b.url, urlShape)) << b.url;
+    EXPECT_EQ(urlOf.emplace(b.channel, b.url).first->second, b.url) << b.channel;
+    paddings.insert(b.extra);
+    for (char ch : b.extra) ++letters[ch];
+    paddingLetters += static_cast<int64_t>(b.extra.size());
+  }
+  EXPECT_NEAR(static_cast<double>(hot) / static_cast<double>(bids), 0.5, 0.02);
+  ASSERT_GT(urlOf.size(), 5000u);
+  auto withId = std::count_if(urlOf.begin(), urlOf.end(), [](const auto& u) { return u.second.find("&channel_id=") != std::string::npos; });
+  EXPECT_NEAR(static_cast<double>(withId) / static_cast<double>(urlOf.size()), 0.9, 0.03);
+  // Paddings differ from bid to bid, and each letter is about 1/26 of them.
+  EXPECT_GT(paddings.size(), static_cast<size_t>(bids) * 9 / 10);
+  ASSERT_EQ(letters.size(), 26u);
+  for (auto [letter, n] : letters) {
+    EXPECT_GE(letter, 'a');
+    EXPECT_LE(letter, 'z');
+    EXPECT_NEAR(static_cast<double>(n) * 26 / static_cast<double>(paddingLetters), 1.0, 0.05) << letter;
+  }
+}
+
 // In the order of their serialized bytes: any total order will do.
 template <class T>
 std::vector<T> sorted(std::vector<T> v) {

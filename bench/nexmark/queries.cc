@@ -37,7 +37,7 @@ DataStream<Bid> q0(DataStream<Event> events) { return bids(events); }
 // q1: bids with their price in euros.
 DataStream<Q1Result> q1(DataStream<Event> events) {
   return bids(events)
-      .map([](const Bid& b) { return Q1Result{b.auction, b.bidder, kDollarToEuro * b.price, b.dateTime, b.extra}; })
+      .map([](Bid&& b) { return Q1Result{b.auction, b.bidder, kDollarToEuro * b.price, b.dateTime, std::move(b.extra)}; })
       .name("q1 Euros");
 }
 
