@@ -201,5 +201,9 @@ std::string prefixSuccessor(std::string_view prefix) {
 std::string keyGroupPrefix(int keyGroup) {
   return std::string{static_cast<char>(keyGroup >> 8), static_cast<char>(keyGroup & 0xff)};
 }
+int keyGroupOfPrefix(std::string_view key) {
+  if (key.size() < 2) return -1;
+  return (static_cast<uint8_t>(key[0]) << 8) | static_cast<uint8_t>(key[1]);
+}
 
 }  // namespace weir::detail

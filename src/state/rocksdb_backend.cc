@@ -124,11 +124,6 @@ class TtlCompactionFilterFactory final : public rocksdb::CompactionFilterFactory
 rocksdb::Slice slice(std::string_view s) { return {s.data(), s.size()}; }
 std::string_view view(const rocksdb::Slice& s) { return {s.data(), s.size()}; }
 
-int keyGroupOf(std::string_view key) {
-  if (key.size() < 2) return -1;
-  return (static_cast<uint8_t>(key[0]) << 8) | static_cast<uint8_t>(key[1]);
-}
-
 class ReadView final : public RocksDBReadView {
  public:
   explicit ReadView(rocksdb::DB* db) : db_(db), snapshot_(db->GetSnapshot()) {}
@@ -203,7 +198,7 @@ class Column final : public RocksDBColumn {
   void check(const rocksdb::Status& s, const char* what, std::string_view key) const {
     if (s.ok()) return;
     throw Error(ErrorCode::kIo, "RocksDB could not " + std::string(what) + " state '" + stateName() +
-                                    "' (key group " + std::to_string(keyGroupOf(key)) + "): " + s.ToString());
+                                    "' (key group " + std::to_string(keyGroupOfPrefix(key)) + "): " + s.ToString());
   }
 
   rocksdb::DB* db_;
@@ -559,7 +554,7 @@ RocksDBCheckpoint::~RocksDBCheckpoint() {
 void readRocksDBCheckpoint(const RestoredRocksDB& from, KeyGroupRange range, const std::string& localDirectory,
                            const std::function<void(const std::string& state, const StateEntry&)>& visit) {
   scanCheckpoint(from, range, localDirectory, [&](const std::string& state, std::string_view key, std::string_view value) {
-    visit(state, StateEntry{keyGroupOf(key), key.substr(2), value});
+    visit(state, StateEntry{keyGroupOfPrefix(key), key.substr(2), value});
   });
 }
 

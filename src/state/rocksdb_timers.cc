@@ -25,8 +25,7 @@ RocksDBTimers::RocksDBTimers(RocksDBInstance& db, const std::string& name, KeyGr
   for (int g = range.start; g <= range.end;) {
     auto scan = column_.scan(keyGroupPrefix(g), keyGroupPrefix(range.end + 1));
     if (!scan->valid()) break;
-    std::string_view key = scan->key();
-    g = (static_cast<uint8_t>(key[0]) << 8) | static_cast<uint8_t>(key[1]);
+    g = keyGroupOfPrefix(scan->key());
     refill(g, {});
     ++g;
   }

@@ -126,11 +126,12 @@ bool isSstFile(std::string_view name);
 void readRocksDBCheckpoint(const RestoredRocksDB& from, KeyGroupRange range, const std::string& localDirectory,
                            const std::function<void(const std::string& state, const StateEntry&)>& visit);
 
-// "state 'x', key group g" (without the group when there is none, -1).
 // The smallest key greater than every key that starts with `prefix`; empty if none.
 std::string prefixSuccessor(std::string_view prefix);
 // A key group as the 2-byte big-endian prefix of its keys.
 std::string keyGroupPrefix(int keyGroup);
+// The key group whose prefix `key` starts with; -1 for a key shorter than a prefix.
+int keyGroupOfPrefix(std::string_view key);
 
 // A column's entries through a RocksDB view: a registered state's snapshot, or that of
 // a restored column whose state has not registered (again).
@@ -143,8 +144,7 @@ class RocksDBColumnSnapshot final : public StateSnapshot {
     for (auto scan = column_.scan(keyGroupPrefix(range.start), keyGroupPrefix(range.end + 1), view_.get());
          scan->valid(); scan->next()) {
       std::string_view key = scan->key();
-      int group = (static_cast<uint8_t>(key[0]) << 8) | static_cast<uint8_t>(key[1]);
-      visit(StateEntry{group, key.substr(2), scan->value()});
+      visit(StateEntry{keyGroupOfPrefix(key), key.substr(2), scan->value()});
     }
   }
 
