@@ -1002,9 +1002,10 @@ TEST(CheckpointsAfterASourceFinished, KeepCompletingAndRestoreExactly) {
   auto m = client.getMetrics();
   EXPECT_EQ(Failures::thrown.load(), 1);
   EXPECT_EQ(m.numRestarts, 1);
-  // ~1 s of the long source at one checkpoint per 20 ms: far more than a handful, which
-  // is all there could be if checkpoints stopped when the short source ended.
-  EXPECT_GE(m.numberOfCompletedCheckpoints, 10);
+  // ~1 s of the long source at one checkpoint per 20 ms: several, where there could be
+  // one at most if checkpoints stopped when the short source ended (within milliseconds).
+  // Not more than 5: under a parallel ctest, fsyncs slow checkpoints down (8 were seen).
+  EXPECT_GE(m.numberOfCompletedCheckpoints, 5);
   // Counts and timers (no window in this job: drop the window expectations).
   std::vector<Out> out;
   for (const Out& o : committed->out) out.push_back(o);
