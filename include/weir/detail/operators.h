@@ -20,28 +20,52 @@ class StreamMap final : public UdfOperator<IN, OUT, F> {
  public:
   using UdfOperator<IN, OUT, F>::UdfOperator;
   void emitBatch(std::span<IN> records, Timestamps timestamps) override {
-    try {
-      if constexpr (std::is_same_v<IN, OUT>) {
-        // The batch is ours to consume: map it in place and pass it on.
+    if constexpr (std::is_same_v<IN, OUT>) {
+      // The batch is ours to consume: map it in place and pass it on.
+      try {
         for (auto& r : records) r = callMap(this->fn_, std::move(r));
-      } else {
-        buffer_.clear();
-        buffer_.reserve(records.size());
-        for (auto& r : records) buffer_.push_back(callMap(this->fn_, std::move(r)));
+      } catch (...) {
+        this->rethrowAsOperatorFailure();
+      }
+      this->out_->emitBatch(records, timestamps);  // one output per input: same timestamps
+    } else {
+      mapInto(records);
+      this->out_->emitBatch(buffer_, timestamps);
+    }
+  }
+  bool emitSharedBatch(std::span<const IN> records, std::span<const int64_t> timestamps) override {
+    if constexpr (MapObject<F, IN> || std::invocable<F&, const IN&>) {
+      mapInto(records);
+      timestamps_.assign(timestamps.begin(), timestamps.end());
+      this->out_->emitBatch(buffer_, timestamps_);
+      return true;
+    } else {
+      return false;
+    }
+  }
+
+ private:
+  // Maps into buffer_, moving from records unless they are const.
+  template <class R>
+  void mapInto(std::span<R> records) {
+    buffer_.clear();
+    buffer_.reserve(records.size());
+    try {
+      for (auto& r : records) {
+        if constexpr (std::is_const_v<R>) buffer_.push_back(callMap(this->fn_, r));
+        else buffer_.push_back(callMap(this->fn_, std::move(r)));
       }
     } catch (...) {
       this->rethrowAsOperatorFailure();
     }
-    // One output per input: the timestamps stay as they are.
-    if constexpr (std::is_same_v<IN, OUT>) this->out_->emitBatch(records, timestamps);
-    else this->out_->emitBatch(buffer_, timestamps);
   }
 
- private:
   std::vector<OUT> buffer_;
+  std::vector<int64_t> timestamps_;  // of a shared batch
 };
 
-// Keeps the records the predicate accepts, compacting the batch in place.
+// Keeps the records the predicate accepts, compacting the batch in place (or, for a
+// shared batch, copying them out).
 template <class T, class F>
 class StreamFilter final : public UdfOperator<T, T, F> {
  public:
@@ -74,18 +98,51 @@ class StreamFilter final : public UdfOperator<T, T, F> {
     }
     if (kept > 0) this->out_->emitBatch(records.first(kept), stamped ? timestamps.first(kept) : timestamps);
   }
+  bool emitSharedBatch(std::span<const T> records, std::span<const int64_t> timestamps) override {
+    kept_.clear();
+    keptTimestamps_.clear();
+    try {
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (!callFilter(this->fn_, records[i])) continue;
+        kept_.push_back(records[i]);
+        if (!timestamps.empty()) keptTimestamps_.push_back(timestamps[i]);
+      }
+    } catch (...) {
+      this->rethrowAsOperatorFailure();
+    }
+    if (!kept_.empty()) this->out_->emitBatch(kept_, keptTimestamps_);
+    return true;
+  }
+
+ private:
+  std::vector<T> kept_;  // of a shared batch
+  std::vector<int64_t> keptTimestamps_;
 };
 
 template <class IN, class OUT, class F>
 class StreamFlatMap final : public UdfOperator<IN, OUT, F> {
  public:
   using UdfOperator<IN, OUT, F>::UdfOperator;
-  void emitBatch(std::span<IN> records, Timestamps timestamps) override {
+  void emitBatch(std::span<IN> records, Timestamps timestamps) override { run(records, timestamps); }
+  bool emitSharedBatch(std::span<const IN> records, std::span<const int64_t> timestamps) override {
+    if constexpr (FlatMapObject<F, IN, OUT> || std::invocable<F&, const IN&, Collector<OUT>&>) {
+      run(records, timestamps);
+      return true;
+    } else {
+      return false;
+    }
+  }
+
+ private:
+  // Calls the function on each record, moving from it unless it is const.
+  template <class R>
+  void run(std::span<R> records, std::span<const int64_t> timestamps) {
     Collector<OUT> collector(&buffer_, &timestamps_, this->out_, kBatchRecords<OUT>);
     try {
       for (size_t i = 0; i < records.size(); ++i) {
         if (!timestamps.empty()) collector.setTimestamp(true, timestamps[i]);
-        callFlatMap(this->fn_, std::move(records[i]), collector);
+        if constexpr (std::is_const_v<R>) callFlatMap(this->fn_, records[i], collector);
+        else callFlatMap(this->fn_, std::move(records[i]), collector);
       }
     } catch (...) {
       buffer_.clear();
@@ -95,7 +152,6 @@ class StreamFlatMap final : public UdfOperator<IN, OUT, F> {
     collector.flush();
   }
 
- private:
   std::vector<OUT> buffer_;
   std::vector<int64_t> timestamps_;
 };
@@ -138,7 +194,7 @@ class CollectingOperator : public UdfOperator<IN, OUT, F> {
   // Calls call(record, collector) for each record, inside collecting(); what it emits,
   // and ctx.timestamp(), carry the record's timestamp.
   template <class R, class Context, class Call>
-  void forEachRecord(std::span<R> records, Timestamps timestamps, Context& ctx, Call call) {
+  void forEachRecord(std::span<R> records, std::span<const int64_t> timestamps, Context& ctx, Call call) {
     collecting([&](Collector<OUT>& collector) {
       for (size_t i = 0; i < records.size(); ++i) {
         if (!timestamps.empty()) {
@@ -173,15 +229,14 @@ class ProcessOperator final : public CollectingOperator<IN, OUT, F> {
   using CollectingOperator<IN, OUT, F>::CollectingOperator;
   using Context = typename ProcessFunction<IN, OUT>::Context;
 
-  void emitBatch(std::span<IN> records, Timestamps timestamps) override {
-    Context ctx(&this->sideOutputs_, &watermark_, this->context().clock().get());
-    this->forEachRecord(records, timestamps, ctx, [&](IN& r, Collector<OUT>& collector) {
-      if constexpr (requires { this->fn_.processElement(r, ctx, collector); }) {
-        this->fn_.processElement(r, ctx, collector);
-      } else {
-        std::invoke(this->fn_, r, ctx, collector);
-      }
-    });
+  void emitBatch(std::span<IN> records, Timestamps timestamps) override { run(records, timestamps); }
+  bool emitSharedBatch(std::span<const IN> records, std::span<const int64_t> timestamps) override {
+    if constexpr (kReadsConst) {
+      run(records, timestamps);
+      return true;
+    } else {
+      return false;
+    }
   }
 
   void emitWatermark(int64_t watermark) override {
@@ -190,6 +245,22 @@ class ProcessOperator final : public CollectingOperator<IN, OUT, F> {
   }
 
  private:
+  static constexpr bool kReadsConst =
+      requires(F& f, const IN& r, Context& c, Collector<OUT>& out) { f.processElement(r, c, out); } ||
+      std::invocable<F&, const IN&, Context&, Collector<OUT>&>;
+
+  template <class R>
+  void run(std::span<R> records, std::span<const int64_t> timestamps) {
+    Context ctx(&this->sideOutputs_, &watermark_, this->context().clock().get());
+    this->forEachRecord(records, timestamps, ctx, [&](R& r, Collector<OUT>& collector) {
+      if constexpr (requires { this->fn_.processElement(r, ctx, collector); }) {
+        this->fn_.processElement(r, ctx, collector);
+      } else {
+        std::invoke(this->fn_, r, ctx, collector);
+      }
+    });
+  }
+
   int64_t watermark_ = INT64_MIN;
 };
 

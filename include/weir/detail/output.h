@@ -34,21 +34,39 @@ template <class T>
 class Output : public OutputBase {
  public:
   virtual void emitBatch(std::span<T> records, Timestamps timestamps) = 0;
+  // The same batch, to be left as it is: other operators read it after this one (a
+  // fan-out). Returns false, having done nothing, when the callee needs a batch of its
+  // own to move from or reorder; the caller then hands it a copy through emitBatch.
+  // Operators that can work from const records override it and spare that copy.
+  virtual bool emitSharedBatch(std::span<const T> /*records*/, std::span<const int64_t> /*timestamps*/) {
+    return false;
+  }
 };
 
-// Hands every batch to several outputs (one stream consumed by several operators).
+// Hands every batch to several outputs (one stream consumed by several operators). One
+// target, the owner, takes the batch itself after the others; the others read it as it
+// is, or get a copy when they must change it. The owner is the last target that needs a
+// copy (learnt from the first batch), so a copy is made only when two targets need one.
 template <class T>
 class FanOut final : public Output<T> {
  public:
-  explicit FanOut(std::vector<Output<T>*> targets) : targets_(std::move(targets)) {}
+  explicit FanOut(std::vector<Output<T>*> targets)
+      : targets_(std::move(targets)), needsCopy_(targets_.size(), false), owner_(targets_.size() - 1) {}
 
   void emitBatch(std::span<T> records, Timestamps timestamps) override {
-    for (size_t i = 0; i + 1 < targets_.size(); ++i) {
+    size_t owner = owner_;
+    for (size_t i = 0; i < targets_.size(); ++i) {
+      if (i == owner) continue;
+      if (!needsCopy_[i] && targets_[i]->emitSharedBatch(records, timestamps)) continue;
+      if (!needsCopy_[i]) {
+        needsCopy_[i] = true;
+        if (!needsCopy_[owner_]) owner_ = i;  // from the next batch on
+      }
       copy_.assign(records.begin(), records.end());
       copyTimestamps_.assign(timestamps.begin(), timestamps.end());
       targets_[i]->emitBatch(copy_, copyTimestamps_);
     }
-    targets_.back()->emitBatch(records, timestamps);
+    targets_[owner]->emitBatch(records, timestamps);
   }
 
   void endInput() override {
@@ -63,6 +81,8 @@ class FanOut final : public Output<T> {
 
  private:
   std::vector<Output<T>*> targets_;
+  std::vector<bool> needsCopy_;  // targets that refused a shared batch
+  size_t owner_;
   std::vector<T> copy_;
   std::vector<int64_t> copyTimestamps_;
 };

@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <random>
+#include <utility>
 #include <vector>
 
 #include "weir/detail/channel.h"
@@ -48,27 +49,10 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
     for (auto& b : buffers_) b.records.reserve(kBatchSize);
   }
 
-  void emitBatch(std::span<T> records, Timestamps timestamps) override {
-    const size_t n = channels_.size();
-    const bool stamped = !timestamps.empty();
-    auto put = [&](size_t c, size_t i, auto&& record) {
-      auto& b = buffers_[c];
-      b.records.push_back(std::forward<decltype(record)>(record));
-      if (stamped) b.timestamps.push_back(timestamps[i]);
-      if (b.records.size() >= kBatchSize) send(c);
-    };
-    if constexpr (Selector::kBroadcast) {
-      for (size_t c = 0; c < n; ++c)
-        for (size_t i = 0; i < records.size(); ++i) put(c, i, records[i]);
-    } else if (n == 1) {
-      for (size_t i = 0; i < records.size(); ++i) put(0, i, std::move(records[i]));
-    } else {
-      for (size_t i = 0; i < records.size(); ++i) put(selector_(records[i], n), i, std::move(records[i]));
-    }
-    // Records leave at the end of every batch, so latency stays one batch.
-    for (size_t c = 0; c < n; ++c) {
-      if (!buffers_[c].records.empty()) send(c);
-    }
+  void emitBatch(std::span<T> records, Timestamps timestamps) override { write(records, timestamps); }
+  bool emitSharedBatch(std::span<const T> records, std::span<const int64_t> timestamps) override {
+    write(records, timestamps);  // copies where emitBatch moves
+    return true;
   }
 
   void endInput() override {
@@ -91,6 +75,30 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
   }
 
  private:
+  template <class R>
+  void write(std::span<R> records, std::span<const int64_t> timestamps) {
+    const size_t n = channels_.size();
+    const bool stamped = !timestamps.empty();
+    auto put = [&](size_t c, size_t i, auto&& record) {
+      auto& b = buffers_[c];
+      b.records.push_back(std::forward<decltype(record)>(record));
+      if (stamped) b.timestamps.push_back(timestamps[i]);
+      if (b.records.size() >= kBatchSize) send(c);
+    };
+    if constexpr (Selector::kBroadcast) {
+      for (size_t c = 0; c < n; ++c)
+        for (size_t i = 0; i < records.size(); ++i) put(c, i, std::as_const(records[i]));
+    } else if (n == 1) {
+      for (size_t i = 0; i < records.size(); ++i) put(0, i, std::move(records[i]));
+    } else {
+      for (size_t i = 0; i < records.size(); ++i) put(selector_(records[i], n), i, std::move(records[i]));
+    }
+    // Records leave at the end of every batch, so latency stays one batch.
+    for (size_t c = 0; c < n; ++c) {
+      if (!buffers_[c].records.empty()) send(c);
+    }
+  }
+
   void send(size_t c) {
     auto& b = buffers_[c];
     size_t count = b.records.size();
