@@ -83,6 +83,7 @@ ChildResult runInChild(const std::string& query, const std::string& backend, int
       env.setParallelism(parallelism)
           .setStateBackend(backend == "rocksdb_incremental" ? std::make_shared<EmbeddedRocksDBStateBackend>(true)
                                                             : stateBackendFromName(backend));
+      env.setBufferTimeout(std::chrono::milliseconds(options.bufferTimeoutMs));
       if (options.checkpointIntervalMs > 0) {
         dir = std::filesystem::temp_directory_path() / ("weir-nexmark-" + std::to_string(::getpid()));
         std::filesystem::create_directories(dir);
@@ -235,6 +236,7 @@ std::string validate(const DriverOptions& options) {
   for (int p : options.parallelisms)
     if (p < 1 || p > 128) return "--parallelism must be from 1 to 128, got " + std::to_string(p);
   if (options.checkpointIntervalMs < 0) return "--checkpoint-interval must not be negative";
+  if (options.bufferTimeoutMs < -1) return "--buffer-timeout must be -1, 0 or positive";
   if (options.runs < 1) return "--runs must be at least 1";
   if (options.queries.empty() || options.parallelisms.empty() || options.backends.empty())
     return "nothing to run: give at least one query, parallelism and backend";
@@ -277,6 +279,7 @@ bool runNexmark(const DriverOptions& options) {
         std::vector<std::pair<std::string, double>> fields{
             {"events", static_cast<double>(options.events)}, {"parallelism", p},
             {"checkpoint_interval_ms", static_cast<double>(options.checkpointIntervalMs)},
+            {"buffer_timeout_ms", static_cast<double>(options.bufferTimeoutMs)},
             {"seconds", s}, {"events_per_s", eps}, {"events_per_s_per_core", eps / p},
             {"peak_rss_bytes", median(rss)}};
         double bps = 0;

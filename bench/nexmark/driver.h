@@ -15,6 +15,7 @@ struct DriverOptions {
   std::vector<int> parallelisms{1, 2};
   std::vector<std::string> backends{"heap"};
   int64_t checkpointIntervalMs = 10'000;  // 0: none
+  int64_t bufferTimeoutMs = 100;          // env.setBufferTimeout
   int runs = 1;                           // median of this many
 };
 

@@ -492,6 +492,9 @@ TEST(NexmarkDriver, ValidatesItsOptions) {
   bad = ok;
   bad.backends = {"memory"};
   EXPECT_NE(validate(bad).find("unknown state backend 'memory'"), std::string::npos);
+  bad = ok;
+  bad.bufferTimeoutMs = -2;
+  EXPECT_NE(validate(bad).find("--buffer-timeout must be -1, 0 or positive"), std::string::npos);
 }
 
 }  // namespace

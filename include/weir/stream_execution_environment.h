@@ -44,6 +44,12 @@ class StreamExecutionEnvironment {
   // How often sources emit periodic watermarks (Flink's autoWatermarkInterval; default
   // 200 ms, must be positive).
   StreamExecutionEnvironment& setAutoWatermarkInterval(std::chrono::milliseconds interval);
+  // How long a partly filled channel buffer may wait for more records before it is sent
+  // (Flink's bufferTimeout; default 100 ms). A subtask that runs out of input sends its
+  // partial buffers at once, so this bounds latency only while it stays busy. 0 sends
+  // them after every batch; -1 sets no timeout: a busy subtask sends only full buffers.
+  StreamExecutionEnvironment& setBufferTimeout(std::chrono::milliseconds timeout);
+  std::chrono::milliseconds getBufferTimeout() const;
   // Where keyed state lives (default: HashMapStateBackend, on the heap).
   StreamExecutionEnvironment& setStateBackend(std::shared_ptr<const StateBackend> backend);
   const StateBackend& getStateBackend() const;

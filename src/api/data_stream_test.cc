@@ -6,6 +6,7 @@
 #include <numeric>
 #include <set>
 
+#include "api/gated_source.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -351,6 +352,63 @@ TEST(DataStream, BroadcastSendsEveryRecordToEverySubtask) {
   ASSERT_EQ(perSubtask.size(), 3u);
   for (auto& [s, values] : perSubtask) EXPECT_EQ(values.size(), 2500u);
   EXPECT_EQ(sink.getResults().size(), 7500u);
+}
+
+// One record in a million of a source that never runs out of input, sent to another
+// subtask: a buffer of them would take a billion records to fill.
+template <class Sink>
+JobClient rareRecordsFromABusySource(StreamExecutionEnvironment& env, Sink sink) {
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, kUnboundedCount),
+                 WatermarkStrategy<int64_t>::noWatermarks(), "busy")
+      .filter([](const int64_t& v) { return v % 1'000'000 == 0; })
+      .rebalance()
+      .sinkTo(sink);
+  return env.executeAsync("rare records");
+}
+
+TEST(DataStream, ABusySubtaskSendsAPartlyFilledBufferWhenTheBufferTimeoutPasses) {
+  StreamExecutionEnvironment env;
+  env.setBufferTimeout(std::chrono::milliseconds(20));
+  CollectSink<int64_t> sink;
+  auto client = rareRecordsFromABusySource(env, sink);
+  test::waitUntil([&] { return sink.getResults().size() >= 2; }, "the first two records at the sink");
+  client.cancel();
+  client.wait();
+  auto got = sink.getResults();
+  EXPECT_EQ(got[0], 0);
+  EXPECT_EQ(got[1], 1'000'000);
+}
+
+TEST(DataStream, WithoutABufferTimeoutABusySubtaskSendsOnlyFullBuffers) {
+  StreamExecutionEnvironment env;
+  env.setBufferTimeout(std::chrono::milliseconds(-1));
+  CollectSink<int64_t> sink;
+  auto client = rareRecordsFromABusySource(env, sink);
+  // Five records were kept (0, 1 M, ... 4 M) and wait in a partly filled buffer.
+  test::waitUntil([&] { return client.getMetrics().vertices[0].numSourceRecords > 5'000'000; },
+                  "5 M records from the source");
+  EXPECT_TRUE(sink.getResults().empty());
+  client.cancel();
+  client.wait();
+}
+
+TEST(DataStream, ASubtaskOutOfInputSendsItsPartlyFilledBuffersAtOnce) {
+  StreamExecutionEnvironment env;
+  env.setBufferTimeout(std::chrono::milliseconds(-1));  // so only running out of input sends them
+  test::GatedSource<int64_t> source;
+  CollectSink<int64_t> sink;
+  env.fromSource(source, WatermarkStrategy<int64_t>::noWatermarks(), "gated")
+      .keyBy([](const int64_t& v) { return v; })
+      .map([](const int64_t& v) { return v * 10; })
+      .sinkTo(sink);
+  auto client = env.executeAsync("out of input");
+  source.push({1, 2, 3});
+  test::waitUntil([&] { return sink.getResults().size() == 3; }, "three records at the sink");
+  source.push({4});
+  test::waitUntil([&] { return sink.getResults().size() == 4; }, "a fourth record at the sink");
+  source.close();
+  client.wait();
+  EXPECT_EQ(sorted(sink.getResults()), (std::vector<int64_t>{10, 20, 30, 40}));
 }
 
 TEST(DataStream, ForwardKeepsRecordsOnTheirSubtask) {

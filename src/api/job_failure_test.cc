@@ -211,10 +211,11 @@ TEST(JobFailure, ASlowSinkThrottlesTheSourceAndBoundsBufferedRecords) {
     }
     auto m = client.getMetrics();
     // Records that can be in flight: per channel, the credited buffers plus the buffer a
-    // consumer holds while processing, times two channels; plus one batch inside each
-    // producer's chain.
+    // consumer holds while processing, times two channels; plus, in each producer, one
+    // batch inside its chain and a partly filled buffer its writer holds (no credit to
+    // send it).
     const uint64_t perChannel = (credits + 1) * detail::kBatchSize;
-    const uint64_t bound = static_cast<uint64_t>(gate->allowed) + 2 * perChannel + 2 * detail::kBatchSize;
+    const uint64_t bound = static_cast<uint64_t>(gate->allowed) + 2 * perChannel + 2 * 2 * detail::kBatchSize;
     EXPECT_LE(m.vertices[0].numSourceRecords, bound) << "step " << step;
     for (auto& v : m.vertices) {
       EXPECT_LE(v.maxBuffersInFlight, credits) << v.name;
@@ -236,6 +237,7 @@ TEST(JobFailure, BadConfigurationIsRejectedWithAClearError) {
   EXPECT_THROW(env.setParallelism(-3), Error);
   EXPECT_THROW(env.setMaxParallelism(0), Error);
   EXPECT_THROW(env.setMaxParallelism(32769), Error);
+  EXPECT_THROW(env.setBufferTimeout(std::chrono::milliseconds(-2)), Error);
   env.setMaxParallelism(4);
   env.setParallelism(5);
   env.fromElements(1).sinkTo(DiscardingSink<int>());

@@ -44,6 +44,16 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setAutoWatermarkInterval
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::setBufferTimeout(std::chrono::milliseconds timeout) {
+  if (timeout.count() < -1)
+    throw Error(ErrorCode::kInvalidArgument,
+                "bufferTimeout must be -1 (only full buffers), 0 or positive, got " + std::to_string(timeout.count()) +
+                    " ms");
+  graph_->graph.bufferTimeout = timeout;
+  return *this;
+}
+std::chrono::milliseconds StreamExecutionEnvironment::getBufferTimeout() const { return graph_->graph.bufferTimeout; }
+
 StreamExecutionEnvironment& StreamExecutionEnvironment::setStateBackend(std::shared_ptr<const StateBackend> backend) {
   if (!backend) throw Error(ErrorCode::kInvalidArgument, "setStateBackend needs a backend, got null");
   graph_->graph.stateBackend = std::move(backend);

@@ -517,6 +517,7 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
       auto task = std::make_unique<Subtask>();
       task->vertex = static_cast<int>(v);
       task->index = s;
+      task->bufferTimeout = graph.bufferTimeout;
       subtasksOf[v].push_back(task.get());
       attempt->subtasks.push_back(std::move(task));
     }
@@ -928,6 +929,7 @@ void JobExecution::runSource(Subtask& task) {
     task.mailbox.runPending();
     if (task.stopRequested) break;
     if (!task.outputAvailable()) {  // checkpoint triggers and mail go on meanwhile
+      task.flushOutputs();
       task.metrics.backPressured([&] { task.signal.wait(); });
       continue;
     }
@@ -935,8 +937,11 @@ void JobExecution::runSource(Subtask& task) {
     auto nextWatermark = task.source->onTime(std::chrono::steady_clock::now());
     if (status == InputStatus::END_OF_INPUT) break;
     if (status == InputStatus::NOTHING_AVAILABLE) {
+      task.flushOutputs();
       auto wake = std::min(task.source->nextPollTime(), nextWatermark);
       task.metrics.idle([&] { task.signal.waitUntil(wake); });
+    } else {
+      task.flushIfDue();
     }
   }
   task.source->endInput();
@@ -985,7 +990,10 @@ void JobExecution::runInputs(Subtask& task) {
           break;
       }
     }
-    if (!progress) {
+    if (progress) {
+      task.flushIfDue();
+    } else {
+      task.flushOutputs();
       auto wake = barriers.deadline();
       if (!timers.empty()) {
         auto due = std::chrono::steady_clock::now() + clock.sleepUntil(timers.nextDue());

@@ -69,6 +69,26 @@ struct Subtask {
       if (!w->available()) return false;
     return true;
   }
+
+  // Partly filled output buffers (see setBufferTimeout).
+  std::chrono::milliseconds bufferTimeout{100};
+  std::chrono::steady_clock::time_point nextFlush{};
+  // Before the subtask waits: sends them where a credit allows.
+  void flushOutputs() {
+    for (auto* w : writers) w->flush(false);
+  }
+  // After a batch: sends them when the buffer timeout has passed (0: always).
+  void flushIfDue() {
+    if (writers.empty() || bufferTimeout.count() < 0) return;
+    if (bufferTimeout.count() == 0) {
+      flushOutputs();
+      return;
+    }
+    auto now = std::chrono::steady_clock::now();
+    if (now < nextFlush) return;
+    flushOutputs();
+    nextFlush = now + bufferTimeout;
+  }
 };
 
 // A vertex as the REST API and the Web UI show it.

@@ -585,6 +585,7 @@ struct StreamGraph {
   int maxParallelism = 128;
   int buffersPerChannel = 4;  // credits per channel (exclusive buffers)
   std::chrono::milliseconds autoWatermarkInterval{200};  // periodic watermarks of sources
+  std::chrono::milliseconds bufferTimeout{100};  // partial channel buffers; 0: every batch, -1: never
   std::shared_ptr<const StateBackend> stateBackend = std::make_shared<HashMapStateBackend>();
   std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>();  // processing time
   CheckpointConfig checkpointConfig;

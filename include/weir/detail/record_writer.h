@@ -1,5 +1,6 @@
 // The end of a chain that feeds other subtasks: partitions records into one buffer per
-// channel and sends full buffers against credit.
+// channel and sends full buffers against credit, partly filled ones when its subtask
+// flushes them.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +34,10 @@ class ChannelWriterBase {
   virtual ~ChannelWriterBase() = default;
   // Sends checkpoint barrier `checkpointId` on every channel, after every record sent.
   virtual void broadcastBarrier(int64_t checkpointId) = 0;
+  // Sends the partly filled buffers: every one, waiting for credit where needed, or only
+  // those whose channel has a credit now. The subtask decides when (setBufferTimeout);
+  // watermarks, barriers and the end of input send them first on their own.
+  virtual void flush(bool waitForCredit) = 0;
   // Whether every channel has a credit, so the next batch most likely goes out without
   // waiting. A subtask reads its input only then, and meanwhile stays free to take
   // checkpoints and read its mailbox (Flink's output availability).
@@ -46,7 +51,7 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
   RecordWriter(std::vector<Channel<T>*> channels, Selector selector, TaskMetrics* metrics)
       : channels_(std::move(channels)), buffers_(channels_.size()), selector_(std::move(selector)),
         metrics_(metrics) {
-    for (auto& b : buffers_) b.records.reserve(kBatchSize);
+    for (auto& b : buffers_) b.records.reserve(kBatchRecords<T>);
   }
 
   void emitBatch(std::span<T> records, Timestamps timestamps) override { write(records, timestamps); }
@@ -55,18 +60,26 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
     return true;
   }
 
+  // Events follow every record before them: the partial buffers go first.
   void endInput() override {
+    flush(true);
     for (auto* ch : channels_) ch->sendEvent(EventKind::kEndOfPartition);
   }
   void emitWatermark(int64_t watermark) override {
+    flush(true);
     for (auto* ch : channels_) ch->sendEvent(EventKind::kWatermark, watermark);
   }
   void emitIdleness(bool idle) override {
+    flush(true);
     for (auto* ch : channels_) ch->sendEvent(idle ? EventKind::kIdle : EventKind::kActive);
   }
-  // Records never stay in the buffers between batches, so the barrier follows them all.
   void broadcastBarrier(int64_t checkpointId) override {
+    flush(true);
     for (auto* ch : channels_) ch->sendEvent(EventKind::kBarrier, checkpointId);
+  }
+  void flush(bool waitForCredit) override {
+    for (size_t c = 0; c < channels_.size(); ++c)
+      if (!buffers_[c].records.empty() && (waitForCredit || channels_[c]->hasCredit())) send(c);
   }
   bool available() const override {
     for (auto* ch : channels_)
@@ -83,7 +96,7 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
       auto& b = buffers_[c];
       b.records.push_back(std::forward<decltype(record)>(record));
       if (stamped) b.timestamps.push_back(timestamps[i]);
-      if (b.records.size() >= kBatchSize) send(c);
+      if (b.records.size() >= kBatchRecords<T>) send(c);
     };
     if constexpr (Selector::kBroadcast) {
       for (size_t c = 0; c < n; ++c)
@@ -93,10 +106,6 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
     } else {
       for (size_t i = 0; i < records.size(); ++i) put(selector_(records[i], n), i, std::move(records[i]));
     }
-    // Records leave at the end of every batch, so latency stays one batch.
-    for (size_t c = 0; c < n; ++c) {
-      if (!buffers_[c].records.empty()) send(c);
-    }
   }
 
   void send(size_t c) {
@@ -105,7 +114,7 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
     auto next = channels_[c]->send(std::move(b.records), std::move(b.timestamps), *metrics_);
     if (!next) throw TaskCancelled{};
     b = std::move(*next);
-    if (b.records.capacity() == 0) b.records.reserve(kBatchSize);
+    if (b.records.capacity() == 0) b.records.reserve(kBatchRecords<T>);
     metrics_->numRecordsOut.fetch_add(count, std::memory_order_relaxed);
   }
 
