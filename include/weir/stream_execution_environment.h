@@ -38,8 +38,8 @@ class StreamExecutionEnvironment {
   // (default 128, at most 32768). Fixed for the life of the job's state.
   StreamExecutionEnvironment& setMaxParallelism(int maxParallelism);
   int getMaxParallelism() const;
-  // Buffers of kBatchSize records each channel may hold before its producer waits
-  // (Flink's buffers-per-channel; default 4).
+  // Buffers (of up to 1024 records and about 32 KiB) each channel may hold before its
+  // producer waits (Flink's buffers-per-channel; default 4).
   StreamExecutionEnvironment& setBuffersPerChannel(int buffers);
   // How often sources emit periodic watermarks (Flink's autoWatermarkInterval; default
   // 200 ms, must be positive).

@@ -3,8 +3,11 @@
 // flushes them.
 #pragma once
 
+#include <algorithm>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <iterator>
 #include <memory>
 #include <random>
 #include <utility>
@@ -102,7 +105,17 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
       for (size_t c = 0; c < n; ++c)
         for (size_t i = 0; i < records.size(); ++i) put(c, i, std::as_const(records[i]));
     } else if (n == 1) {
-      for (size_t i = 0; i < records.size(); ++i) put(0, i, std::move(records[i]));
+      // One channel: whole runs of the batch at a time (a memcpy for plain records).
+      auto& b = buffers_[0];
+      for (size_t i = 0; i < records.size();) {
+        const size_t take = std::min(records.size() - i, kBatchRecords<T> - b.records.size());
+        auto from = records.begin() + static_cast<std::ptrdiff_t>(i), to = from + static_cast<std::ptrdiff_t>(take);
+        b.records.insert(b.records.end(), std::make_move_iterator(from), std::make_move_iterator(to));
+        if (stamped) b.timestamps.insert(b.timestamps.end(), timestamps.begin() + static_cast<std::ptrdiff_t>(i),
+                                         timestamps.begin() + static_cast<std::ptrdiff_t>(i + take));
+        i += take;
+        if (b.records.size() >= kBatchRecords<T>) send(0);
+      }
     } else {
       for (size_t i = 0; i < records.size(); ++i) put(selector_(records[i], n), i, std::move(records[i]));
     }
