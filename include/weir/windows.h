@@ -89,6 +89,7 @@ class TumblingWindows {
  public:
   using WindowType = TimeWindow;
   static constexpr TimeDomain kDomain = D;
+  static constexpr bool kTumbling = true;
   // Throws weir::Error when size ≤ 0 or |offset| ≥ size.
   static TumblingWindows of(std::chrono::milliseconds size, std::chrono::milliseconds offset = std::chrono::milliseconds(0)) {
     const std::string name = detail::assignerName<D>("TumblingEventTimeWindows", "TumblingProcessingTimeWindows");
@@ -239,6 +240,10 @@ class GlobalWindows {
 // operator merges with the key's windows it intersects.
 template <class A>
 concept MergingWindowAssigner = A::kMerging;
+// Assigners that give every timestamp one window, the same for all keys: a record whose
+// time lies inside the last record's window belongs to that window.
+template <class A>
+concept TumblingWindowAssigner = A::kTumbling;
 // Assigners whose overlapping windows are unions of panes (SlidingEventTimeWindows).
 template <class A>
 concept PanedWindowAssigner = A::kPaned;

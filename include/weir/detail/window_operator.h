@@ -5,8 +5,10 @@
 // time when its batch arrives, and a window fires when the clock passes its end.
 // Sessions merge: a record's window absorbs the key's windows it overlaps or touches.
 // Sliding windows are kept in panes that the windows combine when they fire.
-// On the heap backend the contents of each (key, window) or (key, pane) are live objects
-// in the operator's own hash map, which a checkpoint copies out; on RocksDB they are
+// On the heap backend the contents are live objects in the operator's own hash maps,
+// which a checkpoint copies out: tumbling windows window by window (each window's
+// accumulators by key, and timers per window, as every key's window ends at the same
+// time), sliding windows by (key, pane), sessions by key. On RocksDB they are
 // keyed state in RocksDB (a ValueState of the accumulator, or a ListState of the records
 // for a ProcessWindowFunction, namespaced by the window), so windows may hold more than
 // memory. Sessions keep, besides, each key's windows under "_sessions". Both backends
@@ -22,6 +24,7 @@
 
 #include <algorithm>
 #include <initializer_list>
+#include <map>
 #include <optional>
 #include <queue>
 
@@ -334,6 +337,8 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         windows.push_back({keyGroup(k), key.data(), value.data()});
       };
       for (const auto& [kw, acc] : state_) addWindow(kw.first, kw.second, acc);
+      for (const auto& [w, contents] : windows_)
+        for (const auto& [k, acc] : contents.byKey) addWindow(k, w, acc);
       StoredSessions stored;
       for (const auto& [k, keySessions] : sessions_) {
         stored.armed = keySessions.armed;
@@ -349,12 +354,23 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         sessions.push_back({keyGroup(k), key.data(), value.data()});
       }
       std::vector<OwnedStateEntry> timers;
-      for (auto queue = timers_; !queue.empty(); queue.pop()) {
-        const Timer& t = queue.top();
+      auto addTimer = [&](const Timer& t) {
         key.clear();
         writeTimerTime(t.time, key);
         encodeTimer(t, key);
         timers.push_back({keyGroup(t.key), key.data(), {}});
+      };
+      for (auto queue = timers_; !queue.empty(); queue.pop()) addTimer(queue.top());
+      // A tumbling window's timers are written as each of its keys' own.
+      for (auto queue = windowTimers_; !queue.empty(); queue.pop()) {
+        const WindowTimer& t = queue.top();
+        auto it = windows_.find(t.window);
+        if (it == windows_.end()) continue;
+        for (const auto& [k, acc] : it->second.byKey) {
+          const bool firedBefore = it->second.fired.contains(k);
+          if (!t.cleanup && firedBefore) continue;
+          addTimer(Timer{t.time, t.cleanup, k, t.window, false, t.firesFirst && !firedBefore});
+        }
       }
       // The window function's state, and on RocksDB the windows' contents.
       if (store_) store_->snapshot(checkpointId, out);
@@ -380,25 +396,17 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
                                              : placeInSession(key, records[i], time, collector);
         } else if constexpr (kPaned) {
           placed = placeInPane(key, records[i], time, collector);
+        } else if (contents_ == nullptr) {
+          placed = placeInWindows(key, records[i], time, collector);
         } else {
           assigner_.assignWindows(time, [&](const TimeWindow& w) {
             if (isLate(w)) return;
             placed = true;
-            if (contents_ != nullptr) {
-              const bool created = addToBackend(
-                  key, w, records[i],
-                  {Timer{w.maxTimestamp(), true, key, w, false, true}, Timer{w.maxTimestamp(), false, key, w},
-                   Timer{cleanupTime(w), true, key, w}});
-              afterAdd(key, w, nullptr, created, collector);
-              return;
-            }
-            // A window's timers are registered when its state is created; the state lives
-            // until its cleanup timer, so one lookup per record and window suffices.
-            auto it = state_.find(std::pair<K, TimeWindow>{key, w});
-            bool created = it == state_.end();
-            if (created) it = state_.emplace(std::pair<K, TimeWindow>{key, w}, policy_.create()).first;
-            policy_.add(it->second, records[i]);
-            afterAdd(key, w, &it->second, created, collector);
+            const bool created = addToBackend(
+                key, w, records[i],
+                {Timer{w.maxTimestamp(), true, key, w, false, true}, Timer{w.maxTimestamp(), false, key, w},
+                 Timer{cleanupTime(w), true, key, w}});
+            afterAdd(key, w, created, collector);
           });
         }
         if (!placed) this->dropLate(records[i], timestamps[i]);
@@ -434,6 +442,8 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   void fireTimers() {
     Collector<OUT> collector = this->collector();
     try {
+      if constexpr (!kMerging && !kPaned)
+        if (contents_ == nullptr) fireWindows(collector);
       while (std::optional<Timer> next = takeTimer(currentTime())) {
         const Timer& t = *next;
         if constexpr (kMerging) {
@@ -445,24 +455,12 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
           onPaneTimer(t, collector);
           continue;
         }
-        const bool fires = !t.cleanup || t.firesFirst;
-        if (contents_ != nullptr) {
-          if (fires)
-            if (auto acc = backendContents(t.key, t.window)) fireWindow(t.key, t.window, *acc, collector);
-          if (t.cleanup) {
-            eraseFromBackend(t.key, t.window);
-            clearWindow(t.key, t.window);
-          }
-          continue;
-        }
-        auto it = state_.find(std::pair<K, TimeWindow>{t.key, t.window});
-        if (it == state_.end()) continue;
+        // RocksDB: a (key, window)'s own timer.
+        if (!t.cleanup || t.firesFirst)
+          if (auto acc = backendContents(t.key, t.window)) fireWindow(t.key, t.window, *acc, collector);
         if (t.cleanup) {
-          if (fires) fireWindow(t.key, t.window, it->second, collector);
-          state_.erase(it);
+          eraseFromBackend(t.key, t.window);
           clearWindow(t.key, t.window);
-        } else {
-          fireWindow(t.key, t.window, it->second, collector);
         }
       }
     } catch (...) {
@@ -481,8 +479,16 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     bool clears = false;  // paned: the cleanup of a window (not a pane), for the function's clear()
     bool firesFirst = false;  // a cleanup that fires the window first (no allowed lateness)
   };
+  // Tumbling windows on the heap: a window's timer, for all its keys at once.
+  struct WindowTimer {
+    int64_t time;
+    bool cleanup;
+    TimeWindow window;
+    bool firesFirst;
+  };
   struct Later {
-    bool operator()(const Timer& a, const Timer& b) const {
+    template <class Kind>
+    bool operator()(const Kind& a, const Kind& b) const {
       return a.time != b.time ? a.time > b.time : a.cleanup > b.cleanup;
     }
   };
@@ -498,6 +504,19 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   static constexpr bool kMerging = MergingWindowAssigner<Assigner>;
   static constexpr bool kPaned = PanedWindowAssigner<Assigner>;
   static constexpr bool kProcessingTime = ProcessingTimeWindowAssigner<Assigner>;
+
+  // A tumbling window's contents on the heap: each key's accumulator.
+  struct WindowContents {
+    absl::flat_hash_map<K, Acc, KeyHasher<K>> byKey;
+    // Keys whose window fired before a restore that joined them with keys whose
+    // window had not (their subtasks' watermarks differed): they do not fire again.
+    absl::flat_hash_set<K, KeyHasher<K>> fired;
+  };
+  struct WindowOrder {
+    bool operator()(const TimeWindow& a, const TimeWindow& b) const {
+      return a.start != b.start ? a.start < b.start : a.end < b.end;
+    }
+  };
 
   struct SessionWindow {
     TimeWindow window;
@@ -552,6 +571,20 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       restoredSessions_ = {};
     }
     for (auto& [key, sessions] : sessions_) arm(key, sessions);
+    if constexpr (!kMerging && !kPaned) scheduleRestoredWindows();
+  }
+  // Heap, tumbling: each restored window's timers. It fires unless none of its keys had
+  // a firing timer; keys without one, beside keys with one, fired before (see
+  // WindowContents::fired).
+  void scheduleRestoredWindows() {
+    for (auto& [w, contents] : windows_) {
+      for (const auto& [k, acc] : contents.byKey)
+        if (!restoredFirings_.contains(std::pair<K, TimeWindow>{k, w})) contents.fired.insert(k);
+      const bool fires = contents.fired.size() < contents.byKey.size();
+      if (!fires) contents.fired.clear();
+      scheduleWindow(w, fires);
+    }
+    restoredFirings_ = {};
   }
   // Heap: one restored timer. A key's session timer is armed again from its windows.
   void restoreTimer(const StateEntry& e) {
@@ -560,8 +593,10 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     if constexpr (kPaned) {
       if (!t.cleanup) scheduled_.insert(std::pair<K, TimeWindow>{t.key, t.window});
       if (t.clears) clearing_.insert(std::pair<K, TimeWindow>{t.key, t.window});
+      schedule(std::move(t));
+    } else if (!t.cleanup || t.firesFirst) {  // tumbling: the window's timers come from its contents
+      restoredFirings_.insert(std::pair<K, TimeWindow>{t.key, t.window});
     }
-    schedule(std::move(t));
   }
   // One restored "_sessions" entry: a key's windows, whose contents come next.
   void restoreSessions(const StateEntry& e) {
@@ -584,8 +619,10 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       throw Error(ErrorCode::kCheckpoint, "operator '" + this->name() + "': state '" + kWindowsState +
                                               "' holds contents of a session that '" + kSessionsState +
                                               "' does not have (key group " + std::to_string(e.keyGroup) + ")");
-    } else {
+    } else if constexpr (kPaned) {
       state_.insert_or_assign(std::move(kw), decodeContents(e.value, e.keyGroup));
+    } else {
+      windows_[kw.second].byKey.insert_or_assign(std::move(kw.first), decodeContents(e.value, e.keyGroup));
     }
   }
   // A window's contents as "_windows" holds them: the accumulator, or the records as a
@@ -642,8 +679,11 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   }
   std::optional<int64_t> earliestTimer() {
     if (storedTimers_) return storedTimers_->earliest();
-    if (timers_.empty()) return std::nullopt;
-    return timers_.top().time;
+    std::optional<int64_t> earliest;
+    if (!timers_.empty()) earliest = timers_.top().time;
+    if (!windowTimers_.empty() && (!earliest || windowTimers_.top().time < *earliest))
+      earliest = windowTimers_.top().time;
+    return earliest;
   }
   // A timer's entry key after its time: its kind (0 fire, 1 cleanup, 2 clear a paned
   // window, 3 fire and clean up), key and window.
@@ -670,15 +710,74 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     this->context().processingTimeService().registerTimer(time, this);
   }
 
-  // After a record went into window `w` of `key`: a window already behind the watermark
-  // (late within the allowed lateness) fires again at once; a new one gets its timers:
-  // firing and cleanup, or one that does both when there is no allowed lateness (as
-  // Flink's two timers of the same time are one). `acc` is the window's contents, or
-  // null when they are in RocksDB.
-  void afterAdd(const K& key, const TimeWindow& w, Acc* acc, bool created, Collector<OUT>& collector) {
+  // Heap, tumbling: `record` goes into the contents of its window (mostly the last
+  // record's) under `key`. A new window gets its timers; a window already behind the
+  // watermark (late within the allowed lateness) fires again at once for the key.
+  bool placeInWindows(const K& key, const T& record, int64_t time, Collector<OUT>& collector) {
+    if constexpr (TumblingWindowAssigner<Assigner>)
+      if (current_ != nullptr && time >= currentWindow_.start && time < currentWindow_.end) {
+        addToWindow(key, currentWindow_, *current_, record, collector);
+        return true;
+      }
+    bool placed = false;
+    assigner_.assignWindows(time, [&](const TimeWindow& w) {
+      if (isLate(w)) return;
+      placed = true;
+      auto [it, created] = windows_.try_emplace(w);
+      if (created) scheduleWindow(w, !behindWatermark(w));
+      current_ = &it->second;
+      currentWindow_ = w;
+      addToWindow(key, w, it->second, record, collector);
+    });
+    return placed;
+  }
+  void addToWindow(const K& key, const TimeWindow& w, WindowContents& contents, const T& record,
+                   Collector<OUT>& collector) {
+    auto it = contents.byKey.find(key);
+    if (it == contents.byKey.end()) it = contents.byKey.emplace(key, policy_.create()).first;
+    policy_.add(it->second, record);
+    if (behindWatermark(w)) fireWindow(key, w, it->second, collector);
+  }
+  // Heap, tumbling: window `w`'s timers — a firing at its end (when `fires`) and a
+  // cleanup after the allowed lateness, or one timer that does both when there is no
+  // allowed lateness (as Flink's two timers of the same time are one).
+  void scheduleWindow(const TimeWindow& w, bool fires) {
+    const bool firesAtCleanup = cleanupTime(w) == w.maxTimestamp();
+    if (fires && !firesAtCleanup) pushWindowTimer({w.maxTimestamp(), false, w, false});
+    pushWindowTimer({cleanupTime(w), true, w, fires && firesAtCleanup});
+  }
+  void pushWindowTimer(const WindowTimer& timer) {
+    if constexpr (kProcessingTime) requestCallback(timer.time);
+    windowTimers_.push(timer);
+  }
+  // Heap, tumbling: fires and drops the windows whose timers the current time reached,
+  // every key's at once.
+  void fireWindows(Collector<OUT>& collector) {
+    while (!windowTimers_.empty() && windowTimers_.top().time <= currentTime()) {
+      const WindowTimer t = windowTimers_.top();
+      windowTimers_.pop();
+      auto it = windows_.find(t.window);
+      if (it == windows_.end()) continue;
+      WindowContents& contents = it->second;
+      if (!t.cleanup || t.firesFirst) {
+        for (auto& [key, acc] : contents.byKey)
+          if (contents.fired.empty() || !contents.fired.contains(key)) fireWindow(key, t.window, acc, collector);
+        contents.fired.clear();
+      }
+      if (t.cleanup) {
+        if constexpr (ClearsWindows<Policy>)
+          for (auto& [key, acc] : contents.byKey) clearWindow(key, t.window);
+        if (current_ == &contents) current_ = nullptr;
+        windows_.erase(it);
+      }
+    }
+  }
+
+  // RocksDB, after a record went into window `w` of `key`: as placeInWindows does on
+  // the heap, with a timer of each kind per (key, window).
+  void afterAdd(const K& key, const TimeWindow& w, bool created, Collector<OUT>& collector) {
     if (behindWatermark(w)) {
-      if (acc != nullptr) fireWindow(key, w, *acc, collector);
-      else if (auto stored = backendContents(key, w)) fireWindow(key, w, *stored, collector);
+      if (auto stored = backendContents(key, w)) fireWindow(key, w, *stored, collector);
     } else if (created && cleanupTime(w) != w.maxTimestamp()) {
       schedule(Timer{w.maxTimestamp(), false, key, w});
     }
@@ -1030,20 +1129,28 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   int64_t now_ = INT64_MIN;     // processing time: the clock when the last batch came
   int64_t passed_ = INT64_MIN;  // processing time: the last time the clock has passed
   int64_t callbackAt_ = std::numeric_limits<int64_t>::max();  // the earliest callback asked for
+  // Paned assigners on the heap: the contents of each (key, pane).
   absl::flat_hash_map<std::pair<K, TimeWindow>, Acc, StateHash> state_;
+  // Tumbling on the heap: each window's contents and timers, and the last record's window.
+  std::map<TimeWindow, WindowContents, WindowOrder> windows_;
+  std::priority_queue<WindowTimer, std::vector<WindowTimer>, Later> windowTimers_;
+  WindowContents* current_ = nullptr;
+  TimeWindow currentWindow_;
+  // While a heap restore reads them: the (key, window)s with a firing timer.
+  absl::flat_hash_set<std::pair<K, TimeWindow>, StateHash> restoredFirings_;
   // Merging assigners: each key's live windows and their contents (state_ stays empty).
   absl::flat_hash_map<K, KeySessions, KeyHasher<K>> sessions_;
   // While a heap restore reads them: the sessions "_sessions" listed, by the window
   // holding their contents, until "_windows" gives those.
   absl::flat_hash_map<std::pair<K, TimeWindow>, StoredSession, StateHash> restoredSessions_;
-  // Paned assigners on the heap: state_ holds (key, pane); windows whose firing timer is
-  // queued (RocksDB's timers are one of each anyway).
+  // Paned on the heap: windows whose firing timer is queued (RocksDB's timers are one of
+  // each anyway).
   absl::flat_hash_set<std::pair<K, TimeWindow>, StateHash> scheduled_;
   // Paned, with a function that clears: windows whose clear timer is queued.
   absl::flat_hash_set<std::pair<K, TimeWindow>, StateHash> clearing_;
   TimeWindow pane_;                      // the pane of the last record,
   std::vector<TimeWindow> paneWindows_;  // and its windows, latest first
-  std::priority_queue<Timer, std::vector<Timer>, Later> timers_;  // heap: the timers
+  std::priority_queue<Timer, std::vector<Timer>, Later> timers_;  // heap: those of panes and sessions
   std::unique_ptr<RocksDBTimers> storedTimers_;                    // RocksDB: the timers
   DataOutput timerBytes_;
   std::string timerRest_;
