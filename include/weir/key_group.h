@@ -5,6 +5,8 @@
 // Both functions are stable across processes and builds: never std::hash.
 #pragma once
 
+#include <absl/hash/hash.h>
+
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -161,11 +163,14 @@ concept HashableKey = requires(const K& k) {
   { k == k } -> std::convertible_to<bool>;
 };
 
-// Adapts KeyHash to the std::hash interface for hash maps inside operators.
+// The hash of the hash maps inside operators (never of key groups: it may differ between
+// processes). Integers and strings take Abseil's hash, a multiply and a fold for an
+// integer, which costs a third of murmur's rounds over KeyHash; other keys murmur.
 template <class K>
 struct KeyHasher {
   size_t operator()(const K& k) const noexcept {
-    return static_cast<uint32_t>(murmurHash(KeyHash<K>{}(k)));
+    if constexpr (std::is_integral_v<K> || std::is_same_v<K, std::string>) return absl::Hash<K>{}(k);
+    else return static_cast<uint32_t>(murmurHash(KeyHash<K>{}(k)));
   }
 };
 

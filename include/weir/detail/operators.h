@@ -29,15 +29,14 @@ class StreamMap final : public UdfOperator<IN, OUT, F> {
       }
       this->out_->emitBatch(records, timestamps);  // one output per input: same timestamps
     } else {
-      mapInto(records);
-      this->out_->emitBatch(buffer_, timestamps);
+      this->out_->emitBatch(mapInto(records), timestamps);
     }
   }
   bool emitSharedBatch(std::span<const IN> records, std::span<const int64_t> timestamps) override {
     if constexpr (MapObject<F, IN> || std::invocable<F&, const IN&>) {
-      mapInto(records);
+      std::span<OUT> mapped = mapInto(records);
       timestamps_.assign(timestamps.begin(), timestamps.end());
-      this->out_->emitBatch(buffer_, timestamps_);
+      this->out_->emitBatch(mapped, timestamps_);
       return true;
     } else {
       return false;
@@ -45,15 +44,24 @@ class StreamMap final : public UdfOperator<IN, OUT, F> {
   }
 
  private:
-  // Maps into buffer_, moving from records unless they are const.
+  // Maps into buffer_, moving from records unless they are const. Plain records are
+  // assigned in place, without a growth check per record.
   template <class R>
-  void mapInto(std::span<R> records) {
-    buffer_.clear();
-    buffer_.reserve(records.size());
+  std::span<OUT> mapInto(std::span<R> records) {
+    auto map = [&](auto& r) {
+      if constexpr (std::is_const_v<R>) return callMap(this->fn_, r);
+      else return callMap(this->fn_, std::move(r));
+    };
     try {
-      for (auto& r : records) {
-        if constexpr (std::is_const_v<R>) buffer_.push_back(callMap(this->fn_, r));
-        else buffer_.push_back(callMap(this->fn_, std::move(r)));
+      if constexpr (std::is_trivially_destructible_v<OUT> && std::is_default_constructible_v<OUT>) {
+        if (buffer_.size() < records.size()) buffer_.resize(records.size());
+        for (size_t i = 0; i < records.size(); ++i) buffer_[i] = map(records[i]);
+        return std::span<OUT>(buffer_.data(), records.size());
+      } else {
+        buffer_.clear();
+        buffer_.reserve(records.size());
+        for (auto& r : records) buffer_.push_back(map(r));
+        return buffer_;
       }
     } catch (...) {
       this->rethrowAsOperatorFailure();
