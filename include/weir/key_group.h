@@ -164,12 +164,12 @@ concept HashableKey = requires(const K& k) {
 };
 
 // The hash of the hash maps inside operators (never of key groups: it may differ between
-// processes). Integers and strings take Abseil's hash, a multiply and a fold for an
-// integer, which costs a third of murmur's rounds over KeyHash; other keys murmur.
+// processes). Numbers and strings take Abseil's hash, a multiply and a fold for a
+// number, which costs a third of murmur's rounds over KeyHash; other keys murmur.
 template <class K>
 struct KeyHasher {
   size_t operator()(const K& k) const noexcept {
-    if constexpr (std::is_integral_v<K> || std::is_same_v<K, std::string>) return absl::Hash<K>{}(k);
+    if constexpr (std::is_arithmetic_v<K> || std::is_same_v<K, std::string>) return absl::Hash<K>{}(k);
     else return static_cast<uint32_t>(murmurHash(KeyHash<K>{}(k)));
   }
 };

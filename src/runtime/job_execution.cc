@@ -934,14 +934,15 @@ void JobExecution::runSource(Subtask& task) {
       continue;
     }
     InputStatus status = task.source->emitNext();
-    auto nextWatermark = task.source->onTime(std::chrono::steady_clock::now());
+    const auto now = std::chrono::steady_clock::now();
+    auto nextWatermark = task.source->onTime(now);
     if (status == InputStatus::END_OF_INPUT) break;
     if (status == InputStatus::NOTHING_AVAILABLE) {
       task.flushOutputs();
       auto wake = std::min(task.source->nextPollTime(), nextWatermark);
       task.metrics.idle([&] { task.signal.waitUntil(wake); });
     } else {
-      task.flushIfDue();
+      task.flushIfDue(now);
     }
   }
   task.source->endInput();

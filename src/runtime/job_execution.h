@@ -77,17 +77,18 @@ struct Subtask {
   void flushOutputs() {
     for (auto* w : writers) w->flush(false);
   }
-  // After a batch: sends them when the buffer timeout has passed (0: always).
-  void flushIfDue() {
+  // After a batch: sends them when the buffer timeout has passed (0: always). `now` is
+  // the steady clock, when the caller has just read it.
+  void flushIfDue(std::optional<std::chrono::steady_clock::time_point> now = std::nullopt) {
     if (writers.empty() || bufferTimeout.count() < 0) return;
     if (bufferTimeout.count() == 0) {
       flushOutputs();
       return;
     }
-    auto now = std::chrono::steady_clock::now();
-    if (now < nextFlush) return;
+    if (!now) now = std::chrono::steady_clock::now();
+    if (*now < nextFlush) return;
     flushOutputs();
-    nextFlush = now + bufferTimeout;
+    nextFlush = *now + bufferTimeout;
   }
 };
 

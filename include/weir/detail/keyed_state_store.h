@@ -470,11 +470,8 @@ class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
     return std::make_shared<KeysSnapshot>(keyGroups_.snapshot(), keys_.snapshot());
   }
 
-  // Any good hash works inside the table (the key group is computed once, when a key
-  // gets its slot): abseil's is a multiply for integers and strings, cheaper than murmur.
-  using SlotHash = std::conditional_t<std::is_arithmetic_v<K> || std::is_same_v<K, std::string>, absl::Hash<K>,
-                                      KeyHasher<K>>;
-  absl::flat_hash_map<K, SlotOf, SlotHash> slots_;
+  // (The key group is computed once, when a key gets its slot.)
+  absl::flat_hash_map<K, SlotOf, KeyHasher<K>> slots_;
   ChunkedVector<K> keys_;  // per slot
   std::vector<uint32_t> free_;
   const K* pending_ = nullptr;  // set while no state exists: resolved when one is created
