@@ -53,7 +53,8 @@ class StreamMap final : public UdfOperator<IN, OUT, F> {
       else return callMap(this->fn_, std::move(r));
     };
     try {
-      if constexpr (std::is_trivially_destructible_v<OUT> && std::is_default_constructible_v<OUT>) {
+      if constexpr (std::is_trivially_destructible_v<OUT> && std::is_default_constructible_v<OUT> &&
+                    std::is_move_assignable_v<OUT>) {
         if (buffer_.size() < records.size()) buffer_.resize(records.size());
         for (size_t i = 0; i < records.size(); ++i) buffer_[i] = map(records[i]);
         return std::span<OUT>(buffer_.data(), records.size());

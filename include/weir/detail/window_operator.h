@@ -573,14 +573,15 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     for (auto& [key, sessions] : sessions_) arm(key, sessions);
     if constexpr (!kMerging && !kPaned) scheduleRestoredWindows();
   }
-  // Heap, tumbling: each restored window's timers. It fires unless none of its keys had
-  // a firing timer; keys without one, beside keys with one, fired before (see
-  // WindowContents::fired).
+  // Heap, tumbling: each restored window's timers. Its keys without a firing timer
+  // fired before (see WindowContents::fired). The window fires if any key still has to,
+  // or if the restored watermark is before its end (after rescaling it is the smallest
+  // of the old subtasks'), where keys that come next must fire.
   void scheduleRestoredWindows() {
     for (auto& [w, contents] : windows_) {
       for (const auto& [k, acc] : contents.byKey)
         if (!restoredFirings_.contains(std::pair<K, TimeWindow>{k, w})) contents.fired.insert(k);
-      const bool fires = contents.fired.size() < contents.byKey.size();
+      const bool fires = contents.fired.size() < contents.byKey.size() || !behindWatermark(w);
       if (!fires) contents.fired.clear();
       scheduleWindow(w, fires);
     }
