@@ -13,8 +13,10 @@ int64_t nanosSince(BarrierHandler::SteadyClock::time_point start) {
 
 }  // namespace
 
-BarrierHandler::BarrierHandler(std::vector<ChannelInputBase*> inputs, const CheckpointConfig& config, Hooks hooks)
+BarrierHandler::BarrierHandler(std::vector<ChannelInputBase*> inputs, std::vector<bool> overtakes,
+                               const CheckpointConfig& config, Hooks hooks)
     : inputs_(std::move(inputs)),
+      overtakes_(std::move(overtakes)),
       align_(config.getCheckpointingMode() == CheckpointingMode::EXACTLY_ONCE),
       unaligned_(align_ && config.isCheckpointingEnabled() && config.isUnalignedCheckpointsEnabled()),
       alignedTimeout_(config.getAlignedCheckpointTimeout()),
@@ -33,6 +35,14 @@ bool BarrierHandler::unalignedNow(int64_t id) const {
   return triggered && SteadyClock::now() >= *triggered + alignedTimeout_;
 }
 
+bool BarrierHandler::mayTakeUnaligned(int64_t id) const {
+  if (!unalignedNow(id)) return false;
+  auto it = arriving_.find(id);
+  for (size_t i = 0; i < inputs_.size(); ++i)
+    if (!overtakes_[i] && !ended_[i] && (it == arriving_.end() || !it->second.arrived[i])) return false;
+  return true;
+}
+
 void BarrierHandler::onBarrier(size_t i, int64_t id) {
   if (unaligned_) {
     announced_[i] = std::max(announced_[i], id);
@@ -49,7 +59,7 @@ void BarrierHandler::onBarrier(size_t i, int64_t id) {
   auto [it, created] = arriving_.try_emplace(id);
   if (created) it->second = {std::vector<bool>(inputs_.size(), false), SteadyClock::now()};
   it->second.arrived[i] = true;
-  if (unalignedNow(id)) takeUnaligned(id);
+  if (mayTakeUnaligned(id)) takeUnaligned(id);
   else takeIfAligned();
 }
 
@@ -69,7 +79,7 @@ void BarrierHandler::poll() {
   if (!unaligned_) return;
   if (!recordings_.empty()) dropAbortedRecordings();
   for (size_t i = 0; i < inputs_.size(); ++i) {
-    if (ended_[i]) continue;
+    if (ended_[i] || !overtakes_[i]) continue;
     int64_t announced = inputs_[i]->announcedBarrier();
     if (announced <= announced_[i]) continue;
     announced_[i] = announced;
@@ -78,7 +88,7 @@ void BarrierHandler::poll() {
   }
   if (!arriving_.empty()) {
     int64_t id = arriving_.begin()->first;
-    if (unalignedNow(id)) {
+    if (mayTakeUnaligned(id)) {
       takeUnaligned(id);
       return;
     }
@@ -90,8 +100,13 @@ void BarrierHandler::poll() {
     }
   }
   if (arriving_.empty() && newestAnnounced_ > std::max(hooks_.lastTaken(), givenUp_) &&
-      unalignedNow(newestAnnounced_))
-    takeUnaligned(newestAnnounced_);
+      unalignedNow(newestAnnounced_)) {
+    if (mayTakeUnaligned(newestAnnounced_)) {
+      takeUnaligned(newestAnnounced_);
+    } else {  // it waits for its barriers on the inputs they may not overtake
+      arriving_[newestAnnounced_] = {std::vector<bool>(inputs_.size(), false), SteadyClock::now()};
+    }
+  }
 }
 
 void BarrierHandler::dropAbortedRecordings() {
@@ -113,7 +128,11 @@ std::optional<BarrierHandler::SteadyClock::time_point> BarrierHandler::deadline(
   if (id == 0) return std::nullopt;
   auto triggered = hooks_.triggeredAt(id);
   if (!triggered) return std::nullopt;
-  return *triggered + alignedTimeout_;
+  auto due = *triggered + alignedTimeout_;
+  // Past it, a checkpoint still waiting for barriers on inputs they may not overtake
+  // waits for input, not for the clock.
+  if (due <= SteadyClock::now() && !mayTakeUnaligned(id)) return std::nullopt;
+  return due;
 }
 
 void BarrierHandler::finishRecordings(size_t i, int64_t id, bool capture) {

@@ -14,6 +14,10 @@
 //   is acknowledged with that channel state once every input delivered barrier n or
 //   ended. With an aligned checkpoint timeout, a checkpoint starts aligned and turns
 //   unaligned when it is not aligned that long after it was triggered.
+// * Inputs a barrier may not overtake (forward and broadcast edges, as in Flink: their
+//   records in flight could not be shared out at another parallelism) stay aligned in
+//   an unaligned checkpoint: the subtask snapshots once barrier n arrived in order on
+//   each of them, holding each until then, and they never have records in flight.
 //
 // Runs on the task thread only.
 #pragma once
@@ -57,7 +61,9 @@ class BarrierHandler {
     std::function<int64_t()> lastTaken;
   };
 
-  BarrierHandler(std::vector<ChannelInputBase*> inputs, const CheckpointConfig& config, Hooks hooks);
+  // `overtakes[i]`: whether an unaligned barrier may overtake the records of input `i`.
+  BarrierHandler(std::vector<ChannelInputBase*> inputs, std::vector<bool> overtakes, const CheckpointConfig& config,
+                 Hooks hooks);
 
   // Whether input `i` must not be read now (it is aligned on a barrier).
   bool blocked(size_t i) const;
@@ -87,6 +93,9 @@ class BarrierHandler {
   };
 
   bool unalignedNow(int64_t id) const;
+  // Unaligned, checkpoint `id` may be taken now: it is past its aligned timeout, and
+  // barrier `id` arrived on every input it may not overtake (or the input ended).
+  bool mayTakeUnaligned(int64_t id) const;
   // Drops the recordings of checkpoints no longer in progress (aborted, subsumed): they
   // would hold their snapshot and grow until their barriers came, for nothing.
   void dropAbortedRecordings();
@@ -98,6 +107,7 @@ class BarrierHandler {
   void acknowledgeComplete();
 
   std::vector<ChannelInputBase*> inputs_;
+  const std::vector<bool> overtakes_;
   const bool align_;
   const bool unaligned_;
   const std::chrono::milliseconds alignedTimeout_;

@@ -32,7 +32,8 @@ struct Acknowledged {
 // and a log of the snapshots it took and acknowledged.
 class TwoInputs : public ::testing::Test {
  protected:
-  void build(CheckpointConfig config) {
+  // `overtakes`: per input, whether an unaligned barrier may overtake its records.
+  void build(CheckpointConfig config, std::vector<bool> overtakes = {true, true}) {
     for (int i = 0; i < 2; ++i) {
       channels_[i] = std::make_unique<Channel<int64_t>>(8, &signal_);
       inputs_[i] = std::make_unique<ChannelInput<int64_t>>(channels_[i].get(), &op_, &metrics_, &valve_, i);
@@ -59,7 +60,7 @@ class TwoInputs : public ::testing::Test {
     };
     hooks.lastTaken = [this] { return lastTaken_; };
     handler_ = std::make_unique<BarrierHandler>(std::vector<ChannelInputBase*>{inputs_[0].get(), inputs_[1].get()},
-                                                config, std::move(hooks));
+                                                std::move(overtakes), config, std::move(hooks));
   }
 
   void send(int input, std::vector<int64_t> records) { ASSERT_TRUE(channels_[input]->send(std::move(records), {}, metrics_)); }
@@ -224,6 +225,52 @@ TEST_F(TwoInputs, WithATimeoutAnAbortedAlignmentUnblocksForTheNextCheckpoint) {
   ASSERT_EQ(acks_.size(), 1u);
   EXPECT_EQ(acks_[0].id, 2);
   EXPECT_FALSE(handler_->blocked(0));
+}
+
+// Input 1 is a forward (or broadcast) edge: an unaligned checkpoint waits for its barrier
+// in order, holds nothing of it in flight, and still overtakes what is queued on input 0.
+TEST_F(TwoInputs, UnalignedAlignsTheInputsItMayNotOvertake) {
+  build(unaligned(), {true, false});
+  send(0, {1});
+  send(0, {2});
+  send(0, {3});
+  barrier(0, 1);
+  send(1, {10});
+  barrier(1, 1);
+  send(1, {12});
+  round();  // input 0 announced barrier 1, but input 1's has not come in order yet
+  EXPECT_EQ(lastTaken_, 0);
+  round();  // input 0's 2, then input 1's barrier: the snapshot, with 3 still queued
+  ASSERT_EQ(lastTaken_, 1);
+  for (int i = 0; i < 4; ++i) round();
+  ASSERT_EQ(acks_.size(), 1u);
+  EXPECT_TRUE(acks_[0].unaligned);
+  EXPECT_EQ(acks_[0].processedBefore, (std::vector<int64_t>{1, 10, 2}));
+  EXPECT_EQ(acks_[0].inFlight[0], (std::vector<int64_t>{3}));
+  EXPECT_EQ(acks_[0].inFlight[1], std::vector<int64_t>{});
+  std::vector<int64_t> all = op_.seen;
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(all, (std::vector<int64_t>{1, 2, 3, 10, 12}));
+}
+
+// Both of its inputs forward: an unaligned checkpoint is taken as an aligned one.
+TEST_F(TwoInputs, UnalignedWithNoInputToOvertakeAligns) {
+  build(unaligned(), {false, false});
+  send(0, {1});
+  barrier(0, 1);
+  send(0, {2});
+  send(1, {10});
+  send(1, {11});
+  barrier(1, 1);
+  for (int i = 0; i < 2; ++i) round();
+  EXPECT_TRUE(handler_->blocked(0)) << "input 0 delivered its barrier; input 1 has not";
+  EXPECT_EQ(lastTaken_, 0);
+  for (int i = 0; i < 3; ++i) round();
+  ASSERT_EQ(acks_.size(), 1u);
+  EXPECT_FALSE(acks_[0].unaligned);
+  EXPECT_EQ(acks_[0].processedBefore, (std::vector<int64_t>{1, 10, 11}));
+  EXPECT_TRUE(acks_[0].inFlight.empty() ||
+              (acks_[0].inFlight[0].empty() && acks_[0].inFlight[1].empty()));
 }
 
 TEST(ChannelAnnouncement, ABarrierIsAnnouncedWhenQueuedAndCapturesWhatIsAheadOfIt) {

@@ -467,7 +467,8 @@ struct InFlight {
 // Finds the input of the edge an element came by; throws weir::Error (kCheckpoint)
 // when the job has no such edge, or when at another parallelism its records cannot be
 // shared out: forward and broadcast records (each old subtask had its own, and on a
-// forward edge the records that follow rely on their order).
+// forward edge the records that follow rely on their order). Barriers no longer
+// overtake records on those edges, so only older checkpoints hold such records.
 InFlight parseInFlight(const Subtask& task, const std::string& element, bool rescaled) {
   DataInput in(element);
   std::string key = in.readString();
@@ -955,7 +956,12 @@ void JobExecution::runInputs(Subtask& task) {
   const size_t n = task.inputs.size();
   replayChannelState(task);
   std::vector<ChannelInputBase*> inputs;
-  for (auto& input : task.inputs) inputs.push_back(input.get());
+  std::vector<bool> overtakes;  // forward and broadcast edges stay aligned, as in Flink
+  for (size_t i = 0; i < n; ++i) {
+    inputs.push_back(task.inputs[i].get());
+    PartitionerKind sentBy = task.inputOrigins[i].partitioner;
+    overtakes.push_back(sentBy != PartitionerKind::kForward && sentBy != PartitionerKind::kBroadcast);
+  }
   BarrierHandler::Hooks hooks;
   hooks.snapshot = [&](int64_t id) { return takeSnapshot(task, id, nowMillis()); };
   hooks.acknowledge = [&](std::shared_ptr<TakenSnapshot> snapshot, int64_t alignmentNanos, bool unaligned,
@@ -964,7 +970,7 @@ void JobExecution::runInputs(Subtask& task) {
   };
   hooks.triggeredAt = [&](int64_t id) { return coordinator_->triggeredAt(id); };
   hooks.lastTaken = [&] { return task.lastSnapshotId.load(); };
-  BarrierHandler barriers(std::move(inputs), plan_->graph.checkpointConfig, std::move(hooks));
+  BarrierHandler barriers(std::move(inputs), std::move(overtakes), plan_->graph.checkpointConfig, std::move(hooks));
   ProcessingTimeService& timers = task.processingTime;
   const Clock& clock = *task.contexts.front()->clock();
   while (!barriers.allEnded()) {
