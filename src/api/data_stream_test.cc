@@ -1,8 +1,10 @@
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <atomic>
 #include <map>
+#include <mutex>
 #include <numeric>
 #include <set>
 
@@ -314,6 +316,31 @@ TEST(DataStream, RebalanceSpreadsRoundRobin) {
   for (auto& [s, v] : sink.getResults()) perSubtask[s]++;
   ASSERT_EQ(perSubtask.size(), 4u);
   for (auto& [s, n] : perSubtask) EXPECT_EQ(n, 1000) << "subtask " << s;
+}
+
+// The names of the threads that ran `recordThreadName`, as top -H, perf and gdb show them.
+std::mutex gThreadNamesMutex;
+std::set<std::string> gThreadNames;
+
+int64_t recordThreadName(int64_t v) {
+  char name[16] = {};
+  pthread_getname_np(pthread_self(), name, sizeof name);
+  std::lock_guard lock(gThreadNamesMutex);
+  gThreadNames.insert(name);
+  return v;
+}
+
+TEST(DataStream, EachSubtaskThreadIsNamedAfterItsOperatorAndIndex) {
+  StreamExecutionEnvironment env;
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, 400), WatermarkStrategy<int64_t>::noWatermarks(),
+                 "gen")
+      .rebalance()
+      .map([](const int64_t& v) { return recordThreadName(v); })
+      .name("Count words")
+      .setParallelism(2)
+      .sinkTo(DiscardingSink<int64_t>());
+  env.execute();
+  EXPECT_EQ(gThreadNames, (std::set<std::string>{"Count words 1/2", "Count words 2/2"}));
 }
 
 TEST(DataStream, ShuffleReachesEverySubtaskAndLosesNothing) {

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <future>
 
+#include "core/thread_name.h"
 #include "weir/error.h"
 
 namespace weir::detail {
@@ -46,7 +47,10 @@ CheckpointCoordinator::CheckpointCoordinator(CheckpointConfig config, std::strin
     throw Error(ErrorCode::kInvalidArgument,
                 "checkpoint directory: cannot create '" + jobFolder_ + "': " + ec.message());
   folderLock_ = std::make_unique<JobFolderLock>(jobFolder_);
-  io_ = std::thread([this] { runIo(); });
+  io_ = std::thread([this] {
+    nameThisThread("weir checkpoint");
+    runIo();
+  });
 }
 
 CheckpointCoordinator::~CheckpointCoordinator() {

@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/thread_name.h"
 #include "rest/assets.h"
 #include "rest/metrics_sampler.h"
 
@@ -110,6 +111,7 @@ class RestServer::Impl {
                                       " (in use or not a local address); choose another with --rest-port");
     raiseListenBacklog(port_);
     listener_ = std::thread([this] {
+      detail::nameThisThread("weir REST");
       try {
         http_.listen_after_bind();
       } catch (...) {
@@ -120,7 +122,10 @@ class RestServer::Impl {
     // httplib's stop() is ignored until the listener runs: wait for it, so that a server
     // destroyed right away still stops.
     while (!http_.is_running() && !listenerDone_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
-    sampler_ = std::thread([this] { sampleLoop(); });
+    sampler_ = std::thread([this] {
+      detail::nameThisThread("weir sampler");
+      sampleLoop();
+    });
   }
 
   ~Impl() {

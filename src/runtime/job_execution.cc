@@ -15,6 +15,7 @@
 #include <set>
 #include <tuple>
 
+#include "core/thread_name.h"
 #include "runtime/barrier_handler.h"
 
 namespace weir::detail {
@@ -711,7 +712,10 @@ void JobExecution::launch() {
   startMillis_ = nowMillis();
   startTime_ = std::chrono::steady_clock::now();
   std::lock_guard lock(mutex_);  // supervise() starts by taking it: the id is set first
-  supervisor_ = std::thread([this] { supervise(); });
+  supervisor_ = std::thread([this] {
+    nameThisThread("weir supervisor");
+    supervise();
+  });
   supervisorId_ = supervisor_.get_id();
 }
 
@@ -843,6 +847,9 @@ void JobExecution::runAttempt(const std::shared_ptr<Attempt>& attempt) {
 }
 
 void JobExecution::run(Attempt& attempt, Subtask& task) {
+  const RuntimeContext& context = *task.contexts.front();
+  nameThisThread(context.getTaskName(), " " + std::to_string(task.index + 1) + "/" +
+                                            std::to_string(context.getNumberOfParallelSubtasks()));
   // Operators whose open() was called and whose close() was not, in chain order.
   std::vector<bool> needsClose(task.operators.size(), false);
   try {
