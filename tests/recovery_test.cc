@@ -78,6 +78,23 @@ struct CountWithTimers : KeyedProcessFunction<int64_t, Event, Out> {
   ValueState<int64_t>* count_ = nullptr;
 };
 
+// Rules on a broadcast stream that flows all along: every subtask keeps the newest
+// rule number per key in broadcast state; the events pass on unchanged.
+struct Rule {
+  int64_t key = 0;
+  int64_t number = 0;
+};
+WEIR_STRUCT(Rule, key, number);
+Rule ruleAt(int64_t i) { return Rule{i % kKeys, i}; }
+const MapStateDescriptor<int64_t, int64_t> kRuleState("rules");
+
+struct PassWithRules : KeyedBroadcastProcessFunction<int64_t, Event, Rule, Event> {
+  void processElement(const Event& e, ReadOnlyContext&, Collector<Event>& out) override { out.collect(e); }
+  void processBroadcastElement(const Rule& r, Context& ctx, Collector<Event>&) override {
+    ctx.getBroadcastState(kRuleState).put(r.key, r.number);
+  }
+};
+
 // What the sinks made visible, in order.
 struct Committed {
   std::mutex mutex;
@@ -338,6 +355,9 @@ struct JobRun {
   JobMetrics metrics;
 };
 
+// What the job has besides its keyed counts and windows (see addJob).
+enum class Extra { kNone, kRefuseSnapshots, kProbeOverlap, kBroadcastRules };
+
 struct Options {
   int parallelism = 1;
   std::string backend = "heap";
@@ -353,6 +373,7 @@ struct Options {
   bool slowSink = false;  // back-pressures the job
   int retained = 1;
   int sinkParallelism = 0;  // 0: the job's
+  Extra extra = Extra::kNone;
 };
 
 // Refuses every third snapshot (a snapshotState that throws declines the checkpoint).
@@ -380,8 +401,6 @@ struct OverlapProbe : RichMapFunction<Event, Event>, CheckpointedFunction, Check
   void notifyCheckpointAborted(int64_t id) override { lastReported = std::max(lastReported, id); }
 };
 
-enum class Extra { kNone, kRefuseSnapshots, kProbeOverlap };
-
 // The job under test: per key a count and a timer per window (CountWithTimers), and
 // each key's records per tumbling window, both into `sink`.
 template <class S>
@@ -394,6 +413,15 @@ void addJob(StreamExecutionEnvironment& env, int64_t n, double rate, S sink, Ext
   DataStream<Event> events = source;
   if (extra == Extra::kRefuseSnapshots) events = source.map(ThrowingSnapshot{});
   if (extra == Extra::kProbeOverlap) events = source.map(OverlapProbe{});
+  if (extra == Extra::kBroadcastRules) {
+    // One rule for every 20 events, at most 2,000 a second: still flowing while the
+    // checkpoints are taken, so some are queued when the operator is back-pressured.
+    const double perSecond = std::min(rate, 40000.0) / 20;
+    auto rules = env.fromSource(DataGeneratorSource(ruleAt, n / 20, RateLimiterStrategy::perSecond(perSecond)),
+                                WatermarkStrategy<Rule>::noWatermarks(), "rules")
+                     .broadcast(kRuleState);
+    events = source.keyBy([](const Event& e) { return e.key; }).connect(rules).process(PassWithRules{});
+  }
   auto counts = events.keyBy([](const Event& e) { return e.key; }).process(CountWithTimers{});
   auto windows = events.map([](const Event& e) { return Out{e.key, 1, kWindowResult, 0}; })
                      .keyBy([](const Out& o) { return o.key; })
@@ -444,7 +472,7 @@ JobRun runJob(const Options& o, int64_t n, double rate, std::shared_ptr<Committe
     config.setAlignedCheckpointTimeout(o.alignedTimeout);
   }
   if (!committed) committed = std::make_shared<Committed>();
-  const Extra extra = o.maxConcurrent > 1 ? Extra::kProbeOverlap : Extra::kNone;
+  const Extra extra = o.maxConcurrent > 1 ? Extra::kProbeOverlap : o.extra;
   if (o.transactional) addJob(env, n, rate, TransactionalSink(committed, o.slowSink), extra, o.sinkParallelism);
   else addJob(env, n, rate, ImmediateSink(committed), extra);
   auto client = env.executeAsync("recovery");
@@ -495,7 +523,7 @@ fs::path freshFolder(const std::string& name) {
 template <class Reached>
 std::string runThenCancel(const fs::path& dir, int64_t n, double rate, bool unaligned,
                           std::shared_ptr<Committed> committed, Reached reached, int sinkParallelism = 1,
-                          const std::string& backend = "heap") {
+                          const std::string& backend = "heap", Extra extra = Extra::kNone) {
   StreamExecutionEnvironment env;
   env.setParallelism(2).setAutoWatermarkInterval(5ms).setStateBackend(backendNamed(backend));
   env.enableCheckpointing(20ms);
@@ -503,7 +531,7 @@ std::string runThenCancel(const fs::path& dir, int64_t n, double rate, bool unal
   env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
   env.getCheckpointConfig().enableUnalignedCheckpoints(unaligned);
   // Unaligned: back-pressured by one slow sink subtask, so records wait on the keyBy edges.
-  addJob(env, n, rate, TransactionalSink(std::move(committed), unaligned), Extra::kNone,
+  addJob(env, n, rate, TransactionalSink(std::move(committed), unaligned), extra,
          unaligned ? sinkParallelism : 0);
   auto client = env.executeAsync("first");
   bool ok = waitWhileRunning(client, reached);
@@ -592,7 +620,7 @@ std::set<std::string> holdingRecordsInFlight(const std::string& checkpoint) {
 // Resumes the job from `checkpoint` at `parallelism` (the sink at `sinkParallelism`, 0:
 // the same) after a first run that committed `first`; expects the output to be exact.
 void expectResumesExactly(const std::string& checkpoint, const Committed& first, int64_t n, int parallelism,
-                          int sinkParallelism) {
+                          int sinkParallelism, Extra extra = Extra::kNone) {
   auto committed = std::make_shared<Committed>();  // what the first run committed, again
   committed->out = first.out;
   committed->transactions = first.transactions;
@@ -600,6 +628,7 @@ void expectResumesExactly(const std::string& checkpoint, const Committed& first,
   o.parallelism = parallelism;
   o.unaligned = true;
   o.sinkParallelism = sinkParallelism;
+  o.extra = extra;
   JobRun run = runJob(o, n, 1e9, committed, checkpoint);
   ASSERT_FALSE(run.error) << "p " << parallelism << ": " << *run.error;
   Verdict v = check(run.out, n);
@@ -626,23 +655,47 @@ TEST(UnalignedCheckpoints, ResumeFromARetainedOneAtAnyParallelismReplaysItsRecor
 }
 
 // Barriers do not overtake records on forward edges (keyed operators into the sink
-// subtasks of the same index), as in Flink: those records keep an order the records
-// after them rely on and could not be shared out at another parallelism. So the sink
-// holds no records in flight, the keyed operators do, and a retained unaligned
-// checkpoint resumes the job exactly at other parallelisms too.
-TEST(UnalignedCheckpoints, ForwardEdgesStayAlignedSoTheCheckpointResumesAtAnotherParallelism) {
+// subtasks of the same index) nor on broadcast edges (rules into every subtask of a
+// keyed broadcast operator), as in Flink: forward records keep an order the records
+// after them rely on, broadcast ones reach every subtask, and neither could be shared
+// out at another parallelism. So the sink holds no records in flight, the keyed
+// operators do, and a retained unaligned checkpoint resumes the job exactly at other
+// parallelisms too.
+TEST(UnalignedCheckpoints, ForwardAndBroadcastEdgesStayAlignedSoTheCheckpointResumesAtAnotherParallelism) {
   const int64_t n = 20000;
   Failures::reset({});
   fs::path dir = freshFolder("unaligned-forward");
   auto first = std::make_shared<Committed>();
   std::string latest = runThenCancel(
-      dir, n, 1e9, true, first, [](const JobMetrics& m) { return m.lastCheckpointPersistedData > 0; }, 2);
+      dir, n, 1e9, true, first, [](const JobMetrics& m) { return m.lastCheckpointPersistedData > 0; }, 2, "heap",
+      Extra::kBroadcastRules);
   ASSERT_FALSE(latest.empty());
   std::set<std::string> holding = holdingRecordsInFlight(latest);
   ASSERT_FALSE(holding.empty()) << "the job was back-pressured, yet its last checkpoint holds no records in flight";
   EXPECT_FALSE(holding.contains("Sink")) << "records in flight on the forward edges into the sink";
-  for (int parallelism : {3, 1}) expectResumesExactly(latest, *first, n, parallelism, 0);
+  for (int parallelism : {3, 1}) expectResumesExactly(latest, *first, n, parallelism, 0, Extra::kBroadcastRules);
   fs::remove_all(dir);
+}
+
+// The keyed broadcast operator's keyBy input is overtaken while its broadcast input
+// (rules flowing all along) stays aligned; recovery from 5 to 20 failures is exact.
+TEST(UnalignedCheckpoints, WithABroadcastInputRecoveryIsExact) {
+  for (int parallelism : {2, 4}) {
+    const int64_t n = 40000;
+    auto failures = failurePositions(parallelism, n);
+    Failures::reset(failures);
+    Options o;
+    o.parallelism = parallelism;
+    o.unaligned = true;
+    o.extra = Extra::kBroadcastRules;
+    JobRun run = runJob(o, n, 40000);
+    ASSERT_FALSE(run.error) << *run.error;
+    Verdict v = check(run.out, n);
+    EXPECT_TRUE(v.exact()) << "p " << parallelism << ": " << v.duplicates << " duplicates, " << v.losses
+                           << " losses, " << v.wrong << " wrong";
+    EXPECT_EQ(Failures::thrown.load(), static_cast<int>(failures.size()));
+    EXPECT_GT(run.metrics.numberOfCompletedCheckpoints, 0);
+  }
 }
 
 // Several checkpoints in progress at once (a new one every 2 ms while fewer than 4 are):
