@@ -1,6 +1,7 @@
 #include "runtime/barrier_handler.h"
 
 #include <algorithm>
+#include <cassert>
 #include <utility>
 
 namespace weir::detail {
@@ -22,7 +23,9 @@ BarrierHandler::BarrierHandler(std::vector<ChannelInputBase*> inputs, std::vecto
       alignedTimeout_(config.getAlignedCheckpointTimeout()),
       hooks_(std::move(hooks)),
       ended_(inputs_.size(), false),
-      announced_(inputs_.size(), 0) {}
+      announced_(inputs_.size(), 0) {
+  assert(overtakes_.size() == inputs_.size());
+}
 
 bool BarrierHandler::blocked(size_t i) const {
   return align_ && !arriving_.empty() && arriving_.begin()->second.arrived[i];
@@ -103,7 +106,8 @@ void BarrierHandler::poll() {
       unalignedNow(newestAnnounced_)) {
     if (mayTakeUnaligned(newestAnnounced_)) {
       takeUnaligned(newestAnnounced_);
-    } else {  // it waits for its barriers on the inputs they may not overtake
+    } else {  // it waits for its barriers on the inputs they may not overtake; its
+              // alignment time counts from now
       arriving_[newestAnnounced_] = {std::vector<bool>(inputs_.size(), false), SteadyClock::now()};
     }
   }
@@ -200,6 +204,7 @@ void BarrierHandler::acknowledgeComplete() {
       ++it;
       continue;
     }
+    if (!r.unaligned) r.channelState.clear();  // nothing was in flight: as an aligned one
     hooks_.acknowledge(std::move(r.snapshot), r.alignmentNanos, r.unaligned, std::move(r.channelState));
     it = recordings_.erase(it);
   }

@@ -14,10 +14,12 @@
 //   is acknowledged with that channel state once every input delivered barrier n or
 //   ended. With an aligned checkpoint timeout, a checkpoint starts aligned and turns
 //   unaligned when it is not aligned that long after it was triggered.
-// * Inputs a barrier may not overtake (forward and broadcast edges, as in Flink: their
-//   records in flight could not be shared out at another parallelism) stay aligned in
-//   an unaligned checkpoint: the subtask snapshots once barrier n arrived in order on
-//   each of them, holding each until then, and they never have records in flight.
+// * Except on inputs a barrier may not overtake (forward and broadcast edges, as in
+//   Flink: their records in flight could not be shared out at another parallelism).
+//   The subtask snapshots only once barrier n arrived in order on each of them; until
+//   then it aligns as above (an input whose barrier arrived in order, of either kind, is
+//   held), so behind back-pressure on such an edge an unaligned checkpoint waits as an
+//   aligned one would. Those inputs never have records in flight.
 //
 // Runs on the task thread only.
 #pragma once
@@ -51,7 +53,7 @@ class BarrierHandler {
     // Takes the synchronous part of checkpoint `id` and sends barrier `id` downstream.
     std::function<std::shared_ptr<TakenSnapshot>(int64_t id)> snapshot;
     // Hands the snapshot, with the records in flight per input (serialized, "" for
-    // none; empty when aligned), to the coordinator.
+    // none; no element at all when no input had any), to the coordinator.
     std::function<void(std::shared_ptr<TakenSnapshot> snapshot, int64_t alignmentNanos, bool unaligned,
                        std::vector<std::string> channelState)>
         acknowledge;

@@ -269,8 +269,47 @@ TEST_F(TwoInputs, UnalignedWithNoInputToOvertakeAligns) {
   ASSERT_EQ(acks_.size(), 1u);
   EXPECT_FALSE(acks_[0].unaligned);
   EXPECT_EQ(acks_[0].processedBefore, (std::vector<int64_t>{1, 10, 11}));
-  EXPECT_TRUE(acks_[0].inFlight.empty() ||
-              (acks_[0].inFlight[0].empty() && acks_[0].inFlight[1].empty()));
+  EXPECT_TRUE(acks_[0].inFlight.empty());
+}
+
+// Past the aligned checkpoint timeout, a checkpoint waiting for the barrier of an input
+// it may not overtake waits for that input, not for the clock (no deadline to spin on).
+TEST_F(TwoInputs, PastTheTimeoutItStillWaitsForTheInputsItMayNotOvertake) {
+  build(unaligned(50ms), {true, false});
+  barrier(0, 1);
+  send(1, {10});
+  triggered_ -= 60ms;
+  for (int i = 0; i < 3; ++i) round();
+  EXPECT_EQ(lastTaken_, 0);
+  EXPECT_TRUE(handler_->blocked(0));
+  EXPECT_FALSE(handler_->deadline()) << "nothing to wait for on the clock";
+  barrier(1, 1);
+  round();
+  ASSERT_EQ(lastTaken_, 1);
+  EXPECT_EQ(acks_.size(), 1u);
+  EXPECT_EQ(acks_[0].processedBefore, std::vector<int64_t>{10});
+}
+
+// An input it may not overtake that ends instead of delivering the barrier no longer
+// holds the checkpoint back.
+TEST_F(TwoInputs, AnEndedInputItMayNotOvertakeIsNotWaitedFor) {
+  build(unaligned(), {true, false});
+  send(0, {1});
+  send(0, {2});
+  send(0, {3});
+  barrier(0, 1);
+  send(1, {10});
+  channels_[1]->sendEvent(EventKind::kEndOfPartition);
+  round();  // 1 and 10
+  round();  // 2, and input 1 ends
+  EXPECT_EQ(lastTaken_, 0);
+  round();  // nothing left to wait for: the snapshot, with 3 still queued on input 0
+  ASSERT_EQ(lastTaken_, 1);
+  for (int i = 0; i < 3; ++i) round();
+  ASSERT_EQ(acks_.size(), 1u);
+  EXPECT_TRUE(acks_[0].unaligned);
+  EXPECT_EQ(acks_[0].processedBefore, (std::vector<int64_t>{1, 10, 2}));
+  EXPECT_EQ(acks_[0].inFlight[0], std::vector<int64_t>{3});
 }
 
 TEST(ChannelAnnouncement, ABarrierIsAnnouncedWhenQueuedAndCapturesWhatIsAheadOfIt) {
