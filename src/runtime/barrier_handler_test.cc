@@ -64,6 +64,10 @@ class TwoInputs : public ::testing::Test {
   }
 
   void send(int input, std::vector<int64_t> records) { ASSERT_TRUE(channels_[input]->send(std::move(records), {}, metrics_)); }
+  // Each record in a buffer of its own, so each round reads one of them.
+  void sendEach(int input, const std::vector<int64_t>& records) {
+    for (int64_t r : records) send(input, {r});
+  }
   void barrier(int input, int64_t id) { channels_[input]->sendEvent(EventKind::kBarrier, id); }
 
   // One round of the task loop: the handler looks at announcements, then each input that
@@ -231,9 +235,7 @@ TEST_F(TwoInputs, WithATimeoutAnAbortedAlignmentUnblocksForTheNextCheckpoint) {
 // in order, holds nothing of it in flight, and still overtakes what is queued on input 0.
 TEST_F(TwoInputs, UnalignedAlignsTheInputsItMayNotOvertake) {
   build(unaligned(), {true, false});
-  send(0, {1});
-  send(0, {2});
-  send(0, {3});
+  sendEach(0, {1, 2, 3});
   barrier(0, 1);
   send(1, {10});
   barrier(1, 1);
@@ -294,9 +296,7 @@ TEST_F(TwoInputs, PastTheTimeoutItStillWaitsForTheInputsItMayNotOvertake) {
 // holds the checkpoint back.
 TEST_F(TwoInputs, AnEndedInputItMayNotOvertakeIsNotWaitedFor) {
   build(unaligned(), {true, false});
-  send(0, {1});
-  send(0, {2});
-  send(0, {3});
+  sendEach(0, {1, 2, 3});
   barrier(0, 1);
   send(1, {10});
   channels_[1]->sendEvent(EventKind::kEndOfPartition);
