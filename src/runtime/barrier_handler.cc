@@ -31,6 +31,12 @@ bool BarrierHandler::blocked(size_t i) const {
   return align_ && !arriving_.empty() && arriving_.begin()->second.arrived[i];
 }
 
+BarrierHandler::Arriving& BarrierHandler::aligning(int64_t id) {
+  auto [it, created] = arriving_.try_emplace(id);
+  if (created) it->second = {std::vector<bool>(inputs_.size(), false), SteadyClock::now()};
+  return it->second;
+}
+
 bool BarrierHandler::unalignedNow(int64_t id) const {
   if (!unaligned_) return false;
   if (alignedTimeout_.count() == 0) return true;
@@ -59,9 +65,7 @@ void BarrierHandler::onBarrier(size_t i, int64_t id) {
     if (id < arriving_.begin()->first) return;
     if (id > arriving_.begin()->first) arriving_.clear();
   }
-  auto [it, created] = arriving_.try_emplace(id);
-  if (created) it->second = {std::vector<bool>(inputs_.size(), false), SteadyClock::now()};
-  it->second.arrived[i] = true;
+  aligning(id).arrived[i] = true;
   if (mayTakeUnaligned(id)) takeUnaligned(id);
   else takeIfAligned();
 }
@@ -106,9 +110,8 @@ void BarrierHandler::poll() {
       unalignedNow(newestAnnounced_)) {
     if (mayTakeUnaligned(newestAnnounced_)) {
       takeUnaligned(newestAnnounced_);
-    } else {  // it waits for its barriers on the inputs they may not overtake; its
-              // alignment time counts from now
-      arriving_[newestAnnounced_] = {std::vector<bool>(inputs_.size(), false), SteadyClock::now()};
+    } else {
+      aligning(newestAnnounced_);  // for its barriers on the inputs they may not overtake
     }
   }
 }

@@ -94,6 +94,8 @@ class BarrierHandler {
     bool unaligned = false;                 // some input had records before its barrier
   };
 
+  // The checkpoint `id` aligning, from now if it was not yet.
+  Arriving& aligning(int64_t id);
   bool unalignedNow(int64_t id) const;
   // Unaligned, checkpoint `id` may be taken now: it is past its aligned timeout, and
   // barrier `id` arrived on every input it may not overtake (or the input ended).

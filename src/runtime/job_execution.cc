@@ -465,11 +465,18 @@ struct InFlight {
   std::string_view records;
 };
 
+// Whether records in flight on an edge sent by `kind` could be shared out at another
+// parallelism: not forward and broadcast records (each old subtask had its own, and on
+// a forward edge the records that follow rely on their order). Only on such edges do
+// unaligned barriers overtake records, so the others never hold records in flight.
+bool sharedOutOnRescale(PartitionerKind kind) {
+  return kind != PartitionerKind::kForward && kind != PartitionerKind::kBroadcast;
+}
+
 // Finds the input of the edge an element came by; throws weir::Error (kCheckpoint)
 // when the job has no such edge, or when at another parallelism its records cannot be
-// shared out: forward and broadcast records (each old subtask had its own, and on a
-// forward edge the records that follow rely on their order). Barriers no longer
-// overtake records on those edges, so only older checkpoints hold such records.
+// shared out (only checkpoints written before barriers stopped overtaking on those
+// edges hold such records).
 InFlight parseInFlight(const Subtask& task, const std::string& element, bool rescaled) {
   DataInput in(element);
   std::string key = in.readString();
@@ -482,7 +489,7 @@ InFlight parseInFlight(const Subtask& task, const std::string& element, bool res
   if (it == task.inputOrigins.end() || kind > static_cast<uint64_t>(PartitionerKind::kKeyGroup))
     throw Error(ErrorCode::kCheckpoint, "the checkpoint holds records in flight to '" + name + "' from operator '" +
                                             key.substr(0, key.rfind('/')) + "', which no longer feeds it");
-  if (rescaled && (out.sentBy == PartitionerKind::kForward || out.sentBy == PartitionerKind::kBroadcast))
+  if (rescaled && !sharedOutOnRescale(out.sentBy))
     throw Error(ErrorCode::kCheckpoint,
                 std::string("the checkpoint holds records in flight to '") + name + "' on a " +
                     partitionerName(out.sentBy) +
@@ -966,8 +973,7 @@ void JobExecution::runInputs(Subtask& task) {
   std::vector<bool> overtakes;  // forward and broadcast edges stay aligned, as in Flink
   for (size_t i = 0; i < n; ++i) {
     inputs.push_back(task.inputs[i].get());
-    PartitionerKind sentBy = task.inputOrigins[i].partitioner;
-    overtakes.push_back(sentBy != PartitionerKind::kForward && sentBy != PartitionerKind::kBroadcast);
+    overtakes.push_back(sharedOutOnRescale(task.inputOrigins[i].partitioner));
   }
   BarrierHandler::Hooks hooks;
   hooks.snapshot = [&](int64_t id) { return takeSnapshot(task, id, nowMillis()); };
