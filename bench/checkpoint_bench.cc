@@ -52,7 +52,7 @@ struct FailOnce : RichMapFunction<Write, Write> {
 };
 
 struct Figures {
-  double sync = 0, async = 0, alignment = 0, total = 0, size = 0, fullSize = 0;
+  double sync = 0, syncMax = 0, async = 0, alignment = 0, total = 0, size = 0, fullSize = 0, rate = 0;
 };
 
 // "heap", "rocksdb", or "rocksdb_incremental" (RocksDB with incremental checkpoints).
@@ -102,27 +102,39 @@ JobClient startFilled(const std::string& backend, int64_t keys, int checkpoints,
   return client;
 }
 
-// The figures of the third checkpoint after the state was filled, but the size: what
-// the 3rd to the 10th checkpoints wrote on average (incremental checkpoints write more
-// when a compaction rewrote files, so one checkpoint says little).
+// The figures of the third checkpoint after the state was filled, but the size and the
+// synchronous part: the mean size the 3rd to the 10th checkpoints wrote (incremental
+// checkpoints write more when a compaction rewrote files, so one checkpoint says
+// little), and the median and the slowest of their synchronous parts.
 Figures measure(const std::string& backend, int64_t keys) {
   auto client = startFilled(backend, keys, 3, std::make_shared<std::atomic<bool>>(false), RestartStrategy::noRestart());
   auto m = client.getMetrics();
-  Figures f{static_cast<double>(m.lastCheckpointSyncDuration), static_cast<double>(m.lastCheckpointAsyncDuration),
-            static_cast<double>(m.lastCheckpointAlignmentTime), static_cast<double>(m.lastCheckpointDuration),
-            0, static_cast<double>(m.lastCheckpointFullSize)};
+  Figures f{0, 0, static_cast<double>(m.lastCheckpointAsyncDuration), static_cast<double>(m.lastCheckpointAlignmentTime),
+            static_cast<double>(m.lastCheckpointDuration), 0, static_cast<double>(m.lastCheckpointFullSize)};
   constexpr int kCheckpoints = 8;
-  int64_t seen = m.numberOfCompletedCheckpoints, counted = 0;
-  double written = static_cast<double>(m.lastCheckpointSize);
-  for (counted = 1; counted < kCheckpoints;) {
+  int64_t seen = m.numberOfCompletedCheckpoints;
+  double size = static_cast<double>(m.lastCheckpointSize);
+  std::vector<double> syncs{static_cast<double>(m.lastCheckpointSyncDuration)};
+  auto written = [&](const JobMetrics& metrics) {
+    uint64_t n = 0;
+    for (const auto& v : metrics.vertices) n += v.numSourceRecords;
+    return static_cast<double>(n);
+  };
+  const double writesBefore = written(m);
+  const auto start = std::chrono::steady_clock::now();
+  while (syncs.size() < kCheckpoints) {
     std::this_thread::sleep_for(2ms);
     auto now = client.getMetrics();
     if (now.numberOfCompletedCheckpoints == seen) continue;
     seen = now.numberOfCompletedCheckpoints;
-    written += static_cast<double>(now.lastCheckpointSize);
-    ++counted;
+    size += static_cast<double>(now.lastCheckpointSize);
+    syncs.push_back(static_cast<double>(now.lastCheckpointSyncDuration));
+    f.rate = (written(now) - writesBefore) / std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   }
-  f.size = written / kCheckpoints;
+  f.size = size / kCheckpoints;
+  std::sort(syncs.begin(), syncs.end());
+  f.sync = syncs[syncs.size() / 2];
+  f.syncMax = syncs.back();
   client.cancel();
   client.wait();
   return f;
@@ -150,8 +162,10 @@ void checkpointSize(int runs) {
       std::vector<std::pair<std::string, double>> figures{
           {"keys", static_cast<double>(keys)},          {"state_bytes", 100.0 * static_cast<double>(keys)},
           {"size_bytes", median(&Figures::size)},       {"full_size_bytes", median(&Figures::fullSize)},
-          {"sync_ms", median(&Figures::sync)},          {"async_ms", median(&Figures::async)},
-          {"alignment_ms", median(&Figures::alignment)}, {"duration_ms", median(&Figures::total)}};
+          {"sync_ms", median(&Figures::sync)},          {"sync_max_ms", median(&Figures::syncMax)},
+          {"async_ms", median(&Figures::async)},
+          {"alignment_ms", median(&Figures::alignment)}, {"duration_ms", median(&Figures::total)},
+          {"records_per_s", median(&Figures::rate)}};
       if (backend == "rocksdb") rocksdbFull = median(&Figures::size);
       // Incremental: what a checkpoint wrote against what a full RocksDB one writes.
       if (incremental && rocksdbFull > 0) figures.emplace_back("ratio", median(&Figures::size) / rocksdbFull);

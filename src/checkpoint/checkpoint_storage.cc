@@ -271,6 +271,12 @@ std::string rocksDBFilePath(const std::string& dir, const RocksDBFileInfo& f) {
 }
 
 void writeStateFile(const CheckpointTarget& target, OperatorSnapshot& snapshot, StateFileInfo& info) {
+  if (snapshot.rocksdb && snapshot.rocksdb->take && !snapshot.rocksdb->take(*snapshot.rocksdb)) {
+    // RocksDB's files went past the barrier: this checkpoint stores every entry instead.
+    snapshot.keyed.merge(snapshot.rocksdb->fallback);
+    snapshot.rocksdb.reset();
+  }
+  if (snapshot.rocksdb) snapshot.rocksdb->fallback.clear();  // its RocksDB snapshot goes at once
   AtomicFileWriter file((fs::path(target.folder) / info.file).string());
   DataOutput& out = file.out();
   out.writeRaw(kStateMagic.data(), kStateMagic.size());

@@ -101,7 +101,8 @@ struct CheckpointTarget {
 };
 
 // Writes `snapshot` (only key groups in `info.keyGroups`) to <folder>/<info.file>, and an
-// incremental RocksDB checkpoint's files beside it and in shared/; fills in sizes,
+// incremental RocksDB checkpoint's files, taken first, beside it and in shared/ (or, when
+// they cannot be taken as they were at the barrier, its every entry); fills in sizes,
 // checksums and state names. Throws weir::Error (kIo) naming the file.
 void writeStateFile(const CheckpointTarget& target, OperatorSnapshot& snapshot, StateFileInfo& info);
 // Where a checkpoint at `dir` keeps RocksDB file `f`.

@@ -3,14 +3,17 @@
 // to any kind of file is found, and that what was stored reads back.
 #include <unistd.h>
 
+#include <condition_variable>
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <set>
 
 #include <gtest/gtest.h>
+#include <rocksdb/env.h>
 
 #include "checkpoint/checkpoint_storage.h"
 #include "state/state_test_harness.h"
@@ -64,22 +67,33 @@ class IncrementalCheckpointTest : public ::testing::Test {
   // Checkpoint `id` of a rescaled operator: one instance per store, with its key groups.
   std::vector<StateFileInfo> storeInstances(
       int64_t id, const std::vector<std::pair<test::StateHarness<int64_t>*, KeyGroupRange>>& instances) {
+    std::vector<OperatorSnapshot> snapshots(instances.size());
+    std::vector<std::pair<OperatorSnapshot*, KeyGroupRange>> parts;
+    for (size_t i = 0; i < instances.size(); ++i) {
+      instances[i].first->store().snapshot(id, snapshots[i]);
+      EXPECT_TRUE(snapshots[i].rocksdb) << "incremental checkpoints take RocksDB's own files";
+      parts.emplace_back(&snapshots[i], instances[i].second);
+    }
+    return writeCheckpoint(id, parts);
+  }
+
+  // Writes the snapshots of checkpoint `id`, taken on the "task thread" before, to
+  // <job>/chk-<id> as the I/O thread does, metadata last.
+  std::vector<StateFileInfo> writeCheckpoint(int64_t id,
+                                             const std::vector<std::pair<OperatorSnapshot*, KeyGroupRange>>& parts) {
     const fs::path folder = chk(id);
     fs::create_directories(folder);
     CheckpointMetadata m;
     m.checkpointId = id;
     m.jobId = "job";
     m.maxParallelism = 128;
-    for (const auto& [harness, keyGroups] : instances) {
-      OperatorSnapshot snapshot;
-      harness->store().snapshot(id, snapshot);
-      EXPECT_TRUE(snapshot.rocksdb) << "incremental checkpoints take RocksDB's own files";
+    for (const auto& [snapshot, keyGroups] : parts) {
       StateFileInfo& info = m.files.emplace_back();
       info.operatorId = "op";
       info.operatorName = "Keep";
       info.keyGroups = keyGroups;
       info.file = "op-" + std::to_string(m.files.size() - 1) + "-state";
-      writeStateFile(CheckpointTarget{folder.string(), (job_ / "shared").string(), id, &shared_}, snapshot, info);
+      writeStateFile(CheckpointTarget{folder.string(), (job_ / "shared").string(), id, &shared_}, *snapshot, info);
     }
     writeMetadata(folder.string(), m);
     return m.files;
@@ -249,6 +263,124 @@ TEST_F(IncrementalCheckpointTest, RescaledInstancesHoldExactlyTheirKeyGroups) {
       ASSERT_TRUE(range.contains(groupOf(k))) << "key " << k;
       ASSERT_EQ(v, expected(k)) << "key " << k;
     }
+  }
+}
+
+// The synchronous part only closes the write buffers; the files are linked later, off
+// the task thread, and hold nothing written after the barrier.
+TEST_F(IncrementalCheckpointTest, WritesAfterTheBarrierStayOutOfTheFilesLinkedLater) {
+  write(0, kKeys, 1, 1);
+  OperatorSnapshot taken;
+  h_.store().snapshot(1, taken);
+  ASSERT_TRUE(taken.rocksdb);
+  write(0, kKeys, 1, 2);  // after the barrier: 10 MB, in a write buffer of 64 MB
+  StateFileInfo info = writeCheckpoint(1, {{&taken, kAll}}).at(0);
+  EXPECT_FALSE(info.rocksdb.empty()) << "RocksDB's own files, not every entry";
+
+  test::StateHarness<int64_t> restored{std::make_shared<EmbeddedRocksDBStateBackend>(true)};
+  auto values = restoredValues(restored, chk(1).string(), kAll, 7);
+  ASSERT_EQ(values.size(), static_cast<size_t>((kKeys + 6) / 7));
+  for (const auto& [k, v] : values) ASSERT_EQ(v, valueOf(k, 1)) << "key " << k;
+}
+
+// Holds every thread of RocksDB's flush pool (one pool for every database in the
+// process) until destroyed: write buffers closed meanwhile wait for their flush.
+class FlushPoolHold {
+ public:
+  FlushPoolHold() : threads_(rocksdb::Env::Default()->GetBackgroundThreads(rocksdb::Env::HIGH)) {
+    EXPECT_GT(threads_, 0) << "a database is open, so RocksDB has a flush pool";
+    for (int i = 0; i < threads_; ++i) rocksdb::Env::Default()->Schedule(&FlushPoolHold::hold, this, rocksdb::Env::HIGH);
+    std::unique_lock lock(mutex_);
+    cv_.wait(lock, [&] { return holding_ == threads_; });
+  }
+  ~FlushPoolHold() {
+    std::unique_lock lock(mutex_);
+    released_ = true;
+    cv_.notify_all();
+    cv_.wait(lock, [&] { return holding_ == 0; });
+  }
+
+ private:
+  static void hold(void* arg) {
+    auto* self = static_cast<FlushPoolHold*>(arg);
+    std::unique_lock lock(self->mutex_);
+    ++self->holding_;
+    self->cv_.notify_all();
+    self->cv_.wait(lock, [&] { return self->released_; });
+    --self->holding_;
+    self->cv_.notify_all();
+  }
+
+  const int threads_;
+  std::mutex mutex_;
+  std::condition_variable cv_;
+  int holding_ = 0;
+  bool released_ = false;
+};
+
+// Write buffers of 64 KB fill up with writes made after the barrier before the barrier's
+// own were flushed (the flush pool is held): they would reach the files before the
+// checkpoint's are linked, so the checkpoint stores every entry as it was at the barrier
+// instead; the next one is incremental again.
+TEST_F(IncrementalCheckpointTest, WhenLaterWritesReachTheFilesFirstTheCheckpointStoresEveryEntry) {
+  EmbeddedRocksDBStateBackend::Options options;
+  options.incrementalCheckpoints = true;
+  options.writeBufferSize = 64 << 10;
+  options.maxWriteBufferNumber = 16;  // writes go on while the flushes wait
+  test::StateHarness<int64_t> small{std::make_shared<EmbeddedRocksDBStateBackend>(options)};
+  auto& value = small.context().getState(ValueStateDescriptor<std::string>("value"));
+  auto writeSmall = [&](int step, int version) {
+    for (int64_t k = 0; k < kKeys; k += step) {
+      small.setKey(k);
+      value.update(valueOf(k, version));
+    }
+  };
+  writeSmall(1, 1);
+  OperatorSnapshot first;
+  {
+    FlushPoolHold hold;
+    small.store().snapshot(1, first);
+    writeSmall(50, 2);  // 2,000 writes of ~110 bytes: a few write buffers
+  }
+  StateFileInfo info = writeCheckpoint(1, {{&first, kAll}}).at(0);
+  EXPECT_TRUE(info.rocksdb.empty()) << "RocksDB's files went past the barrier; stored " << info.rocksdb.size();
+  EXPECT_EQ(info.keyedStates, std::vector<std::string>{"value"});
+
+  test::StateHarness<int64_t> restored{std::make_shared<EmbeddedRocksDBStateBackend>(true)};
+  auto values = restoredValues(restored, chk(1).string(), kAll, 10);
+  ASSERT_EQ(values.size(), static_cast<size_t>(kKeys / 10));
+  for (const auto& [k, v] : values) ASSERT_EQ(v, valueOf(k, 1)) << "key " << k;
+
+  OperatorSnapshot second;
+  small.store().snapshot(2, second);
+  StateFileInfo next = writeCheckpoint(2, {{&second, kAll}}).at(0);
+  EXPECT_FALSE(next.rocksdb.empty()) << "nothing was written after this barrier";
+  test::StateHarness<int64_t> again{std::make_shared<EmbeddedRocksDBStateBackend>(true)};
+  values = restoredValues(again, chk(2).string(), kAll, 10);
+  ASSERT_EQ(values.size(), static_cast<size_t>(kKeys / 10));
+  for (const auto& [k, v] : values) ASSERT_EQ(v, valueOf(k, k % 50 == 0 ? 2 : 1)) << "key " << k;
+}
+
+// Two checkpoints in flight (maxConcurrentCheckpoints > 1): the second's synchronous part
+// links the first's files before it closes the write buffers again, so each checkpoint,
+// written in any order, is RocksDB's own files and holds exactly its moment.
+TEST_F(IncrementalCheckpointTest, TheNextCheckpointLinksTheFilesOfOneStillInFlightFirst) {
+  write(0, kKeys, 1, 1);
+  OperatorSnapshot first, second;
+  h_.store().snapshot(1, first);
+  write(0, kKeys, 100, 2);
+  h_.store().snapshot(2, second);
+  write(0, kKeys, 1, 3);
+  StateFileInfo two = writeCheckpoint(2, {{&second, kAll}}).at(0);
+  StateFileInfo one = writeCheckpoint(1, {{&first, kAll}}).at(0);
+  EXPECT_FALSE(one.rocksdb.empty()) << "linked before the second barrier's flush";
+  EXPECT_FALSE(two.rocksdb.empty());
+  for (int64_t id : {1, 2}) {
+    test::StateHarness<int64_t> restored{std::make_shared<EmbeddedRocksDBStateBackend>(true)};
+    auto values = restoredValues(restored, chk(id).string(), kAll, 7);
+    ASSERT_EQ(values.size(), static_cast<size_t>((kKeys + 6) / 7)) << "checkpoint " << id;
+    for (const auto& [k, v] : values)
+      ASSERT_EQ(v, valueOf(k, id == 2 && k % 100 == 0 ? 2 : 1)) << "checkpoint " << id << ", key " << k;
   }
 }
 

@@ -66,6 +66,7 @@ void KeyedStateStore::snapshot(int64_t checkpointId, OperatorSnapshot& out) {
     return;
   }
   out.rocksdb = rocksdb_->checkpoint(checkpointId);  // restored entries are in its columns
+  out.rocksdb->fallback = snapshot();                 // the same moment: nothing was written since
 }
 
 void KeyedStateStore::setRestored(RestoredOperatorState& restored) {

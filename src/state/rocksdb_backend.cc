@@ -4,11 +4,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdlib>
+#include <exception>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <thread>
 
 #include <rocksdb/cache.h>
 #include <rocksdb/compaction_filter.h>
@@ -19,6 +23,7 @@
 #include <rocksdb/write_batch.h>
 #include <rocksdb/write_buffer_manager.h>
 
+#include "core/thread_name.h"
 #include "state/rocksdb_options.h"
 #include "weir/detail/operator_snapshot.h"
 #include "weir/detail/rocksdb_state.h"
@@ -384,6 +389,7 @@ class Instance final : public RocksDBInstance {
   }
 
   void compactAll() override {
+    takePending();
     for (auto& [name, open] : columns_) {
       rocksdb::ColumnFamilyHandle* handle = open.column->handle();
       rocksdb::Status s = db_->Flush(rocksdb::FlushOptions(), handle);
@@ -395,24 +401,181 @@ class Instance final : public RocksDBInstance {
   bool incrementalCheckpoints() const override { return incremental_; }
 
   std::unique_ptr<RocksDBCheckpoint> checkpoint(int64_t checkpointId) override {
+    takePending();
     auto out = std::make_unique<RocksDBCheckpoint>();
     out->folder = directory_ + "-chk-" + std::to_string(checkpointId);
     out->uploads = uploads_;
+    out->columns = columnNames();
     std::error_code ec;
     fs::remove_all(out->folder, ec);  // of an attempt that failed before uploading it
-    rocksdb::Checkpoint* raw = nullptr;
-    rocksdb::Status s = rocksdb::Checkpoint::Create(db_.get(), &raw);
-    std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
-    // A log size of 0 flushes every write buffer first: the files then hold everything.
-    if (s.ok()) s = checkpoint->CreateCheckpoint(out->folder, 0);
-    if (!s.ok()) {
-      throw Error(ErrorCode::kIo, "RocksDB could not take a checkpoint of '" + directory_ + "' into '" +
-                                      out->folder + "': " + s.ToString());
-    }
-    for (const auto& entry : fs::directory_iterator(out->folder)) out->files.push_back(entry.path().filename());
-    std::sort(out->files.begin(), out->files.end());
-    out->columns = columnNames();
+    auto capture = std::make_shared<Capture>(*this, out->folder);
+    pending_ = capture;
+    out->take = [capture](RocksDBCheckpoint& c) {
+      const Capture::Linked& linked = capture->take();
+      c.files = linked.files;
+      return linked.exact;
+    };
     return out;
+  }
+
+  // One checkpoint's files, from the moment its write buffers closed. A thread of its own
+  // links them as soon as those are flushed, so that later writes have the least time
+  // to reach files first; take() waits for it.
+  class Capture {
+   public:
+    struct Linked {
+      std::vector<std::string> files;  // names in the folder
+      bool exact = false;              // no file holds a write made after the barrier
+    };
+
+    // Closes every column's write buffer without waiting for its flush: the task thread
+    // goes on writing into new ones. Not stalling writes: RocksDB would otherwise wait
+    // here for compactions to catch up (seconds when they lag).
+    Capture(Instance& instance, std::string folder) : instance_(instance), folder_(std::move(folder)) {
+      handles_.push_back(instance.defaultColumn_);
+      for (auto& [name, open] : instance.columns_) handles_.push_back(open.column->handle());
+      rocksdb::DB& db = *instance.db_;
+      rocksdb::FlushOptions flush;
+      flush.wait = false;
+      flush.allow_write_stall = true;
+      rocksdb::Status s = db.Flush(flush, handles_);
+      if (s.IsTryAgain()) {  // writes are stopped: waiting here for the flush costs the task nothing
+        flush.wait = true;
+        s = db.Flush(flush, handles_);
+      }
+      if (!s.ok()) fail("flush the write buffers of", s);
+      barrierSequence_ = db.GetLatestSequenceNumber();  // the task thread is the only writer
+      for (auto* handle : handles_) immutableAtBarrier_.push_back(property(handle, "rocksdb.num-immutable-mem-table"));
+      errorsAtBarrier_ = property(handles_.front(), "rocksdb.background-errors");
+      // Keeps writes made after the barrier from losing their sequence numbers (RocksDB
+      // zeroes those older than every snapshot) and from hiding older values in the
+      // files compactions write meanwhile, for link() to tell them.
+      snapshot_ = db.GetSnapshot();
+      worker_ = std::thread([this] {
+        nameThisThread("weir rocksdb");
+        try {
+          linked_.exact = waitForFlushes() && link();
+        } catch (...) {
+          error_ = std::current_exception();
+        }
+        instance_.db_->ReleaseSnapshot(snapshot_);
+      });
+    }
+    Capture(const Capture&) = delete;
+    Capture& operator=(const Capture&) = delete;
+
+    ~Capture() {
+      abandon();
+      std::error_code ec;
+      fs::remove_all(folder_, ec);  // linked for a checkpoint that did not upload them
+    }
+
+    // The files; throws what kept the thread from linking them.
+    const Linked& take() {
+      join();
+      if (error_) std::rethrow_exception(error_);
+      return linked_;
+    }
+
+    // Stops waiting for flushes (the database closes): take() then throws.
+    void abandon() {
+      abandoned_ = true;
+      join();
+    }
+
+   private:
+    void join() {
+      std::lock_guard lock(joinMutex_);
+      if (worker_.joinable()) worker_.join();
+    }
+
+    uint64_t property(rocksdb::ColumnFamilyHandle* handle, const char* name) const {
+      uint64_t value = 0;
+      if (!instance_.db_->GetIntProperty(handle, name, &value))
+        throw Error(ErrorCode::kInternal, std::string("RocksDB has no property ") + name);
+      return value;
+    }
+
+    [[noreturn]] void fail(const std::string& what, const rocksdb::Status& s) const {
+      throw Error(ErrorCode::kIo,
+                  "RocksDB could not " + what + " '" + instance_.directory_ + "' for a checkpoint: " + s.ToString());
+    }
+
+    // True once the write buffers closed at the barrier are flushed; false as soon as one
+    // closed after it (it holds later writes).
+    bool waitForFlushes() {
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+      for (;;) {
+        bool flushed = true;
+        for (size_t i = 0; i < handles_.size(); ++i) {
+          const uint64_t waiting = property(handles_[i], "rocksdb.num-immutable-mem-table");
+          if (waiting > immutableAtBarrier_[i]) return false;
+          flushed = flushed && waiting == 0;
+        }
+        if (flushed) return true;
+        if (property(handles_.front(), "rocksdb.background-errors") > errorsAtBarrier_)
+          fail("flush the write buffers of", rocksdb::Status::IOError("a background error (see its LOG file)"));
+        if (abandoned_) throw Error(ErrorCode::kCancelled, "the RocksDB instance closed before its checkpoint was taken");
+        if (std::chrono::steady_clock::now() > deadline)
+          fail("flush the write buffers of", rocksdb::Status::TimedOut("no flush in 10 minutes"));
+        std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      }
+    }
+
+    // Hard-links the files without a flush (they hold every write up to the barrier, and
+    // the write-ahead log is off); false when one holds a later write. A file that a
+    // compaction wrote and removed between the two listings counts as such (rare).
+    bool link() {
+      std::map<std::string, uint64_t> newest;  // SST file name to its newest write's sequence number
+      auto list = [&] {
+        std::vector<rocksdb::LiveFileMetaData> files;
+        instance_.db_->GetLiveFilesMetaData(&files);
+        for (const auto& f : files) newest[fs::path(f.name).filename().string()] = f.largest_seqno;
+      };
+      list();
+      rocksdb::Checkpoint* raw = nullptr;
+      rocksdb::Status s = rocksdb::Checkpoint::Create(instance_.db_.get(), &raw);
+      std::unique_ptr<rocksdb::Checkpoint> checkpoint(raw);
+      if (s.ok()) s = checkpoint->CreateCheckpoint(folder_, std::numeric_limits<uint64_t>::max());
+      if (!s.ok()) fail("link into '" + folder_ + "' the files of", s);
+      list();  // and the files compactions wrote meanwhile
+      bool exact = true;
+      for (const auto& entry : fs::directory_iterator(folder_)) {
+        const std::string name = entry.path().filename().string();
+        linked_.files.push_back(name);
+        if (!isSstFile(name)) continue;
+        auto it = newest.find(name);
+        exact = exact && it != newest.end() && it->second <= barrierSequence_;
+      }
+      std::sort(linked_.files.begin(), linked_.files.end());
+      return exact;
+    }
+
+    Instance& instance_;
+    const std::string folder_;
+    std::vector<rocksdb::ColumnFamilyHandle*> handles_;
+    std::vector<uint64_t> immutableAtBarrier_;  // per handle: write buffers not flushed yet
+    uint64_t barrierSequence_ = 0;              // of the last write before the barrier
+    uint64_t errorsAtBarrier_ = 0;
+    const rocksdb::Snapshot* snapshot_ = nullptr;
+    std::atomic<bool> abandoned_{false};
+    Linked linked_;            // written by the worker, read after join()
+    std::exception_ptr error_;  // the same
+    std::mutex joinMutex_;
+    std::thread worker_;
+  };
+
+  // An earlier checkpoint's files come before any flush: closing the write buffers again
+  // would let writes made after its barrier reach files before they are linked. Its own
+  // take() reports its errors.
+  void takePending() {
+    if (auto capture = pending_.lock()) {
+      try {
+        capture->take();
+      } catch (...) {
+      }
+    }
+    pending_.reset();
   }
 
   void restore(const RestoredRocksDB& from, KeyGroupRange keep) override {
@@ -488,6 +651,8 @@ class Instance final : public RocksDBInstance {
   }
 
   void close() {
+    if (auto capture = pending_.lock()) capture->abandon();  // its thread uses the database
+    pending_.reset();
     columns_.clear();
     if (db_) {
       db_->DestroyColumnFamilyHandle(defaultColumn_);
@@ -537,6 +702,7 @@ class Instance final : public RocksDBInstance {
   rocksdb::DBOptions dbOptions_;
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* defaultColumn_ = nullptr;
+  std::weak_ptr<Capture> pending_;  // the last checkpoint's, until its files are linked
   std::map<std::string, Open> columns_;
   std::shared_ptr<RocksDBUploads> uploads_ = std::make_shared<RocksDBUploads>();
 };
@@ -563,3 +729,4 @@ std::unique_ptr<RocksDBInstance> openRocksDB(const EmbeddedRocksDBStateBackend& 
 }
 
 }  // namespace weir::detail
+

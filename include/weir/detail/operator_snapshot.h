@@ -54,14 +54,23 @@ class RocksDBUploads {
   std::map<std::string, std::string> stored_;
 };
 
-// RocksDB's own checkpoint of one instance (incremental checkpoints), taken on the task
-// thread: write buffers flushed, SST files hard-linked and the rest copied into a local
-// folder, which the destructor removes once the files are uploaded.
+// RocksDB's own checkpoint of one instance (incremental checkpoints). On the task thread
+// (the synchronous part) the write buffers are only closed, later writes going to new
+// ones; a thread of its own waits for their flush and puts the SST files, hard-linked,
+// and RocksDB's other files, copied, into the local folder `folder`, which the destructor
+// removes once the files are uploaded.
 struct RocksDBCheckpoint {
   std::string folder;
-  std::vector<std::string> files;    // names inside `folder`
+  std::vector<std::string> files;    // names inside `folder`, once taken
   std::vector<std::string> columns;  // the states (column families) it holds
   std::shared_ptr<RocksDBUploads> uploads;
+  // Waits for those files and fills `files`; false when RocksDB flushed writes made after
+  // the barrier before the files could be linked (a write buffer filled up meanwhile):
+  // they do not show the state at the barrier, and `fallback` is written instead. Throws
+  // when RocksDB could not flush or link.
+  std::function<bool(RocksDBCheckpoint&)> take;
+  // Every column's entries as they were at the barrier (a RocksDB snapshot), by state name.
+  std::map<std::string, std::unique_ptr<StateSnapshot>> fallback;
 
   RocksDBCheckpoint() = default;
   RocksDBCheckpoint(const RocksDBCheckpoint&) = delete;

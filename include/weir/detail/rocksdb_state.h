@@ -99,7 +99,8 @@ class RocksDBInstance {
   // Whether checkpoints of this instance are incremental (RocksDB's own files).
   virtual bool incrementalCheckpoints() const = 0;
   // RocksDB's own checkpoint of every column as it is now, for checkpoint `checkpointId`:
-  // write buffers are flushed, then the files hard-linked into a new local folder.
+  // the write buffers are closed here, and a thread of its own links the files into a
+  // new local folder once they are flushed (RocksDBCheckpoint::take waits for it).
   virtual std::unique_ptr<RocksDBCheckpoint> checkpoint(int64_t checkpointId) = 0;
   // Replaces this instance's database, which must have no column yet, by the one a
   // checkpoint holds, and drops (range deletes, as Flink clips a database) every key
