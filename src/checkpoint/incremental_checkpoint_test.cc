@@ -3,6 +3,7 @@
 // to any kind of file is found, and that what was stored reads back.
 #include <unistd.h>
 
+#include <chrono>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -291,7 +292,8 @@ class FlushPoolHold {
     EXPECT_GT(threads_, 0) << "a database is open, so RocksDB has a flush pool";
     for (int i = 0; i < threads_; ++i) rocksdb::Env::Default()->Schedule(&FlushPoolHold::hold, this, rocksdb::Env::HIGH);
     std::unique_lock lock(mutex_);
-    cv_.wait(lock, [&] { return holding_ == threads_; });
+    EXPECT_TRUE(cv_.wait_for(lock, std::chrono::seconds(30), [&] { return holding_ == threads_; }))
+        << "the flush pool did not run the holds: a flush in progress never ended";
   }
   ~FlushPoolHold() {
     std::unique_lock lock(mutex_);
@@ -326,7 +328,7 @@ TEST_F(IncrementalCheckpointTest, WhenLaterWritesReachTheFilesFirstTheCheckpoint
   EmbeddedRocksDBStateBackend::Options options;
   options.incrementalCheckpoints = true;
   options.writeBufferSize = 64 << 10;
-  options.maxWriteBufferNumber = 16;  // writes go on while the flushes wait
+  options.maxWriteBufferNumber = 64;  // writes go on while the flushes wait
   test::StateHarness<int64_t> small{std::make_shared<EmbeddedRocksDBStateBackend>(options)};
   auto& value = small.context().getState(ValueStateDescriptor<std::string>("value"));
   auto writeSmall = [&](int step, int version) {
@@ -336,6 +338,8 @@ TEST_F(IncrementalCheckpointTest, WhenLaterWritesReachTheFilesFirstTheCheckpoint
     }
   };
   writeSmall(1, 1);
+  small.store().rocksdb()->compactAll();  // no flush still to come when the pool is held
+  writeSmall(1000, 1);                     // and 100 writes for the barrier to close
   OperatorSnapshot first;
   {
     FlushPoolHold hold;

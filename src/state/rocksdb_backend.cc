@@ -439,10 +439,6 @@ class Instance final : public RocksDBInstance {
       flush.wait = false;
       flush.allow_write_stall = true;
       rocksdb::Status s = db.Flush(flush, handles_);
-      if (s.IsTryAgain()) {  // writes are stopped: waiting here for the flush costs the task nothing
-        flush.wait = true;
-        s = db.Flush(flush, handles_);
-      }
       if (!s.ok()) fail("flush the write buffers of", s);
       barrierSequence_ = db.GetLatestSequenceNumber();  // the task thread is the only writer
       for (auto* handle : handles_) immutableAtBarrier_.push_back(property(handle, "rocksdb.num-immutable-mem-table"));
@@ -451,15 +447,20 @@ class Instance final : public RocksDBInstance {
       // zeroes those older than every snapshot) and from hiding older values in the
       // files compactions write meanwhile, for link() to tell them.
       snapshot_ = db.GetSnapshot();
-      worker_ = std::thread([this] {
-        nameThisThread("weir rocksdb");
-        try {
-          linked_.exact = waitForFlushes() && link();
-        } catch (...) {
-          error_ = std::current_exception();
-        }
-        instance_.db_->ReleaseSnapshot(snapshot_);
-      });
+      try {
+        worker_ = std::thread([this] {
+          nameThisThread("weir rocksdb");
+          try {
+            linked_.exact = waitForFlushes() && linkExactly();
+          } catch (...) {
+            error_ = std::current_exception();
+          }
+          instance_.db_->ReleaseSnapshot(snapshot_);
+        });
+      } catch (...) {
+        db.ReleaseSnapshot(snapshot_);
+        throw;
+      }
     }
     Capture(const Capture&) = delete;
     Capture& operator=(const Capture&) = delete;
@@ -502,14 +503,17 @@ class Instance final : public RocksDBInstance {
     }
 
     // True once the write buffers closed at the barrier are flushed; false as soon as one
-    // closed after it (it holds later writes).
+    // closed after it (it holds later writes): only flushes lower a column's count, so a
+    // count above the lowest seen is a write buffer closed since.
     bool waitForFlushes() {
       const auto deadline = std::chrono::steady_clock::now() + std::chrono::minutes(10);
+      std::vector<uint64_t> lowest = immutableAtBarrier_;
       for (;;) {
         bool flushed = true;
         for (size_t i = 0; i < handles_.size(); ++i) {
           const uint64_t waiting = property(handles_[i], "rocksdb.num-immutable-mem-table");
-          if (waiting > immutableAtBarrier_[i]) return false;
+          if (waiting > lowest[i]) return false;
+          lowest[i] = waiting;
           flushed = flushed && waiting == 0;
         }
         if (flushed) return true;
@@ -522,10 +526,23 @@ class Instance final : public RocksDBInstance {
       }
     }
 
+    // Links the files; false when one holds a write made after the barrier. A file that a
+    // compaction wrote and removed again while they were linked has no sequence numbers
+    // to check: the files are linked again (a few times, then it counts as later).
+    bool linkExactly() {
+      for (int attempt = 0; attempt < 3; ++attempt) {
+        if (auto exact = link()) return *exact;
+        std::error_code ec;
+        fs::remove_all(folder_, ec);
+        linked_.files.clear();
+      }
+      return false;
+    }
+
     // Hard-links the files without a flush (they hold every write up to the barrier, and
-    // the write-ahead log is off); false when one holds a later write. A file that a
-    // compaction wrote and removed between the two listings counts as such (rare).
-    bool link() {
+    // the write-ahead log is off); false when one holds a later write, nothing when a
+    // file's sequence numbers are unknown.
+    std::optional<bool> link() {
       std::map<std::string, uint64_t> newest;  // SST file name to its newest write's sequence number
       auto list = [&] {
         std::vector<rocksdb::LiveFileMetaData> files;
@@ -539,16 +556,18 @@ class Instance final : public RocksDBInstance {
       if (s.ok()) s = checkpoint->CreateCheckpoint(folder_, std::numeric_limits<uint64_t>::max());
       if (!s.ok()) fail("link into '" + folder_ + "' the files of", s);
       list();  // and the files compactions wrote meanwhile
-      bool exact = true;
+      bool unknown = false;
       for (const auto& entry : fs::directory_iterator(folder_)) {
         const std::string name = entry.path().filename().string();
         linked_.files.push_back(name);
         if (!isSstFile(name)) continue;
         auto it = newest.find(name);
-        exact = exact && it != newest.end() && it->second <= barrierSequence_;
+        if (it == newest.end()) unknown = true;
+        else if (it->second > barrierSequence_) return false;
       }
       std::sort(linked_.files.begin(), linked_.files.end());
-      return exact;
+      if (unknown) return std::nullopt;
+      return true;
     }
 
     Instance& instance_;
@@ -569,9 +588,9 @@ class Instance final : public RocksDBInstance {
   // would let writes made after its barrier reach files before they are linked. Its own
   // take() reports its errors.
   void takePending() {
-    if (auto capture = pending_.lock()) {
+    if (pending_) {
       try {
-        capture->take();
+        pending_->take();
       } catch (...) {
       }
     }
@@ -651,7 +670,7 @@ class Instance final : public RocksDBInstance {
   }
 
   void close() {
-    if (auto capture = pending_.lock()) capture->abandon();  // its thread uses the database
+    if (pending_) pending_->abandon();  // its thread uses the database
     pending_.reset();
     columns_.clear();
     if (db_) {
@@ -702,7 +721,9 @@ class Instance final : public RocksDBInstance {
   rocksdb::DBOptions dbOptions_;
   std::unique_ptr<rocksdb::DB> db_;
   rocksdb::ColumnFamilyHandle* defaultColumn_ = nullptr;
-  std::weak_ptr<Capture> pending_;  // the last checkpoint's, until its files are linked
+  // The last checkpoint's, held until the next one or close() (its thread uses the
+  // database, so it must not end elsewhere while the database closes).
+  std::shared_ptr<Capture> pending_;
   std::map<std::string, Open> columns_;
   std::shared_ptr<RocksDBUploads> uploads_ = std::make_shared<RocksDBUploads>();
 };
