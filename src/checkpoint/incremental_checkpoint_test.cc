@@ -12,6 +12,7 @@
 #include <optional>
 #include <random>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <rocksdb/env.h>
@@ -363,6 +364,60 @@ TEST_F(IncrementalCheckpointTest, WhenLaterWritesReachTheFilesFirstTheCheckpoint
   values = restoredValues(again, chk(2).string(), kAll, 10);
   ASSERT_EQ(values.size(), static_cast<size_t>(kKeys / 10));
   for (const auto& [k, v] : values) ASSERT_EQ(v, valueOf(k, k % 50 == 0 ? 2 : 1)) << "key " << k;
+}
+
+// When writes are stopped (here: a column's two write buffers wait for the flush pool,
+// which is held), RocksDB refuses to close the next column's write buffer without
+// waiting. The barrier then waits for the flushes instead of failing the checkpoint, and
+// the checkpoint is RocksDB's own files, exact at the barrier.
+TEST_F(IncrementalCheckpointTest, WhenWritesAreStoppedTheBarrierWaitsForTheFlushes) {
+  EmbeddedRocksDBStateBackend::Options options;
+  options.incrementalCheckpoints = true;
+  options.writeBufferSize = 64 << 10;
+  options.maxWriteBufferNumber = 2;  // writes stop at two write buffers waiting for their flush
+  test::StateHarness<int64_t> h{std::make_shared<EmbeddedRocksDBStateBackend>(options)};
+  // Columns close in name order: "a-full"'s second closed buffer stops the writes
+  // before "b-small"'s is closed.
+  auto& full = h.context().getState(ValueStateDescriptor<std::string>("a-full"));
+  auto& small = h.context().getState(ValueStateDescriptor<std::string>("b-small"));
+  auto writeBoth = [&](int64_t count, int version) {
+    for (int64_t k = 0; k < count; ++k) {
+      h.setKey(k);
+      full.update(valueOf(k, version));
+      if (k % 100 == 0) small.update(valueOf(k, version));
+    }
+  };
+  writeBoth(1000, 0);
+  h.store().rocksdb()->compactAll();  // no flush still to come when the pool is held
+  OperatorSnapshot snapshot;
+  {
+    std::optional<FlushPoolHold> hold(std::in_place);
+    std::thread release([&] {  // a second is ample for what follows
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+      hold.reset();
+    });
+    writeBoth(750, 1);  // ~1.5 write buffers of "a-full": one closed, waiting for the pool
+    EXPECT_NO_THROW(h.store().snapshot(1, snapshot));
+    release.join();
+  }
+  writeBoth(100, 2);  // less than a write buffer: no buffer of later writes closes
+  StateFileInfo info = writeCheckpoint(1, {{&snapshot, kAll}}).at(0);
+  EXPECT_FALSE(info.rocksdb.empty()) << "the checkpoint is RocksDB's own files";
+  test::StateHarness<int64_t> restored{std::make_shared<EmbeddedRocksDBStateBackend>(true)};
+  CheckpointMetadata m = readMetadata(chk(1).string());
+  verifyCheckpoint(chk(1).string(), m);
+  RestoredOperatorState state;
+  state.keyGroups = kAll;
+  std::vector<OperatorStateSnapshot> operatorState;
+  readStateFile(chk(1).string(), m.files.at(0), kAll, state, operatorState);
+  restored.store().setRestored(state);
+  auto& fullAfter = restored.context().getState(ValueStateDescriptor<std::string>("a-full"));
+  auto& smallAfter = restored.context().getState(ValueStateDescriptor<std::string>("b-small"));
+  for (int64_t k = 0; k < 1000; ++k) {
+    restored.setKey(k);
+    ASSERT_EQ(fullAfter.value().value_or("none"), valueOf(k, k < 750 ? 1 : 0)) << "key " << k;
+    if (k % 100 == 0) ASSERT_EQ(smallAfter.value().value_or("none"), valueOf(k, k < 750 ? 1 : 0)) << "key " << k;
+  }
 }
 
 // Two checkpoints in flight (maxConcurrentCheckpoints > 1): the second's synchronous part

@@ -430,7 +430,10 @@ class Instance final : public RocksDBInstance {
 
     // Closes every column's write buffer without waiting for its flush: the task thread
     // goes on writing into new ones. Not stalling writes: RocksDB would otherwise wait
-    // here for compactions to catch up (seconds when they lag).
+    // here for compactions to catch up (seconds when they lag). When writes are stopped
+    // (a column has maxWriteBufferNumber write buffers waiting for their flush, or too
+    // many files in level 0), RocksDB refuses to close a buffer without waiting: the task
+    // thread then waits here for the flushes, as its next write would.
     Capture(Instance& instance, std::string folder) : instance_(instance), folder_(std::move(folder)) {
       handles_.push_back(instance.defaultColumn_);
       for (auto& [name, open] : instance.columns_) handles_.push_back(open.column->handle());
@@ -439,6 +442,10 @@ class Instance final : public RocksDBInstance {
       flush.wait = false;
       flush.allow_write_stall = true;
       rocksdb::Status s = db.Flush(flush, handles_);
+      if (s.IsTryAgain()) {
+        flush.wait = true;
+        s = db.Flush(flush, handles_);
+      }
       if (!s.ok()) fail("flush the write buffers of", s);
       barrierSequence_ = db.GetLatestSequenceNumber();  // the task thread is the only writer
       for (auto* handle : handles_) immutableAtBarrier_.push_back(property(handle, "rocksdb.num-immutable-mem-table"));
