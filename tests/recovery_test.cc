@@ -238,8 +238,27 @@ struct Verdict {
   int64_t duplicates = 0;  // a count, timer or window result seen again
   int64_t losses = 0;      // a count, timer or window result never seen
   int64_t wrong = 0;       // a count that is not the previous + 1, or a wrong window count
+  std::map<int32_t, int64_t> duplicatesOfKind;  // by Kind
   bool exact() const { return duplicates == 0 && losses == 0 && wrong == 0; }
+  void duplicate(int32_t kind) {
+    ++duplicates;
+    ++duplicatesOfKind[kind];
+  }
 };
+
+std::ostream& operator<<(std::ostream& os, const Verdict& v) {
+  static const char* const kNames[] = {"counts", "timers", "windows", "sessions", "sliding", "rolling"};
+  os << v.duplicates << " duplicates";
+  if (!v.duplicatesOfKind.empty()) {
+    const char* separator = " (";
+    for (const auto& [kind, count] : v.duplicatesOfKind) {
+      os << separator << kNames[kind] << " " << count;
+      separator = ", ";
+    }
+    os << ")";
+  }
+  return os << ", " << v.losses << " losses, " << v.wrong << " wrong";
+}
 
 int64_t windowOf(int64_t time) { return (time / kWindow + 1) * kWindow - 1; }
 
@@ -289,28 +308,28 @@ Verdict check(const std::vector<Out>& out, int64_t n) {
   std::set<std::pair<int64_t, int64_t>> timers, windows, sessions, sliding;
   for (const Out& o : out) {
     if (o.kind == kTimer) {
-      if (!timers.insert({o.key, o.value}).second) ++v.duplicates;
+      if (!timers.insert({o.key, o.value}).second) v.duplicate(o.kind);
       continue;
     }
     if (o.kind == kWindowResult) {
-      if (!windows.insert({o.key, o.window}).second) ++v.duplicates;
+      if (!windows.insert({o.key, o.window}).second) v.duplicate(o.kind);
       else if (expectedWindows[{o.key, o.window}] != o.value) ++v.wrong;
       continue;
     }
     if (o.kind == kSlidingResult) {
-      if (!sliding.insert({o.key, o.window}).second) ++v.duplicates;
+      if (!sliding.insert({o.key, o.window}).second) v.duplicate(o.kind);
       else if (expectedSliding[{o.key, o.window}] != o.value) ++v.wrong;
       continue;
     }
     if (o.kind == kSessionResult) {
-      if (!sessions.insert({o.key, o.window}).second) ++v.duplicates;
+      if (!sessions.insert({o.key, o.window}).second) v.duplicate(o.kind);
       else if (expectedSessionCounts[{o.key, o.window}] != o.value) ++v.wrong;
       continue;
     }
     auto& seenOfKind = o.kind == kRolling ? seenRolling : seen;
     auto& lastOfKind = o.kind == kRolling ? lastRolling : last;
     if (!seenOfKind[o.key].insert(o.value).second) {
-      ++v.duplicates;
+      v.duplicate(o.kind);
     } else if (o.value != lastOfKind[o.key] + 1) {
       ++v.wrong;
     }
@@ -572,8 +591,7 @@ TEST_P(ExactlyOnceRecovery, OutputEqualsAFailureFreeRun) {
   JobRun run = runJob(o, n, 40000);
   ASSERT_FALSE(run.error) << *run.error;
   Verdict v = check(run.out, n);
-  EXPECT_TRUE(v.exact()) << "seed " << seed << ": " << v.duplicates << " duplicates, " << v.losses << " losses, "
-                         << v.wrong << " wrong";
+  EXPECT_TRUE(v.exact()) << "seed " << seed << ": " << v;
   EXPECT_EQ(Failures::thrown.load(), static_cast<int>(failures.size()));
   // Two subtasks may fail in the same attempt: one restart covers both.
   EXPECT_GT(run.metrics.numRestarts, 0);
@@ -617,8 +635,7 @@ TEST(UnalignedCheckpoints, UnderBackPressureHoldRecordsInFlightAndRecoverExactly
     std::string name = c.backend + " timeout " + std::to_string(c.alignedTimeout.count()) + " ms";
     ASSERT_FALSE(run.error) << name << ": " << *run.error;
     Verdict v = check(run.out, n);
-    EXPECT_TRUE(v.exact()) << name << ": " << v.duplicates << " duplicates, " << v.losses << " losses, " << v.wrong
-                           << " wrong";
+    EXPECT_TRUE(v.exact()) << name << ": " << v;
     EXPECT_EQ(Failures::thrown.load(), static_cast<int>(failures.size())) << name;
     EXPECT_GT(run.metrics.numberOfCompletedCheckpoints, 0) << name;
     EXPECT_GT(run.metrics.totalCheckpointPersistedData, 0) << name << ": no checkpoint held records in flight";
@@ -649,8 +666,7 @@ void expectResumesExactly(const std::string& checkpoint, const Committed& first,
   JobRun run = runJob(o, n, 1e9, committed, checkpoint);
   ASSERT_FALSE(run.error) << "p " << parallelism << ": " << *run.error;
   Verdict v = check(run.out, n);
-  EXPECT_TRUE(v.exact()) << "p " << parallelism << ": " << v.duplicates << " duplicates, " << v.losses << " losses, "
-                         << v.wrong << " wrong";
+  EXPECT_TRUE(v.exact()) << "p " << parallelism << ": " << v;
 }
 
 // A retained unaligned checkpoint that holds records in flight resumes the job after it
@@ -710,8 +726,7 @@ TEST(UnalignedCheckpoints, WithABroadcastInputRecoveryIsExact) {
     JobRun run = runJob(o, n, 40000);
     ASSERT_FALSE(run.error) << *run.error;
     Verdict v = check(run.out, n);
-    EXPECT_TRUE(v.exact()) << "p " << parallelism << ": " << v.duplicates << " duplicates, " << v.losses
-                           << " losses, " << v.wrong << " wrong";
+    EXPECT_TRUE(v.exact()) << "p " << parallelism << ": " << v;
     EXPECT_EQ(Failures::thrown.load(), static_cast<int>(failures.size()));
     EXPECT_GT(run.metrics.numberOfCompletedCheckpoints, 0);
   }
@@ -734,8 +749,7 @@ TEST(ConcurrentCheckpoints, OverlapAndRecoverExactly) {
     JobRun run = runJob(o, n, 40000);
     ASSERT_FALSE(run.error) << *run.error;
     Verdict v = check(run.out, n);
-    EXPECT_TRUE(v.exact()) << backend << ": " << v.duplicates << " duplicates, " << v.losses << " losses, " << v.wrong
-                           << " wrong";
+    EXPECT_TRUE(v.exact()) << backend << ": " << v;
     EXPECT_EQ(Failures::thrown.load(), static_cast<int>(failures.size()));
     EXPECT_GT(run.metrics.numberOfCompletedCheckpoints, 0) << backend;
     EXPECT_GT(OverlapProbe::overlapping.load(), 0) << backend << ": no checkpoint started before the last one ended";
@@ -802,8 +816,7 @@ TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
     JobRun run = runJob(o, n, 1e9, committed, latest);
     ASSERT_FALSE(run.error) << *run.error;
     Verdict v = check(run.out, n);
-    EXPECT_TRUE(v.exact()) << c.before << " to " << c.after << ": " << v.duplicates << " duplicates, " << v.losses
-                           << " losses, " << v.wrong << " wrong";
+    EXPECT_TRUE(v.exact()) << c.before << " to " << c.after << ": " << v;
     fs::remove_all(dir);
   }
 }
@@ -940,7 +953,7 @@ TEST(CheckpointFailures, AThrowingSnapshotFailsTheCheckpointAndTheJobRecovers) {
   EXPECT_GT(m.numberOfFailedCheckpoints, 0);
   EXPECT_GT(m.numRestarts, 0);
   Verdict v = check(committed->out, n);
-  EXPECT_TRUE(v.exact()) << v.duplicates << " duplicates, " << v.losses << " losses, " << v.wrong << " wrong";
+  EXPECT_TRUE(v.exact()) << v;
 }
 
 TEST(CheckpointFailures, TolerableFailuresKeepTheJobRunningAndTheLastCheckpointIntact) {
@@ -1048,7 +1061,7 @@ TEST(CheckpointFailures, ACloseThatThrowsAfterTheEndFailsTheJobWithoutDuplicates
   EXPECT_THROW(client.wait(), JobExecutionError);
   EXPECT_EQ(client.getMetrics().numRestarts, 0);
   Verdict v = check(committed->out, n);
-  EXPECT_TRUE(v.exact()) << v.duplicates << " duplicates, " << v.losses << " losses, " << v.wrong << " wrong";
+  EXPECT_TRUE(v.exact()) << v;
 }
 
 }  // namespace
