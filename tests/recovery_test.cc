@@ -96,6 +96,12 @@ struct PassWithRules : KeyedBroadcastProcessFunction<int64_t, Event, Rule, Event
 };
 
 // What the sinks made visible, in order.
+// The checkpoint a transaction was pre-committed at; TransactionalSink names them
+// "<subtask>-<checkpoint id>".
+int64_t checkpointOf(const std::string& transaction) {
+  return std::stoll(transaction.substr(transaction.find('-') + 1));
+}
+
 struct Committed {
   std::mutex mutex;
   std::vector<Out> out;
@@ -170,7 +176,7 @@ class TransactionalSink final : public Sink<Out> {
         Transaction t = decode(s);
         committed_->commit(t.first, t.second);
         // Names go on from the restored checkpoint's ids, so they stay unique.
-        lastSnapshot_ = std::max<int64_t>(lastSnapshot_, std::stoll(t.first.substr(t.first.find('-') + 1)));
+        lastSnapshot_ = std::max(lastSnapshot_, checkpointOf(t.first));
       }
       state_->clear();
     }
@@ -572,7 +578,7 @@ std::string runThenCancel(const fs::path& dir, int64_t n, double rate, bool unal
   const int64_t latestId = std::stoll(fs::path(latest).filename().string().substr(4));
   std::lock_guard lock(committed->mutex);
   for (const auto& t : committed->transactions)
-    EXPECT_LE(std::stoll(t.substr(t.find('-') + 1)), latestId) << "transaction " << t << ", resumed from " << latest;
+    EXPECT_LE(checkpointOf(t), latestId) << "transaction " << t << ", resumed from " << latest;
   return latest;
 }
 

@@ -114,10 +114,10 @@ class IncrementalCheckpointTest : public ::testing::Test {
     return names;
   }
 
-  // The values a store restored from `from` (at `range`) has for keys 0, step, 2 step...
+  // Restores the store from the checkpoint at `from`, its key groups `range`, after
+  // verifying every checksum.
   template <class Harness>
-  std::map<int64_t, std::string> restoredValues(Harness& h, const std::string& from, KeyGroupRange range,
-                                                int64_t step) {
+  static void restore(Harness& h, const std::string& from, KeyGroupRange range) {
     CheckpointMetadata m = readMetadata(from);
     verifyCheckpoint(from, m);
     RestoredOperatorState restored;
@@ -125,6 +125,13 @@ class IncrementalCheckpointTest : public ::testing::Test {
     std::vector<OperatorStateSnapshot> operatorState;
     for (const auto& file : m.files) readStateFile(from, file, range, restored, operatorState);
     h.store().setRestored(restored);
+  }
+
+  // The values a store restored from `from` (at `range`) has for keys 0, step, 2 step...
+  template <class Harness>
+  std::map<int64_t, std::string> restoredValues(Harness& h, const std::string& from, KeyGroupRange range,
+                                                int64_t step) {
+    restore(h, from, range);
     auto& value = h.context().getState(ValueStateDescriptor<std::string>("value"));
     std::map<int64_t, std::string> out;
     for (int64_t k = 0; k < kKeys; k += step) {
@@ -404,13 +411,7 @@ TEST_F(IncrementalCheckpointTest, WhenWritesAreStoppedTheBarrierWaitsForTheFlush
   StateFileInfo info = writeCheckpoint(1, {{&snapshot, kAll}}).at(0);
   EXPECT_FALSE(info.rocksdb.empty()) << "the checkpoint is RocksDB's own files";
   test::StateHarness<int64_t> restored{std::make_shared<EmbeddedRocksDBStateBackend>(true)};
-  CheckpointMetadata m = readMetadata(chk(1).string());
-  verifyCheckpoint(chk(1).string(), m);
-  RestoredOperatorState state;
-  state.keyGroups = kAll;
-  std::vector<OperatorStateSnapshot> operatorState;
-  readStateFile(chk(1).string(), m.files.at(0), kAll, state, operatorState);
-  restored.store().setRestored(state);
+  restore(restored, chk(1).string(), kAll);
   auto& fullAfter = restored.context().getState(ValueStateDescriptor<std::string>("a-full"));
   auto& smallAfter = restored.context().getState(ValueStateDescriptor<std::string>("b-small"));
   for (int64_t k = 0; k < 1000; ++k) {
