@@ -90,7 +90,8 @@ class JobClient {
   const std::string& getJobName() const;
   JobStatus getJobStatus() const;
   // Asks every subtask to stop; returns at once. wait() then reports CANCELED. Does
-  // nothing once the job has ended.
+  // nothing once the job has ended, nor once its output is final (every input ended and
+  // its sinks were told to commit): it then finishes.
   void cancel();
   // Blocks until the job ends. Throws JobExecutionError when it failed.
   JobExecutionResult wait();

@@ -1238,7 +1238,10 @@ void JobExecution::cancel() {
   std::shared_ptr<Attempt> attempt;
   {
     std::lock_guard lock(mutex_);
-    if (ended_ || userCancelled_) return;
+    // Once drained, the job's output is final (sinks were told to commit it): it
+    // finishes. Cancelled now, it would keep a checkpoint older than what its sinks
+    // committed (a resume would commit that again), or stop a subtask before its commit.
+    if (ended_ || userCancelled_ || (attempt_ && attempt_->drained.load())) return;
     userCancelled_ = true;
     attempt = attempt_;
     cv_.notify_all();
