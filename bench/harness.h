@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <dlfcn.h>
 #include <string>
 #include <utility>
 #include <vector>
@@ -39,7 +40,16 @@ std::pair<double, double> medianSecondsInterleaved(int runs, E&& engine, B&& bas
   return {e[e.size() / 2], b[b.size() / 2]};
 }
 
-// One JSON line: {"bench":name, label: "text", ..., key: number, ...}.
+// The malloc this process runs on, linked in (WEIR_MALLOC) or preloaded: figures of
+// jobs that allocate records depend on it.
+inline const char* mallocName() {
+  if (dlsym(RTLD_DEFAULT, "mi_version") != nullptr) return "mimalloc";
+  if (dlsym(RTLD_DEFAULT, "mallctl") != nullptr) return "jemalloc";
+  if (dlsym(RTLD_DEFAULT, "tc_version") != nullptr) return "tcmalloc";
+  return "glibc";
+}
+
+// One JSON line: {"bench":name, label: "text", ..., key: number, ..., "malloc": name}.
 inline void printFigure(const std::string& name, const std::vector<std::pair<std::string, std::string>>& labels,
                         const std::vector<std::pair<std::string, double>>& fields) {
   std::string line = "{\"bench\":\"" + name + "\"";
@@ -50,7 +60,7 @@ inline void printFigure(const std::string& name, const std::vector<std::pair<std
     else std::snprintf(buf, sizeof buf, "%.3f", value);
     line += ",\"" + key + "\":" + buf;
   }
-  line += "}";
+  line += ",\"malloc\":\"" + std::string(mallocName()) + "\"}";
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
