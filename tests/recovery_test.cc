@@ -249,10 +249,16 @@ struct Verdict {
   int64_t losses = 0;      // a count, timer or window result never seen
   int64_t wrong = 0;       // a count not the previous + 1 or past the key's records, or a wrong window count
   std::map<int32_t, int64_t> duplicatesOfKind;  // by Kind
+  std::vector<std::pair<size_t, Out>> firstDuplicates, firstWrong;  // (position in the output, record)
   bool exact() const { return duplicates == 0 && losses == 0 && wrong == 0; }
-  void duplicate(int32_t kind) {
+  void duplicate(size_t position, const Out& o) {
     ++duplicates;
-    ++duplicatesOfKind[kind];
+    ++duplicatesOfKind[o.kind];
+    if (firstDuplicates.size() < 3) firstDuplicates.emplace_back(position, o);
+  }
+  void wrongOne(size_t position, const Out& o) {
+    ++wrong;
+    if (firstWrong.size() < 3) firstWrong.emplace_back(position, o);
   }
 };
 
@@ -267,7 +273,15 @@ std::ostream& operator<<(std::ostream& os, const Verdict& v) {
     }
     os << ")";
   }
-  return os << ", " << v.losses << " losses, " << v.wrong << " wrong";
+  os << ", " << v.losses << " losses, " << v.wrong << " wrong";
+  auto print = [&](const char* what, const std::vector<std::pair<size_t, Out>>& records) {
+    for (const auto& [position, o] : records)
+      os << "; " << what << " " << kNames[o.kind] << " key " << o.key << " value " << o.value << " window "
+         << o.window << " at " << position;
+  };
+  print("duplicate", v.firstDuplicates);
+  print("wrong", v.firstWrong);
+  return os;
 }
 
 int64_t windowOf(int64_t time) { return (time / kWindow + 1) * kWindow - 1; }
@@ -316,32 +330,33 @@ Verdict check(const std::vector<Out>& out, int64_t n) {
   std::map<int64_t, int64_t> last, lastRolling;
   std::map<int64_t, std::set<int64_t>> seen, seenRolling;
   std::set<std::pair<int64_t, int64_t>> timers, windows, sessions, sliding;
-  for (const Out& o : out) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    const Out& o = out[i];
     if (o.kind == kTimer) {
-      if (!timers.insert({o.key, o.value}).second) v.duplicate(o.kind);
+      if (!timers.insert({o.key, o.value}).second) v.duplicate(i, o);
       continue;
     }
     if (o.kind == kWindowResult) {
-      if (!windows.insert({o.key, o.window}).second) v.duplicate(o.kind);
-      else if (expectedWindows[{o.key, o.window}] != o.value) ++v.wrong;
+      if (!windows.insert({o.key, o.window}).second) v.duplicate(i, o);
+      else if (expectedWindows[{o.key, o.window}] != o.value) v.wrongOne(i, o);
       continue;
     }
     if (o.kind == kSlidingResult) {
-      if (!sliding.insert({o.key, o.window}).second) v.duplicate(o.kind);
-      else if (expectedSliding[{o.key, o.window}] != o.value) ++v.wrong;
+      if (!sliding.insert({o.key, o.window}).second) v.duplicate(i, o);
+      else if (expectedSliding[{o.key, o.window}] != o.value) v.wrongOne(i, o);
       continue;
     }
     if (o.kind == kSessionResult) {
-      if (!sessions.insert({o.key, o.window}).second) v.duplicate(o.kind);
-      else if (expectedSessionCounts[{o.key, o.window}] != o.value) ++v.wrong;
+      if (!sessions.insert({o.key, o.window}).second) v.duplicate(i, o);
+      else if (expectedSessionCounts[{o.key, o.window}] != o.value) v.wrongOne(i, o);
       continue;
     }
     auto& seenOfKind = o.kind == kRolling ? seenRolling : seen;
     auto& lastOfKind = o.kind == kRolling ? lastRolling : last;
     if (!seenOfKind[o.key].insert(o.value).second) {
-      v.duplicate(o.kind);
+      v.duplicate(i, o);
     } else if (o.value != lastOfKind[o.key] + 1 || o.value > expectedCount[o.key]) {
-      ++v.wrong;  // out of sequence, or beyond the key's records (some counted twice)
+      v.wrongOne(i, o);  // out of sequence, or beyond the key's records (some counted twice)
     }
     lastOfKind[o.key] = std::max(lastOfKind[o.key], o.value);
   }
@@ -683,7 +698,8 @@ void expectResumesExactly(const std::string& checkpoint, const Committed& first,
   JobRun run = runJob(o, n, 1e9, committed, checkpoint);
   ASSERT_FALSE(run.error) << "p " << parallelism << ": " << *run.error;
   Verdict v = check(run.out, n);
-  EXPECT_TRUE(v.exact()) << "p " << parallelism << ": " << v;
+  EXPECT_TRUE(v.exact()) << "p " << parallelism << ", resumed from " << checkpoint << " after "
+                         << first.out.size() << " records committed: " << v;
 }
 
 // A retained unaligned checkpoint that holds records in flight resumes the job after it
@@ -833,7 +849,8 @@ TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
     JobRun run = runJob(o, n, 1e9, committed, latest);
     ASSERT_FALSE(run.error) << *run.error;
     Verdict v = check(run.out, n);
-    EXPECT_TRUE(v.exact()) << c.before << " to " << c.after << ": " << v;
+    EXPECT_TRUE(v.exact()) << c.before << " to " << c.after << ", resumed from " << latest << " after " << before
+                           << " records committed: " << v;
     fs::remove_all(dir);
   }
 }
