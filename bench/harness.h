@@ -41,12 +41,17 @@ std::pair<double, double> medianSecondsInterleaved(int runs, E&& engine, B&& bas
 }
 
 // The malloc this process runs on, linked in (WEIR_MALLOC) or preloaded: figures of
-// jobs that allocate records depend on it.
-inline const char* mallocName() {
-  if (dlsym(RTLD_DEFAULT, "mi_version") != nullptr) return "mimalloc";
-  if (dlsym(RTLD_DEFAULT, "mallctl") != nullptr) return "jemalloc";
-  if (dlsym(RTLD_DEFAULT, "tc_version") != nullptr) return "tcmalloc";
-  return "glibc";
+// jobs that allocate records depend on it. Named after the file whose malloc the
+// process calls (a sanitizer's is in the program itself: its file name).
+inline std::string mallocName() {
+  Dl_info info{};
+  void* symbol = dlsym(RTLD_DEFAULT, "malloc");
+  if (symbol == nullptr || dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
+  const std::string file = info.dli_fname;
+  for (const char* name : {"mimalloc", "jemalloc", "tcmalloc"})
+    if (file.find(name) != std::string::npos) return name;
+  if (file.find("libc.so") != std::string::npos) return "glibc";
+  return file.substr(file.rfind('/') + 1);
 }
 
 // One JSON line: {"bench":name, label: "text", ..., key: number, ..., "malloc": name}.
@@ -60,7 +65,7 @@ inline void printFigure(const std::string& name, const std::vector<std::pair<std
     else std::snprintf(buf, sizeof buf, "%.3f", value);
     line += ",\"" + key + "\":" + buf;
   }
-  line += ",\"malloc\":\"" + std::string(mallocName()) + "\"}";
+  line += ",\"malloc\":\"" + mallocName() + "\"}";
   std::printf("%s\n", line.c_str());
   std::fflush(stdout);
 }
