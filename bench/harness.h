@@ -42,16 +42,19 @@ std::pair<double, double> medianSecondsInterleaved(int runs, E&& engine, B&& bas
 
 // The malloc this process runs on, linked in (WEIR_MALLOC) or preloaded: figures of
 // jobs that allocate records depend on it. Named after the file whose malloc the
-// process calls (a sanitizer's is in the program itself: its file name).
-inline std::string mallocName() {
-  Dl_info info{};
-  void* symbol = dlsym(RTLD_DEFAULT, "malloc");
-  if (symbol == nullptr || dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
-  const std::string file = info.dli_fname;
-  for (const char* name : {"mimalloc", "jemalloc", "tcmalloc"})
-    if (file.find(name) != std::string::npos) return name;
-  if (file.find("libc.so") != std::string::npos) return "glibc";
-  return file.substr(file.rfind('/') + 1);
+// process calls (a sanitizer's is in the program itself: its file name). Looked up once.
+inline const std::string& mallocName() {
+  static const std::string name = []() -> std::string {
+    Dl_info info{};
+    void* symbol = dlsym(RTLD_DEFAULT, "malloc");
+    if (symbol == nullptr || dladdr(symbol, &info) == 0 || info.dli_fname == nullptr) return "unknown";
+    const std::string file = info.dli_fname;
+    for (const char* known : {"mimalloc", "jemalloc", "tcmalloc"})
+      if (file.find(known) != std::string::npos) return known;
+    if (file.find("libc.so") != std::string::npos) return "glibc";
+    return file.substr(file.rfind('/') + 1);
+  }();
+  return name;
 }
 
 // One JSON line: {"bench":name, label: "text", ..., key: number, ..., "malloc": name}.
