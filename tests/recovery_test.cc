@@ -571,6 +571,15 @@ fs::path freshFolder(const std::string& name) {
   return dir;
 }
 
+// Parallelism 2, a checkpoint every 20 ms into `dir`, retained when the job is cancelled.
+void retainCheckpointsEvery20ms(StreamExecutionEnvironment& env, const fs::path& dir,
+                                const std::string& backend = "heap") {
+  env.setParallelism(2).setAutoWatermarkInterval(5ms).setStateBackend(backendNamed(backend));
+  env.enableCheckpointing(20ms);
+  env.getCheckpointConfig().setCheckpointStorage(dir.string());
+  env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
+}
+
 // Runs the job at parallelism 2, a checkpoint every 20 ms retained in `dir`, until
 // `reached` holds; then cancels it and returns its newest checkpoint ("" when the job
 // stopped before). Unaligned, a slow sink at `sinkParallelism` back-pressures it.
@@ -579,10 +588,7 @@ std::string runThenCancel(const fs::path& dir, int64_t n, double rate, bool unal
                           std::shared_ptr<Committed> committed, Reached reached, int sinkParallelism = 1,
                           const std::string& backend = "heap", Extra extra = Extra::kNone) {
   StreamExecutionEnvironment env;
-  env.setParallelism(2).setAutoWatermarkInterval(5ms).setStateBackend(backendNamed(backend));
-  env.enableCheckpointing(20ms);
-  env.getCheckpointConfig().setCheckpointStorage(dir.string());
-  env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
+  retainCheckpointsEvery20ms(env, dir, backend);
   env.getCheckpointConfig().enableUnalignedCheckpoints(unaligned);
   // Unaligned: back-pressured by one slow sink subtask, so records wait on the keyBy edges.
   addJob(env, n, rate, TransactionalSink(committed, unaligned), extra, unaligned ? sinkParallelism : 0);
@@ -1128,10 +1134,7 @@ TEST(Cancellation, OnceTheOutputIsFinalTheJobFinishesAndCommitsEverything) {
   Failures::reset({});
   fs::path dir = freshFolder("cancel-final");
   StreamExecutionEnvironment env;
-  env.setParallelism(2).setAutoWatermarkInterval(5ms);
-  env.enableCheckpointing(20ms);
-  env.getCheckpointConfig().setCheckpointStorage(dir.string());
-  env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
+  retainCheckpointsEvery20ms(env, dir);
   auto committed = std::make_shared<Committed>();
   std::atomic<JobClient*> job{nullptr};
   std::atomic<int> finals{0}, cancelled{0};
