@@ -12,6 +12,7 @@
 #include <limits>
 #include <string>
 
+#include "weir/detail/output.h"
 #include "weir/error.h"
 #include "weir/source.h"
 
@@ -121,7 +122,7 @@ class DataGeneratorSource final : public Source<std::decay_t<std::invoke_result_
         n = std::min(n, allowed);
       }
       int64_t last = end_ - next_ < n ? end_ : next_ + n;
-      if constexpr (std::is_trivially_copyable_v<T> && std::is_default_constructible_v<T>) {
+      if constexpr (detail::PlainRecord<T>) {
         // Indexed stores, so the compiler can unroll and vectorize the generator.
         size_t base = out.size();
         const int64_t count = last - next_, first = next_;

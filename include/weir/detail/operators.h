@@ -44,26 +44,15 @@ class StreamMap final : public UdfOperator<IN, OUT, F> {
   }
 
  private:
-  // Maps into buffer_, moving from records unless they are const. Plain records are
-  // assigned in place, without a growth check per record.
+  // Maps into buffer_, moving from records unless they are const.
   template <class R>
   std::span<OUT> mapInto(std::span<R> records) {
-    auto map = [&](auto& r) {
-      if constexpr (std::is_const_v<R>) return callMap(this->fn_, r);
-      else return callMap(this->fn_, std::move(r));
+    auto map = [&](size_t i) {
+      if constexpr (std::is_const_v<R>) return callMap(this->fn_, records[i]);
+      else return callMap(this->fn_, std::move(records[i]));
     };
     try {
-      if constexpr (std::is_trivially_destructible_v<OUT> && std::is_default_constructible_v<OUT> &&
-                    std::is_move_assignable_v<OUT>) {
-        if (buffer_.size() < records.size()) buffer_.resize(records.size());
-        for (size_t i = 0; i < records.size(); ++i) buffer_[i] = map(records[i]);
-        return std::span<OUT>(buffer_.data(), records.size());
-      } else {
-        buffer_.clear();
-        buffer_.reserve(records.size());
-        for (auto& r : records) buffer_.push_back(map(r));
-        return buffer_;
-      }
+      return fillBuffer(buffer_, records.size(), map);
     } catch (...) {
       this->rethrowAsOperatorFailure();
     }
@@ -323,29 +312,29 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   }
 
   void emitBatch(std::span<T> records, Timestamps timestamps) override {
-    buffer_.clear();
-    buffer_.reserve(records.size());
-    keys_.clear();
     if (state_ != nullptr) {
+      buffer_.clear();
+      buffer_.reserve(records.size());
       reduceInStore(records);
       this->out_->emitBatch(buffer_, timestamps);
       return;
     }
+    std::span<T> results;
     try {
-      for (auto& r : records) keys_.push_back(std::invoke(keySelector_, r));
+      std::span<K> keys = fillBuffer(keys_, records.size(), [&](size_t i) { return std::invoke(keySelector_, records[i]); });
       // The table is larger than the cache: fetch a few records ahead so lookups overlap.
       constexpr size_t kAhead = 8;
-      for (size_t i = 0; i < std::min(kAhead, keys_.size()); ++i) values_.prefetch(keys_[i]);
-      for (size_t i = 0; i < records.size(); ++i) {
-        if (i + kAhead < keys_.size()) values_.prefetch(keys_[i + kAhead]);
-        auto [it, inserted] = values_.try_emplace(std::move(keys_[i]), records[i]);
+      for (size_t i = 0; i < std::min(kAhead, keys.size()); ++i) values_.prefetch(keys[i]);
+      results = fillBuffer(buffer_, records.size(), [&](size_t i) -> T {
+        if (i + kAhead < keys.size()) values_.prefetch(keys[i + kAhead]);
+        auto [it, inserted] = values_.try_emplace(std::move(keys[i]), records[i]);
         if (!inserted) it->second = callReduce(this->fn_, it->second, records[i]);
-        buffer_.push_back(it->second);
-      }
+        return it->second;
+      });
     } catch (...) {
       this->rethrowAsOperatorFailure();
     }
-    this->out_->emitBatch(buffer_, timestamps);  // one result per record, with its timestamp
+    this->out_->emitBatch(results, timestamps);  // one result per record, with its timestamp
   }
 
  private:

@@ -1,9 +1,11 @@
 // The typed link between chained operators: what an operator hands its records to.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <type_traits>
 #include <typeinfo>
 #include <vector>
 
@@ -14,6 +16,28 @@ namespace weir::detail {
 // The event timestamps of a batch, one per record in milliseconds, or empty when the
 // stream carries none (no timestamp assigner upstream).
 using Timestamps = std::span<int64_t>;
+
+// Records a batch holds as plain values (numbers, pairs of them, structs of them): a
+// buffer of them is filled by assignment into slots that are already there, a loop the
+// compiler unrolls, instead of a push_back per record, which it may not inline.
+template <class T>
+concept PlainRecord =
+    std::is_trivially_destructible_v<T> && std::is_default_constructible_v<T> && std::is_move_assignable_v<T>;
+
+// Sets the first n records of `buffer` to make(0), ..., make(n - 1) and returns them.
+// Plain records reuse the slots of earlier batches; others are built anew.
+template <class T, class Make>
+std::span<T> fillBuffer(std::vector<T>& buffer, size_t n, Make&& make) {
+  if constexpr (PlainRecord<T>) {
+    if (buffer.size() < n) buffer.resize(n);
+    for (size_t i = 0; i < n; ++i) buffer[i] = make(i);
+  } else {
+    buffer.clear();
+    buffer.reserve(n);
+    for (size_t i = 0; i < n; ++i) buffer.push_back(make(i));
+  }
+  return {buffer.data(), n};
+}
 
 // Anything that receives a stream: a chained operator's input, a fan-out, a channel writer.
 // Watermarks and idleness arrive between batches, in order with them.
