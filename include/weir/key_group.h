@@ -67,6 +67,34 @@ inline int computeOperatorIndexForKeyGroup(int maxParallelism, int parallelism, 
   return static_cast<int>(static_cast<int64_t>(keyGroup) * parallelism / maxParallelism);
 }
 
+// The subtask that owns a key hash's key group, for one maxParallelism and parallelism,
+// without the two integer divisions of assignToKeyGroup and
+// computeOperatorIndexForKeyGroup: the remainder by a multiply and a shift (Lemire's,
+// exact for every 32-bit value), the subtask from a table of the key groups. keyBy's
+// partitioning pays this per record; the divisions were half of its time.
+class KeyGroupRouter {
+ public:
+  KeyGroupRouter(int maxParallelism, int parallelism)
+      : divisor_(static_cast<uint32_t>(maxParallelism)), inverse_(UINT64_MAX / divisor_ + 1),
+        owner_(static_cast<size_t>(maxParallelism)) {
+    for (int g = 0; g < maxParallelism; ++g)
+      owner_[static_cast<size_t>(g)] =
+          static_cast<uint16_t>(computeOperatorIndexForKeyGroup(maxParallelism, parallelism, g));
+  }
+  // assignToKeyGroup(keyHash, maxParallelism).
+  int keyGroup(int32_t keyHash) const {
+    const auto h = static_cast<uint32_t>(murmurHash(keyHash));
+    return static_cast<int>((static_cast<unsigned __int128>(inverse_ * h) * divisor_) >> 64);
+  }
+  // computeOperatorIndexForKeyGroup(maxParallelism, parallelism, keyGroup(keyHash)).
+  int operatorIndex(int32_t keyHash) const { return owner_[static_cast<size_t>(keyGroup(keyHash))]; }
+
+ private:
+  uint32_t divisor_;
+  uint64_t inverse_;            // 2^64 / divisor_, rounded up (0 for a divisor of 1)
+  std::vector<uint16_t> owner_;  // by key group; parallelism is at most 2^15
+};
+
 // Key groups owned by one subtask: the inverse of computeOperatorIndexForKeyGroup.
 KeyGroupRange computeKeyGroupRangeForOperatorIndex(int maxParallelism, int parallelism,
                                                    int operatorIndex);

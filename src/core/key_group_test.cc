@@ -54,6 +54,29 @@ TEST(KeyGroup, EveryKeyGroupBelongsToTheRangeOfTheSubtaskThatOwnsIt) {
   }
 }
 
+// The router's multiply-shift and table give what the two divisions give, for every
+// kind of maxParallelism (1, odd, a power of two, the largest) and of key hash.
+TEST(KeyGroup, TheRouterAgreesWithTheDivisions) {
+  std::vector<int32_t> hashes = {0, 1, -1, 2, INT32_MAX, INT32_MIN, INT32_MIN + 1, 127, 128, -128};
+  uint64_t x = 0x9e3779b97f4a7c15ull;
+  for (int i = 0; i < 20000; ++i) {
+    x = x * 6364136223846793005ull + 1442695040888963407ull;
+    hashes.push_back(static_cast<int32_t>(x >> 32));
+  }
+  for (int maxParallelism : {1, 2, 3, 7, 100, 128, 1000, 4096, 32767, 32768}) {
+    for (int parallelism : {1, 2, 3, 5, 64, 32768}) {
+      if (parallelism > maxParallelism) continue;
+      KeyGroupRouter router(maxParallelism, parallelism);
+      for (int32_t h : hashes) {
+        const int keyGroup = assignToKeyGroup(h, maxParallelism);
+        ASSERT_EQ(router.keyGroup(h), keyGroup) << "hash " << h << ", maxParallelism " << maxParallelism;
+        ASSERT_EQ(router.operatorIndex(h), computeOperatorIndexForKeyGroup(maxParallelism, parallelism, keyGroup))
+            << "hash " << h << ", maxParallelism " << maxParallelism << ", parallelism " << parallelism;
+      }
+    }
+  }
+}
+
 TEST(KeyGroup, KeysSpreadEvenlyOverKeyGroups) {
   std::map<int, int> perGroup;
   for (int64_t key = 0; key < 128000; ++key) perGroup[assignToKeyGroup(KeyHash<int64_t>{}(key), 128)]++;

@@ -9,6 +9,7 @@
 #include <functional>
 #include <iterator>
 #include <memory>
+#include <optional>
 #include <random>
 #include <utility>
 #include <vector>
@@ -52,9 +53,10 @@ template <class T, class Selector>
 class RecordWriter final : public Output<T>, public ChannelWriterBase {
  public:
   RecordWriter(std::vector<Channel<T>*> channels, Selector selector, TaskMetrics* metrics)
-      : channels_(std::move(channels)), buffers_(channels_.size()), selector_(std::move(selector)),
-        metrics_(metrics) {
-    for (auto& b : buffers_) b.records.reserve(kBatchRecords<T>);
+      : channels_(std::move(channels)), buffers_(channels_.size()), filled_(channels_.size(), 0),
+        selector_(std::move(selector)), metrics_(metrics),
+        indexed_(PlainRecord<T> && !Selector::kBroadcast && channels_.size() > 1) {
+    for (auto& b : buffers_) makeRoom(b);
   }
 
   void emitBatch(std::span<T> records, Timestamps timestamps) override { write(records, timestamps); }
@@ -82,7 +84,7 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
   }
   void flush(bool waitForCredit) override {
     for (size_t c = 0; c < channels_.size(); ++c)
-      if (!buffers_[c].records.empty() && (waitForCredit || channels_[c]->hasCredit())) send(c);
+      if (buffered(c) > 0 && (waitForCredit || channels_[c]->hasCredit())) send(c);
   }
   bool available() const override {
     for (auto* ch : channels_)
@@ -97,6 +99,18 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
     const bool stamped = !timestamps.empty();
     auto put = [&](size_t c, size_t i, auto&& record) {
       auto& b = buffers_[c];
+      if constexpr (PlainRecord<T>) {
+        if (indexed_) {
+          size_t& k = filled_[c];
+          b.records[k] = std::forward<decltype(record)>(record);
+          if (stamped) {
+            if (b.timestamps.size() != kBatchRecords<T>) b.timestamps.resize(kBatchRecords<T>);
+            b.timestamps[k] = timestamps[i];
+          }
+          if (++k == kBatchRecords<T>) send(c);
+          return;
+        }
+      }
       b.records.push_back(std::forward<decltype(record)>(record));
       if (stamped) b.timestamps.push_back(timestamps[i]);
       if (b.records.size() >= kBatchRecords<T>) send(c);
@@ -121,20 +135,39 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
     }
   }
 
+  // Records waiting in channel c's buffer.
+  size_t buffered(size_t c) const { return indexed_ ? filled_[c] : buffers_[c].records.size(); }
+
+  // A buffer to fill: room for a batch, or (indexed) a batch of slots to assign.
+  void makeRoom(typename Channel<T>::Buffers& b) {
+    if (indexed_) b.records.resize(kBatchRecords<T>);
+    else if (b.records.capacity() == 0) b.records.reserve(kBatchRecords<T>);
+  }
+
   void send(size_t c) {
     auto& b = buffers_[c];
-    size_t count = b.records.size();
+    const size_t count = buffered(c);
+    if (indexed_) {
+      b.records.resize(count);
+      if (!b.timestamps.empty()) b.timestamps.resize(count);
+      filled_[c] = 0;
+    }
     auto next = channels_[c]->send(std::move(b.records), std::move(b.timestamps), *metrics_);
     if (!next) throw TaskCancelled{};
     b = std::move(*next);
-    if (b.records.capacity() == 0) b.records.reserve(kBatchRecords<T>);
+    makeRoom(b);
     metrics_->numRecordsOut.fetch_add(count, std::memory_order_relaxed);
   }
 
   std::vector<Channel<T>*> channels_;
   std::vector<typename Channel<T>::Buffers> buffers_;
+  // Plain records spread over several channels are assigned by index into buffers kept
+  // a batch long (a push_back per record, left out of line, cost a third of keyBy's
+  // partitioning): filled_[c] of channel c's slots hold records.
+  std::vector<size_t> filled_;
   Selector selector_;
   TaskMetrics* metrics_;
+  const bool indexed_;
 };
 
 struct RoundRobinSelector {
@@ -170,10 +203,15 @@ struct KeyGroupSelector {
   static constexpr bool kBroadcast = false;
   KeySelector keySelector;
   int maxParallelism;
+  std::optional<KeyGroupRouter> router{};  // for `routed` channels, made at the first record
+  size_t routed = 0;
   template <class T>
   size_t operator()(const T& record, size_t n) {
-    int keyGroup = assignToKeyGroup(KeyHash<K>{}(std::invoke(keySelector, record)), maxParallelism);
-    return static_cast<size_t>(computeOperatorIndexForKeyGroup(maxParallelism, static_cast<int>(n), keyGroup));
+    if (routed != n) {
+      router.emplace(maxParallelism, static_cast<int>(n));
+      routed = n;
+    }
+    return static_cast<size_t>(router->operatorIndex(KeyHash<K>{}(std::invoke(keySelector, record))));
   }
 };
 
