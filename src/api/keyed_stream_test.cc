@@ -112,6 +112,18 @@ TEST(KeyedStream, SumOfPlainNumbersKeyedByThemselves) {
   EXPECT_EQ(sink.getResults(), (std::vector<int>{2, 3, 4, 6, 6}));
 }
 
+// A bool key (even or odd) splits the stream in two running sums, at parallelism 2 too.
+TEST(KeyedStream, ABoolKeySplitsTheStreamInTwo) {
+  StreamExecutionEnvironment env;
+  env.setParallelism(2);
+  CollectSink<int> sink;
+  env.fromElements(1, 2, 3, 4, 5, 6).keyBy([](int v) { return v % 2 == 0; }).sum().sinkTo(sink);
+  env.execute();
+  auto got = sink.getResults();
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<int>{1, 2, 4, 6, 9, 12}));  // odd: 1, 4, 9; even: 2, 6, 12
+}
+
 struct Point {
   int x = 0;
   int y = 0;

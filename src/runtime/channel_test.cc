@@ -1,8 +1,14 @@
 #include "weir/detail/channel.h"
 
+#include "weir/detail/record_writer.h"
+
 #include <gtest/gtest.h>
 
 #include <future>
+#include <map>
+#include <memory>
+#include <optional>
+#include <vector>
 #include <thread>
 
 namespace weir::detail {
@@ -35,6 +41,48 @@ TEST(Channel, DeliversBuffersAndEventsInOrder) {
   EXPECT_EQ(m.event, EventKind::kEndOfPartition);
   EXPECT_FALSE(channel.poll(m));
   EXPECT_EQ(channel.recordsSent(), 3u);
+}
+
+// A buffer a writer sends carries a timestamp for each of its records or none at all,
+// however stamped batches (records) and unstamped ones (processing-time timers' output)
+// alternate, over one channel and over several; each record keeps its own.
+TEST(RecordWriter, StampedAndUnstampedBatchesNeverShareABuffer) {
+  for (size_t channelCount : {1u, 2u}) {
+    TaskSignal signal;
+    TaskMetrics metrics;
+    std::vector<std::unique_ptr<Channel<int64_t>>> owned;
+    std::vector<Channel<int64_t>*> channels;
+    for (size_t c = 0; c < channelCount; ++c) {
+      owned.push_back(std::make_unique<Channel<int64_t>>(64, &signal));
+      channels.push_back(owned.back().get());
+    }
+    RecordWriter<int64_t, RoundRobinSelector> writer(channels, RoundRobinSelector{}, &metrics);
+    // Records 0..29 in batches of 10: stamped (timestamp 1000 + record), unstamped, stamped.
+    std::map<int64_t, std::optional<int64_t>> expected;
+    for (int batch = 0; batch < 3; ++batch) {
+      std::vector<int64_t> records, timestamps;
+      for (int64_t r = batch * 10; r < batch * 10 + 10; ++r) {
+        records.push_back(r);
+        if (batch != 1) timestamps.push_back(1000 + r);
+        expected[r] = batch != 1 ? std::optional<int64_t>(1000 + r) : std::nullopt;
+      }
+      writer.emitBatch(records, timestamps);
+    }
+    writer.endInput();
+    std::map<int64_t, std::optional<int64_t>> got;
+    for (auto* channel : channels) {
+      Channel<int64_t>::Message m;
+      while (channel->poll(m)) {
+        if (m.isEvent) continue;
+        ASSERT_TRUE(m.timestamps.empty() || m.timestamps.size() == m.records.size())
+            << m.records.size() << " records with " << m.timestamps.size() << " timestamps";
+        for (size_t i = 0; i < m.records.size(); ++i)
+          got[m.records[i]] = m.timestamps.empty() ? std::nullopt : std::optional<int64_t>(m.timestamps[i]);
+        channel->recycle(m);
+      }
+    }
+    EXPECT_EQ(got, expected) << channelCount << " channels";
+  }
 }
 
 TEST(Channel, TheProducerBlocksWithoutCreditUntilTheConsumerRecycles) {

@@ -321,7 +321,8 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
     }
     std::span<T> results;
     try {
-      std::span<K> keys = fillBuffer(keys_, records.size(), [&](size_t i) { return std::invoke(keySelector_, records[i]); });
+      std::span<Stored<K>> keys =
+          fillBuffer(keys_, records.size(), [&](size_t i) -> Stored<K> { return std::invoke(keySelector_, records[i]); });
       // The table is larger than the cache: fetch a few records ahead so lookups overlap.
       constexpr size_t kAhead = 8;
       for (size_t i = 0; i < std::min(kAhead, keys.size()); ++i) values_.prefetch(keys[i]);
@@ -381,7 +382,7 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   std::unique_ptr<KeyedStateBackend<K>> store_;  // RocksDB: the values,
   ValueState<T>* state_ = nullptr;               // as this state
   absl::flat_hash_map<K, T, KeyHasher<K>> values_;  // heap: the values
-  std::vector<K> keys_;
+  std::vector<Stored<K>> keys_;
   std::vector<T> buffer_;
 };
 

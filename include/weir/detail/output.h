@@ -24,6 +24,10 @@ template <class T>
 concept PlainRecord =
     std::is_trivially_destructible_v<T> && std::is_default_constructible_v<T> && std::is_move_assignable_v<T>;
 
+// What a buffer of T holds: bool as a byte, since std::vector<bool> has no data().
+template <class T>
+using Stored = std::conditional_t<std::is_same_v<T, bool>, unsigned char, T>;
+
 // Sets the first n records of `buffer` to make(0), ..., make(n - 1) and returns them.
 // Plain records reuse the slots of earlier batches; others are built anew.
 template <class T, class Make>

@@ -97,6 +97,10 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
   void write(std::span<R> records, std::span<const int64_t> timestamps) {
     const size_t n = channels_.size();
     const bool stamped = !timestamps.empty();
+    // A buffer carries timestamps for all its records or for none: records waiting
+    // unstamped (say from processing-time timers) go before stamped ones, and back.
+    for (size_t c = 0; c < n; ++c)
+      if (buffered(c) > 0 && buffers_[c].timestamps.empty() == stamped) send(c);
     auto put = [&](size_t c, size_t i, auto&& record) {
       auto& b = buffers_[c];
       if constexpr (PlainRecord<T>) {
