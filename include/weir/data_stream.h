@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "weir/detail/function_traits.h"
+#include "weir/detail/fused_operator.h"
 #include "weir/detail/graph_builder.h"
 #include "weir/detail/operators.h"
 #include "weir/detail/timestamps_operator.h"
@@ -19,6 +20,8 @@ template <class T, class K, class KeySelector>
 class KeyedStream;
 template <class T>
 class SingleOutputStreamOperator;
+template <class T, class IN, class... Stages>
+class FusibleStream;
 template <class T>
 class DataStreamSink;
 template <class T>
@@ -54,7 +57,11 @@ class DataStream {
       return *this;
     } else {
       using OUT = detail::MapResult<F, T>;
-      return addOperator<OUT>("Map", [fn] { return std::make_unique<detail::StreamMap<T, OUT, F>>(fn); });
+      auto made = addOperator<OUT>("Map", [fn] { return std::make_unique<detail::StreamMap<T, OUT, F>>(fn); });
+      if constexpr (detail::Fusible<F>)
+        return FusibleStream<OUT, T, detail::MapStage<T, OUT, F>>(made, made.id(), {{std::move(fn)}});
+      else
+        return made;
     }
   }
 
@@ -66,7 +73,11 @@ class DataStream {
                     "filter(f): f must be callable as bool f(const T&), or be a RichFilterFunction<T>");
       return *this;
     } else {
-      return addOperator<T>("Filter", [fn] { return std::make_unique<detail::StreamFilter<T, F>>(fn); });
+      auto made = addOperator<T>("Filter", [fn] { return std::make_unique<detail::StreamFilter<T, F>>(fn); });
+      if constexpr (detail::Fusible<F>)
+        return FusibleStream<T, T, detail::FilterStage<T, F>>(made, made.id(), {{std::move(fn)}});
+      else
+        return made;
     }
   }
 
@@ -269,6 +280,73 @@ class SingleOutputStreamOperator : public DataStream<T> {
     node.sideOutputTag = tag.index();
     return DataStream<X>(this->graph_, node.id);
   }
+};
+
+// What map and filter of plain functions (no RichFunction) return: a stream made by one
+// or more of them in a row from a stream of IN. The next map or filter on it records
+// how to run the whole run as one operator (fused_operator.h); the runtime does so
+// when the run stays chained one to one. Everything else is SingleOutputStreamOperator's.
+template <class T, class IN, class... Stages>
+class FusibleStream : public SingleOutputStreamOperator<T> {
+ public:
+  FusibleStream(const SingleOutputStreamOperator<T>& stream, int head, std::tuple<Stages...> stages)
+      : SingleOutputStreamOperator<T>(stream), head_(head), stages_(std::move(stages)) {}
+
+  template <class F>
+  auto map(F fn) {
+    return extend(DataStream<T>::map(std::move(fn)));
+  }
+  template <class F>
+  auto filter(F fn) {
+    return extend(DataStream<T>::filter(std::move(fn)));
+  }
+
+  FusibleStream& name(std::string name) {
+    SingleOutputStreamOperator<T>::name(std::move(name));
+    return *this;
+  }
+  FusibleStream& uid(std::string uid) {
+    SingleOutputStreamOperator<T>::uid(std::move(uid));
+    return *this;
+  }
+  FusibleStream& setParallelism(int parallelism) {
+    SingleOutputStreamOperator<T>::setParallelism(parallelism);
+    return *this;
+  }
+  FusibleStream& disableChaining() {
+    SingleOutputStreamOperator<T>::disableChaining();
+    return *this;
+  }
+  FusibleStream& startNewChain() {
+    SingleOutputStreamOperator<T>::startNewChain();
+    return *this;
+  }
+
+ private:
+  template <class, class, class...>
+  friend class FusibleStream;
+
+  // `next` is one more plain function on this stream: the run grows by it.
+  template <class U, class Stage>
+  FusibleStream<U, IN, Stages..., Stage> extend(const FusibleStream<U, T, Stage>& next) {
+    auto stages = std::tuple_cat(stages_, next.stages_);
+    if constexpr (!std::is_same_v<U, bool>) {  // a fused operator's batch cannot be a vector<bool>
+      auto& node = this->graph_->node(next.id());
+      node.fusedFrom = head_;
+      node.createFused = [stages](std::vector<std::string> names) {
+        return std::make_unique<detail::FusedOperator<IN, U, Stages..., Stage>>(stages, std::move(names));
+      };
+    }
+    return FusibleStream<U, IN, Stages..., Stage>(next, head_, std::move(stages));
+  }
+  // Anything else (a rich function) ends the run.
+  template <class S>
+  S extend(S next) {
+    return next;
+  }
+
+  int head_;  // the node of the run's first function
+  std::tuple<Stages...> stages_;
 };
 
 // The end of a stream in a sink.

@@ -133,6 +133,10 @@ struct JobExecution::Plan {
   std::vector<int> vertexOf;                           // per node; -1 when it does not run
   std::vector<int> parallelism;                        // per node
   std::vector<std::string> operatorIds;                // per node: uid, or derived from the graph
+  // Fusion (fused_operator.h): per node, the last node of the fused run it heads, or -1;
+  // and whether it is a later member of one (its operator is made but gets no records).
+  std::vector<int> fusedTail;
+  std::vector<bool> fusedAway;
   bool checkpointing = false;
   std::string restorePath;  // the first attempt's checkpoint, verified
 };
@@ -140,6 +144,15 @@ struct JobExecution::Plan {
 namespace {
 
 using Vertex = JobExecution::Plan::Vertex;
+
+// The names of a fused run's operators, from its head to its tail.
+std::vector<std::string> fusedNames(const JobExecution::Plan& plan, int head, int tail) {
+  std::vector<std::string> names;
+  for (int id = tail;; id = plan.graph.nodes[static_cast<size_t>(id)]->inputs[0]) {
+    names.insert(names.begin(), plan.graph.nodes[static_cast<size_t>(id)]->name);
+    if (id == head) return names;
+  }
+}
 
 // What a new attempt's operators start from: a checkpoint's files, read per subtask.
 // Every operator instance gets the key groups it now owns and its share of the
@@ -365,6 +378,30 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
     plan.vertices.push_back(std::move(vertex));
   }
 
+  // Fused runs: each member but the last has one consumer, chained, and is the single
+  // input of the next. The longest run wins (later nodes cover more of it).
+  plan.fusedTail.assign(n, -1);
+  plan.fusedAway.assign(n, false);
+  for (size_t z = n; z-- > 0;) {
+    const auto& tail = *nodes[z];
+    if (vertexOf[z] < 0 || tail.fusedFrom < 0 || plan.fusedAway[z]) continue;
+    std::vector<size_t> run{z};
+    bool fusible = true;
+    for (size_t i = z; fusible && i != static_cast<size_t>(tail.fusedFrom);) {
+      fusible = inEdges[i].size() == 1 && edges[inEdges[i][0]].chained && nodes[i]->inputs.size() == 1;
+      if (!fusible) break;
+      size_t producer = static_cast<size_t>(edges[inEdges[i][0]].producer);
+      fusible = producer == static_cast<size_t>(nodes[i]->inputs[0]) &&
+                producer >= static_cast<size_t>(tail.fusedFrom) && outEdges[producer].size() == 1 &&
+                !plan.fusedAway[producer] && plan.fusedTail[producer] < 0;
+      i = producer;
+      run.push_back(i);
+    }
+    if (!fusible) continue;
+    plan.fusedTail[run.back()] = static_cast<int>(z);
+    for (size_t k = 0; k + 1 < run.size(); ++k) plan.fusedAway[run[k]] = true;
+  }
+
   // What the REST API shows of the vertices.
   for (size_t v = 0; v < plan.vertices.size(); ++v) {
     const auto& vertex = plan.vertices[v];
@@ -568,7 +605,9 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
     std::map<int, StreamOperator*> operatorOf;
     for (int id : vertex.nodes) {
       const auto& node = *nodes[static_cast<size_t>(id)];
-      auto op = node.createOperator();
+      int fusedTail = plan.fusedTail[static_cast<size_t>(id)];
+      auto op = fusedTail < 0 ? node.createOperator()
+                              : nodes[static_cast<size_t>(fusedTail)]->createFused(fusedNames(plan, id, fusedTail));
       task.contexts.push_back(std::make_unique<RuntimeContext>(node.name, task.index, vertex.parallelism,
                                                                graph.maxParallelism));
       task.contexts.back()->setStateBackend(graph.stateBackend);
@@ -587,8 +626,12 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
       }
       task.operators.push_back(std::move(op));
     }
-    // Wire each member's outputs: chained consumers directly, the rest through writers.
+    // Wire each member's outputs: chained consumers directly, the rest through writers. A
+    // fused run's head gives its tail's output; the members after it get nothing.
     for (int id : vertex.nodes) {
+      if (plan.fusedAway[static_cast<size_t>(id)]) continue;
+      StreamOperator* op = operatorOf.at(id);
+      if (int tail = plan.fusedTail[static_cast<size_t>(id)]; tail >= 0) id = tail;
       const auto& node = *nodes[static_cast<size_t>(id)];
       std::map<int, std::vector<OutputBase*>> targetsByTag;
       std::map<int, std::shared_ptr<const StreamType>> typeByTag;
@@ -620,7 +663,6 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
         task.outputs.push_back(std::move(out));
         return task.outputs.back().get();
       };
-      StreamOperator* op = operatorOf.at(id);
       if (!node.isSink) op->setOutput(combine(-1, *node.outputType));
       for (auto& [tag, type] : typeByTag) {
         if (tag >= 0) op->addSideOutput(tag, type->createSideOutput(combine(tag, *type)));

@@ -564,6 +564,13 @@ struct Transformation {
 
   // kSource and kOperator: a fresh instance for one subtask.
   std::function<std::unique_ptr<StreamOperator>()> createOperator;
+  // kOperator made by map or filter of a plain function right after others (fusion, see
+  // fused_operator.h): one operator that runs the functions of nodes fusedFrom, ..., this
+  // one (each the single input of the next) on fusedFrom's input and gives this node's
+  // output; it takes their names, in that order. The runtime uses it when those nodes are
+  // chained one to one; -1: none.
+  int fusedFrom = -1;
+  std::function<std::unique_ptr<StreamOperator>(std::vector<std::string>)> createFused;
   // kSource: splits for the given parallelism (may throw weir::Error); null: none needed.
   std::function<std::unique_ptr<SplitEnumerator>(int)> createEnumerator;
   int maxSourceParallelism = 0;  // 0: any

@@ -83,7 +83,9 @@ class StreamOperator {
 
   // Call inside a catch block: turns whatever a user function threw into an
   // OperatorFailure naming this operator and subtask.
-  [[noreturn]] void rethrowAsOperatorFailure() const {
+  [[noreturn]] void rethrowAsOperatorFailure() const { rethrowAsOperatorFailure(context_->getTaskName()); }
+  // The same for a function of another operator this one runs (a fused one).
+  [[noreturn]] void rethrowAsOperatorFailure(const std::string& operatorName) const {
     try {
       throw;
     } catch (const TaskCancelled&) {
@@ -91,10 +93,10 @@ class StreamOperator {
     } catch (const OperatorFailure&) {
       throw;
     } catch (const std::exception& e) {
-      throw OperatorFailure(context_->getTaskName(), context_->getIndexOfThisSubtask(),
+      throw OperatorFailure(operatorName, context_->getIndexOfThisSubtask(),
                             context_->getNumberOfParallelSubtasks(), e.what(), demangledTypeName(typeid(e)));
     } catch (...) {
-      throw OperatorFailure(context_->getTaskName(), context_->getIndexOfThisSubtask(),
+      throw OperatorFailure(operatorName, context_->getIndexOfThisSubtask(),
                             context_->getNumberOfParallelSubtasks(), "unknown exception");
     }
   }
