@@ -59,7 +59,8 @@ class DataStream {
       using OUT = detail::MapResult<F, T>;
       auto made = addOperator<OUT>("Map", [fn] { return std::make_unique<detail::StreamMap<T, OUT, F>>(fn); });
       if constexpr (detail::Fusible<F>)
-        return FusibleStream<OUT, T, detail::MapStage<T, OUT, F>>(made, made.id(), {{std::move(fn)}});
+        return FusibleStream<OUT, T, detail::MapStage<T, OUT, F>>(
+            made, made.id(), std::make_shared<const std::tuple<detail::MapStage<T, OUT, F>>>(detail::MapStage<T, OUT, F>{std::move(fn)}));
       else
         return made;
     }
@@ -75,7 +76,8 @@ class DataStream {
     } else {
       auto made = addOperator<T>("Filter", [fn] { return std::make_unique<detail::StreamFilter<T, F>>(fn); });
       if constexpr (detail::Fusible<F>)
-        return FusibleStream<T, T, detail::FilterStage<T, F>>(made, made.id(), {{std::move(fn)}});
+        return FusibleStream<T, T, detail::FilterStage<T, F>>(
+            made, made.id(), std::make_shared<const std::tuple<detail::FilterStage<T, F>>>(detail::FilterStage<T, F>{std::move(fn)}));
       else
         return made;
     }
@@ -284,13 +286,25 @@ class SingleOutputStreamOperator : public DataStream<T> {
 
 // What map and filter of plain functions (no RichFunction) return: a stream made by one
 // or more of them in a row from a stream of IN. The next map or filter on it records
-// how to run the whole run as one operator (fused_operator.h); the runtime does so
-// when the run stays chained one to one. Everything else is SingleOutputStreamOperator's.
+// how to run the whole run as one operator (fused_operator.h); the runtime does so for
+// the part of it that stays chained one to one. Everything else is
+// SingleOutputStreamOperator's. Each call returns a new type: a variable that must hold
+// several of them is a SingleOutputStreamOperator<T> (or a FusibleStream assigned one,
+// which then fuses nothing more).
 template <class T, class IN, class... Stages>
 class FusibleStream : public SingleOutputStreamOperator<T> {
  public:
-  FusibleStream(const SingleOutputStreamOperator<T>& stream, int head, std::tuple<Stages...> stages)
+  FusibleStream(const SingleOutputStreamOperator<T>& stream, int head,
+                std::shared_ptr<const std::tuple<Stages...>> stages)
       : SingleOutputStreamOperator<T>(stream), head_(head), stages_(std::move(stages)) {}
+
+  // Another stream of T: this one now stands for it, and its run ends here.
+  FusibleStream& operator=(const SingleOutputStreamOperator<T>& other) {
+    SingleOutputStreamOperator<T>::operator=(other);
+    head_ = -1;
+    stages_.reset();
+    return *this;
+  }
 
   template <class F>
   auto map(F fn) {
@@ -329,15 +343,16 @@ class FusibleStream : public SingleOutputStreamOperator<T> {
   // `next` is one more plain function on this stream: the run grows by it.
   template <class U, class Stage>
   FusibleStream<U, IN, Stages..., Stage> extend(const FusibleStream<U, T, Stage>& next) {
-    auto stages = std::tuple_cat(stages_, next.stages_);
+    if (!stages_) return {next, -1, nullptr};
+    auto stages = std::make_shared<const std::tuple<Stages..., Stage>>(std::tuple_cat(*stages_, *next.stages_));
     if constexpr (!std::is_same_v<U, bool>) {  // a fused operator's batch cannot be a vector<bool>
       auto& node = this->graph_->node(next.id());
       node.fusedFrom = head_;
-      node.createFused = [stages](std::vector<std::string> names) {
-        return std::make_unique<detail::FusedOperator<IN, U, Stages..., Stage>>(stages, std::move(names));
+      node.createFused = [stages](std::vector<std::string> names, size_t first) {
+        return detail::makeFusedOperator<U>(*stages, first, std::move(names));
       };
     }
-    return FusibleStream<U, IN, Stages..., Stage>(next, head_, std::move(stages));
+    return {next, head_, std::move(stages)};
   }
   // Anything else (a rich function) ends the run.
   template <class S>
@@ -345,8 +360,8 @@ class FusibleStream : public SingleOutputStreamOperator<T> {
     return next;
   }
 
-  int head_;  // the node of the run's first function
-  std::tuple<Stages...> stages_;
+  int head_;  // the node of the run's first function; -1: the run cannot grow
+  std::shared_ptr<const std::tuple<Stages...>> stages_;
 };
 
 // The end of a stream in a sink.

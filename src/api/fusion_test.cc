@@ -200,6 +200,105 @@ TEST(Fusion, RunsThatBranchOrBreakTheChainStillGiveEveryRecord) {
   EXPECT_EQ(sorted(rescaled.getResults()), quarters);
 }
 
+// A run cut in its middle fuses on both sides of the cut: here the two functions after
+// startNewChain() run in their own chain, still one record at a time.
+TEST(Fusion, ARunCutInItsMiddleIsFusedAfterTheCutToo) {
+  auto before = std::make_shared<std::vector<std::pair<char, int64_t>>>();  // chain 1's thread
+  auto after = std::make_shared<std::vector<std::pair<char, int64_t>>>();   // chain 2's thread
+  StreamExecutionEnvironment env;
+  CollectSink<int64_t> sink;
+  env.fromCollection(numbers(3000))
+      .map([before](int64_t v) {
+        before->emplace_back('a', v);
+        return v * 2;
+      })
+      .filter([before](const int64_t& v) {
+        before->emplace_back('b', v);
+        return v % 3 != 0;
+      })
+      .map([after](int64_t v) {
+        after->emplace_back('c', v);
+        return v + 1;
+      })
+      .startNewChain()
+      .filter([after](const int64_t& v) {
+        after->emplace_back('d', v);
+        return v % 5 != 0;
+      })
+      .sinkTo(sink);
+  env.execute();
+  std::vector<std::pair<char, int64_t>> expectBefore, expectAfter;
+  std::vector<int64_t> expectOut;
+  for (int64_t v : numbers(3000)) {
+    expectBefore.emplace_back('a', v);
+    expectBefore.emplace_back('b', v * 2);
+    if (v * 2 % 3 == 0) continue;
+    expectAfter.emplace_back('c', v * 2);
+    expectAfter.emplace_back('d', v * 2 + 1);
+    if ((v * 2 + 1) % 5 != 0) expectOut.push_back(v * 2 + 1);
+  }
+  EXPECT_EQ(*before, expectBefore);
+  EXPECT_EQ(*after, expectAfter);
+  EXPECT_EQ(sink.getResults(), expectOut);
+}
+
+// A small record without a default constructor, read by a run and by a sink from one
+// batch: the run must leave the batch as it is and keep only what both filters accept.
+struct Reading {
+  int64_t sensor, value;
+  Reading(int64_t s, int64_t v) : sensor(s), value(v) {}
+};
+
+TEST(Fusion, ARunThatSharesItsBatchKeepsExactlyTheRecordsItsFiltersAccept) {
+  std::vector<Reading> input;
+  for (int64_t i = 0; i < 5000; ++i) input.emplace_back(i % 7, i);
+  StreamExecutionEnvironment env;
+  CollectSink<Reading> filtered, all;
+  CollectSink<std::string> moved;
+  auto readings = env.fromCollection(input);
+  readings.filter([](const Reading& r) { return r.sensor != 3; })
+      .filter([](const Reading& r) { return r.value % 2 == 0; })
+      .sinkTo(filtered);
+  readings.sinkTo(all);
+  // A map that moves from its record after a filter: the run cannot read a shared batch,
+  // so it gets a copy.
+  readings.filter([](const Reading& r) { return r.sensor == 0; })
+      .map([](const Reading& r) { return std::to_string(r.value); })
+      .map([](std::string&& s) { return std::move(s) + "!"; })
+      .sinkTo(moved);
+  env.execute();
+  auto pairs = [](const std::vector<Reading>& rs) {
+    std::vector<std::pair<int64_t, int64_t>> out;
+    for (const auto& r : rs) out.emplace_back(r.sensor, r.value);
+    return out;
+  };
+  std::vector<std::pair<int64_t, int64_t>> expectFiltered;
+  std::vector<std::string> expectMoved;
+  for (const auto& r : input) {
+    if (r.sensor != 3 && r.value % 2 == 0) expectFiltered.emplace_back(r.sensor, r.value);
+    if (r.sensor == 0) expectMoved.push_back(std::to_string(r.value) + "!");
+  }
+  EXPECT_EQ(pairs(filtered.getResults()), expectFiltered);
+  EXPECT_EQ(pairs(all.getResults()), pairs(input));
+  EXPECT_EQ(moved.getResults(), expectMoved);
+}
+
+// A variable may hold one step of a pipeline after another, as with
+// SingleOutputStreamOperator; the run then ends where it was reassigned.
+TEST(Fusion, AStreamVariableMayBeReassignedTheNextStep) {
+  StreamExecutionEnvironment env;
+  CollectSink<int64_t> sink;
+  auto s = env.fromCollection(numbers(1000)).map([](int64_t v) { return v * 4; });
+  s = s.filter([](const int64_t& v) { return v % 3 == 0; });
+  s = s.map([](int64_t v) { return v + 1; });
+  s.sinkTo(sink);
+  env.execute();
+  std::vector<int64_t> expected;
+  for (int64_t v : numbers(1000))
+    if (v * 4 % 3 == 0) expected.push_back(v * 4 + 1);
+  EXPECT_EQ(sink.getResults(), expected);
+}
+
 // A rich function (open, close, runtime context) ends a run and runs as its own
 // operator between two runs.
 TEST(Fusion, ARichFunctionBetweenPlainOnesIsOpenedAndSeesEveryRecord) {

@@ -145,13 +145,18 @@ namespace {
 
 using Vertex = JobExecution::Plan::Vertex;
 
-// The names of a fused run's operators, from its head to its tail.
-std::vector<std::string> fusedNames(const JobExecution::Plan& plan, int head, int tail) {
+// The operator of the fused run from `head` to `tail`, which may start after the first
+// node of the run the API recorded (fusedFrom).
+std::unique_ptr<StreamOperator> createFused(const JobExecution::Plan& plan, int head, int tail) {
+  const auto& nodes = plan.graph.nodes;
   std::vector<std::string> names;
-  for (int id = tail;; id = plan.graph.nodes[static_cast<size_t>(id)]->inputs[0]) {
-    names.insert(names.begin(), plan.graph.nodes[static_cast<size_t>(id)]->name);
-    if (id == head) return names;
-  }
+  int id = tail;
+  for (; id != head; id = nodes[static_cast<size_t>(id)]->inputs[0])
+    names.insert(names.begin(), nodes[static_cast<size_t>(id)]->name);
+  names.insert(names.begin(), nodes[static_cast<size_t>(head)]->name);
+  size_t first = 0;  // head's place in the recorded run
+  for (; id != nodes[static_cast<size_t>(tail)]->fusedFrom; id = nodes[static_cast<size_t>(id)]->inputs[0]) ++first;
+  return nodes[static_cast<size_t>(tail)]->createFused(std::move(names), first);
 }
 
 // What a new attempt's operators start from: a checkpoint's files, read per subtask.
@@ -378,28 +383,28 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
     plan.vertices.push_back(std::move(vertex));
   }
 
-  // Fused runs: each member but the last has one consumer, chained, and is the single
-  // input of the next. The longest run wins (later nodes cover more of it).
+  // Fused runs. Going back from a run's last node, the run takes each node's input while
+  // it is chained, consumed by that node alone, and not yet in a run; a run cut on the way
+  // fuses from the cut (when two nodes at least are left), and the nodes before the cut
+  // form runs of their own when the loop reaches them.
   plan.fusedTail.assign(n, -1);
   plan.fusedAway.assign(n, false);
+  auto inRun = [&](size_t i) { return plan.fusedAway[i] || plan.fusedTail[i] >= 0; };
   for (size_t z = n; z-- > 0;) {
     const auto& tail = *nodes[z];
-    if (vertexOf[z] < 0 || tail.fusedFrom < 0 || plan.fusedAway[z]) continue;
-    std::vector<size_t> run{z};
-    bool fusible = true;
-    for (size_t i = z; fusible && i != static_cast<size_t>(tail.fusedFrom);) {
-      fusible = inEdges[i].size() == 1 && edges[inEdges[i][0]].chained && nodes[i]->inputs.size() == 1;
-      if (!fusible) break;
-      size_t producer = static_cast<size_t>(edges[inEdges[i][0]].producer);
-      fusible = producer == static_cast<size_t>(nodes[i]->inputs[0]) &&
-                producer >= static_cast<size_t>(tail.fusedFrom) && outEdges[producer].size() == 1 &&
-                !plan.fusedAway[producer] && plan.fusedTail[producer] < 0;
-      i = producer;
-      run.push_back(i);
+    if (vertexOf[z] < 0 || tail.fusedFrom < 0 || inRun(z)) continue;
+    size_t head = z;
+    while (head != static_cast<size_t>(tail.fusedFrom) && inEdges[head].size() == 1) {
+      const auto& e = edges[inEdges[head][0]];
+      size_t producer = static_cast<size_t>(e.producer);
+      if (!e.chained || producer != static_cast<size_t>(nodes[head]->inputs[0]) ||
+          producer < static_cast<size_t>(tail.fusedFrom) || outEdges[producer].size() != 1 || inRun(producer))
+        break;
+      head = producer;
     }
-    if (!fusible) continue;
-    plan.fusedTail[run.back()] = static_cast<int>(z);
-    for (size_t k = 0; k + 1 < run.size(); ++k) plan.fusedAway[run[k]] = true;
+    if (head == z) continue;
+    plan.fusedTail[head] = static_cast<int>(z);
+    for (size_t i = z; i != head; i = static_cast<size_t>(nodes[i]->inputs[0])) plan.fusedAway[i] = true;
   }
 
   // What the REST API shows of the vertices.
@@ -606,8 +611,7 @@ std::shared_ptr<JobExecution::Attempt> JobExecution::buildAttempt(const std::str
     for (int id : vertex.nodes) {
       const auto& node = *nodes[static_cast<size_t>(id)];
       int fusedTail = plan.fusedTail[static_cast<size_t>(id)];
-      auto op = fusedTail < 0 ? node.createOperator()
-                              : nodes[static_cast<size_t>(fusedTail)]->createFused(fusedNames(plan, id, fusedTail));
+      auto op = fusedTail < 0 ? node.createOperator() : createFused(plan, id, fusedTail);
       task.contexts.push_back(std::make_unique<RuntimeContext>(node.name, task.index, vertex.parallelism,
                                                                graph.maxParallelism));
       task.contexts.back()->setStateBackend(graph.stateBackend);

@@ -48,11 +48,25 @@ template <class IN, class OUT, class... Stages>
 class FusedOperator final : public OneInputOperator<IN, OUT> {
   static constexpr size_t kStages = sizeof...(Stages);
   using Last = std::tuple_element_t<kStages - 1, std::tuple<Stages...>>;
-  using First = std::tuple_element_t<0, std::tuple<Stages...>>;
   // A last filter over small plain records: its record is written whether kept or not
   // and the count advances by the verdict, a loop without a branch per record.
-  static constexpr bool kBranchFree = Last::kFilter && std::is_trivially_copyable_v<OUT> && sizeof(OUT) <= 16 &&
-                                      (std::is_same_v<IN, OUT> || PlainRecord<OUT>);
+  // (Plain, so that a buffer of them has a slot for every record.)
+  static constexpr bool kBranchFree =
+      Last::kFilter && std::is_trivially_copyable_v<OUT> && sizeof(OUT) <= 16 && PlainRecord<OUT>;
+
+  // Whether the run can read a batch it must leave as it is: every function up to the
+  // first map, and that map, take const records.
+  template <size_t K = 0>
+  static constexpr bool readsConst() {
+    if constexpr (K == kStages) {
+      return true;
+    } else {
+      using Stage = std::tuple_element_t<K, std::tuple<Stages...>>;
+      using Fn = decltype(Stage::fn);
+      if constexpr (Stage::kFilter) return readsConst<K + 1>();
+      else return MapObject<Fn, typename Stage::In> || std::invocable<Fn&, const typename Stage::In&>;
+    }
+  }
 
  public:
   FusedOperator(std::tuple<Stages...> stages, std::vector<std::string> names)
@@ -69,14 +83,18 @@ class FusedOperator final : public OneInputOperator<IN, OUT> {
   }
 
   bool emitSharedBatch(std::span<const IN> records, std::span<const int64_t> timestamps) override {
-    if constexpr (First::kFilter || std::invocable<decltype(First::fn)&, const IN&> ||
-                  MapObject<decltype(First::fn), IN>) {
+    if constexpr (readsConst()) {
       sharedTimestamps_.assign(timestamps.begin(), timestamps.end());
       emitFromBuffer(records, sharedTimestamps_);
       return true;
     } else {
       return false;
     }
+  }
+
+  void addSideOutput(int, std::unique_ptr<SideOutputBase>) override {
+    throw Error(ErrorCode::kInvalidJob,
+                "operator '" + names_.back() + "' has no side outputs; only process() can emit them");
   }
 
  private:
@@ -158,5 +176,25 @@ class FusedOperator final : public OneInputOperator<IN, OUT> {
   std::vector<OUT> buffer_;  // OUT is never bool (see FusibleStream)
   std::vector<int64_t> sharedTimestamps_;
 };
+
+// The operator running `stages` from stage `first` on: a run cut before its start
+// (by a stream read twice, a new chain, ...) fuses what follows the cut.
+template <class OUT, class... Stages>
+std::unique_ptr<StreamOperator> makeFusedOperator(const std::tuple<Stages...>& stages, size_t first,
+                                                  std::vector<std::string> names) {
+  constexpr size_t kStages = sizeof...(Stages);
+  std::unique_ptr<StreamOperator> op;
+  auto from = [&]<size_t K>(std::integral_constant<size_t, K>) {
+    [&]<size_t... J>(std::index_sequence<J...>) {
+      using Head = std::tuple_element_t<K, std::tuple<Stages...>>;
+      op = std::make_unique<FusedOperator<typename Head::In, OUT, std::tuple_element_t<K + J, std::tuple<Stages...>>...>>(
+          std::tuple(std::get<K + J>(stages)...), std::move(names));
+    }(std::make_index_sequence<kStages - K>{});
+  };
+  [&]<size_t... K>(std::index_sequence<K...>) {
+    ((K == first ? from(std::integral_constant<size_t, K>{}) : void()), ...);
+  }(std::make_index_sequence<kStages - 1>{});  // a run has two stages at least
+  return op;
+}
 
 }  // namespace weir::detail

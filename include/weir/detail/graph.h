@@ -565,12 +565,13 @@ struct Transformation {
   // kSource and kOperator: a fresh instance for one subtask.
   std::function<std::unique_ptr<StreamOperator>()> createOperator;
   // kOperator made by map or filter of a plain function right after others (fusion, see
-  // fused_operator.h): one operator that runs the functions of nodes fusedFrom, ..., this
-  // one (each the single input of the next) on fusedFrom's input and gives this node's
-  // output; it takes their names, in that order. The runtime uses it when those nodes are
-  // chained one to one; -1: none.
+  // fused_operator.h): nodes fusedFrom, ..., this one are a run, each the single input of
+  // the next. createFused(names, k) makes one operator that runs the functions of the
+  // run's nodes from the k-th (0: fusedFrom) to this one, taking their names in that
+  // order, on the k-th node's input, and gives this node's output. The runtime uses it
+  // for the part of the run that is chained one to one; fusedFrom -1: none.
   int fusedFrom = -1;
-  std::function<std::unique_ptr<StreamOperator>(std::vector<std::string>)> createFused;
+  std::function<std::unique_ptr<StreamOperator>(std::vector<std::string>, size_t)> createFused;
   // kSource: splits for the given parallelism (may throw weir::Error); null: none needed.
   std::function<std::unique_ptr<SplitEnumerator>(int)> createEnumerator;
   int maxSourceParallelism = 0;  // 0: any

@@ -144,17 +144,24 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
 
   // A buffer to fill: room for a batch, or (indexed) a batch of slots to assign.
   void makeRoom(typename Channel<T>::Buffers& b) {
-    if (indexed_) b.records.resize(kBatchRecords<T>);
-    else if (b.records.capacity() == 0) b.records.reserve(kBatchRecords<T>);
+    if constexpr (PlainRecord<T>) {
+      if (indexed_) {
+        b.records.resize(kBatchRecords<T>);
+        return;
+      }
+    }
+    if (b.records.capacity() == 0) b.records.reserve(kBatchRecords<T>);
   }
 
   void send(size_t c) {
     auto& b = buffers_[c];
     const size_t count = buffered(c);
-    if (indexed_) {
-      b.records.resize(count);
-      if (!b.timestamps.empty()) b.timestamps.resize(count);
-      filled_[c] = 0;
+    if constexpr (PlainRecord<T>) {  // (only plain records are indexed: resize needs a default)
+      if (indexed_) {
+        b.records.resize(count);
+        if (!b.timestamps.empty()) b.timestamps.resize(count);
+        filled_[c] = 0;
+      }
     }
     auto next = channels_[c]->send(std::move(b.records), std::move(b.timestamps), *metrics_);
     if (!next) throw TaskCancelled{};
