@@ -296,7 +296,7 @@ class FusibleStream : public SingleOutputStreamOperator<T> {
  public:
   FusibleStream(const SingleOutputStreamOperator<T>& stream, int head,
                 std::shared_ptr<const std::tuple<Stages...>> stages)
-      : SingleOutputStreamOperator<T>(stream), head_(head), stages_(std::move(stages)) {}
+      : SingleOutputStreamOperator<T>(stream), head_(head), tail_(stream.id()), stages_(std::move(stages)) {}
 
   // Another stream of T: this one now stands for it, and its run ends here.
   FusibleStream& operator=(const SingleOutputStreamOperator<T>& other) {
@@ -343,7 +343,8 @@ class FusibleStream : public SingleOutputStreamOperator<T> {
   // `next` is one more plain function on this stream: the run grows by it.
   template <class U, class Stage>
   FusibleStream<U, IN, Stages..., Stage> extend(const FusibleStream<U, T, Stage>& next) {
-    if (!stages_) return {next, -1, nullptr};
+    // (A stream assigned through a base reference names another node than its run's end.)
+    if (!stages_ || this->id() != tail_) return {next, -1, nullptr};
     auto stages = std::make_shared<const std::tuple<Stages..., Stage>>(std::tuple_cat(*stages_, *next.stages_));
     if constexpr (!std::is_same_v<U, bool>) {  // a fused operator's batch cannot be a vector<bool>
       auto& node = this->graph_->node(next.id());
@@ -361,6 +362,7 @@ class FusibleStream : public SingleOutputStreamOperator<T> {
   }
 
   int head_;  // the node of the run's first function; -1: the run cannot grow
+  int tail_;  // the node of its last function: this stream's own, unless reassigned
   std::shared_ptr<const std::tuple<Stages...>> stages_;
 };
 

@@ -299,6 +299,28 @@ TEST(Fusion, AStreamVariableMayBeReassignedTheNextStep) {
   EXPECT_EQ(sink.getResults(), expected);
 }
 
+// A helper that takes the stream as its base type may replace it with another step; the
+// run must not skip that step's function.
+void addRichStep(SingleOutputStreamOperator<int64_t>& s) {
+  struct Negate : RichMapFunction<int64_t, int64_t> {
+    int64_t map(const int64_t& v) override { return -v; }
+  };
+  s = s.map(Negate{});
+}
+
+TEST(Fusion, AStepAssignedThroughABaseReferenceStillRuns) {
+  StreamExecutionEnvironment env;
+  CollectSink<int64_t> sink;
+  auto s = env.fromCollection(numbers(1000)).map([](int64_t v) { return v * 2; });
+  addRichStep(s);
+  s.filter([](const int64_t& v) { return v % 3 != 0; }).sinkTo(sink);
+  env.execute();
+  std::vector<int64_t> expected;
+  for (int64_t v : numbers(1000))
+    if (-v * 2 % 3 != 0) expected.push_back(-v * 2);
+  EXPECT_EQ(sink.getResults(), expected);
+}
+
 // A rich function (open, close, runtime context) ends a run and runs as its own
 // operator between two runs.
 TEST(Fusion, ARichFunctionBetweenPlainOnesIsOpenedAndSeesEveryRecord) {

@@ -156,7 +156,11 @@ std::unique_ptr<StreamOperator> createFused(const JobExecution::Plan& plan, int 
   names.insert(names.begin(), nodes[static_cast<size_t>(head)]->name);
   size_t first = 0;  // head's place in the recorded run
   for (; id != nodes[static_cast<size_t>(tail)]->fusedFrom; id = nodes[static_cast<size_t>(id)]->inputs[0]) ++first;
-  return nodes[static_cast<size_t>(tail)]->createFused(std::move(names), first);
+  auto op = nodes[static_cast<size_t>(tail)]->createFused(std::move(names), first);
+  if (!op)
+    throw Error(ErrorCode::kInvalidJob, "internal: no fused operator for '" + nodes[static_cast<size_t>(head)]->name +
+                                            "' to '" + nodes[static_cast<size_t>(tail)]->name + "'");
+  return op;
 }
 
 // What a new attempt's operators start from: a checkpoint's files, read per subtask.
@@ -397,7 +401,8 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
     while (head != static_cast<size_t>(tail.fusedFrom) && inEdges[head].size() == 1) {
       const auto& e = edges[inEdges[head][0]];
       size_t producer = static_cast<size_t>(e.producer);
-      if (!e.chained || producer != static_cast<size_t>(nodes[head]->inputs[0]) ||
+      if (!e.chained || nodes[producer]->kind != Kind::kOperator ||
+          producer != static_cast<size_t>(nodes[head]->inputs[0]) ||
           producer < static_cast<size_t>(tail.fusedFrom) || outEdges[producer].size() != 1 || inRun(producer))
         break;
       head = producer;
