@@ -417,7 +417,9 @@ TEST_F(IncrementalCheckpointTest, WhenWritesAreStoppedTheBarrierWaitsForTheFlush
   for (int64_t k = 0; k < 1000; ++k) {
     restored.setKey(k);
     ASSERT_EQ(fullAfter.value().value_or("none"), valueOf(k, k < 750 ? 1 : 0)) << "key " << k;
-    if (k % 100 == 0) ASSERT_EQ(smallAfter.value().value_or("none"), valueOf(k, k < 750 ? 1 : 0)) << "key " << k;
+    if (k % 100 == 0) {
+      ASSERT_EQ(smallAfter.value().value_or("none"), valueOf(k, k < 750 ? 1 : 0)) << "key " << k;
+    }
   }
 }
 
