@@ -149,17 +149,19 @@ using Vertex = JobExecution::Plan::Vertex;
 // node of the run the API recorded (fusedFrom).
 std::unique_ptr<StreamOperator> createFused(const JobExecution::Plan& plan, int head, int tail) {
   const auto& nodes = plan.graph.nodes;
-  std::vector<std::string> names;
+  auto node = [&](int id) -> const Transformation& { return *nodes[static_cast<size_t>(id)]; };
+  std::vector<std::string> names;  // head to tail
   int id = tail;
-  for (; id != head; id = nodes[static_cast<size_t>(id)]->inputs[0])
-    names.insert(names.begin(), nodes[static_cast<size_t>(id)]->name);
-  names.insert(names.begin(), nodes[static_cast<size_t>(head)]->name);
+  for (;; id = node(id).inputs[0]) {
+    names.insert(names.begin(), node(id).name);
+    if (id == head) break;
+  }
   size_t first = 0;  // head's place in the recorded run
-  for (; id != nodes[static_cast<size_t>(tail)]->fusedFrom; id = nodes[static_cast<size_t>(id)]->inputs[0]) ++first;
-  auto op = nodes[static_cast<size_t>(tail)]->createFused(std::move(names), first);
+  for (; id != node(tail).fusedFrom; id = node(id).inputs[0]) ++first;
+  auto op = node(tail).createFused(std::move(names), first);
   if (!op)
-    throw Error(ErrorCode::kInvalidJob, "internal: no fused operator for '" + nodes[static_cast<size_t>(head)]->name +
-                                            "' to '" + nodes[static_cast<size_t>(tail)]->name + "'");
+    throw Error(ErrorCode::kInvalidJob,
+                "internal: no fused operator for '" + node(head).name + "' to '" + node(tail).name + "'");
   return op;
 }
 
