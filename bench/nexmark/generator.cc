@@ -4,7 +4,6 @@
 #include <array>
 #include <charconv>
 #include <cmath>
-#include <cstdio>
 #include <deque>
 #include <limits>
 #include <numbers>
@@ -100,14 +99,15 @@ int64_t nextBase0AuctionId(const GeneratorConfig& c, int64_t id, JavaRandom& rnd
 }
 
 // 3 to max − 1 letters, each a `special` one time in 13, trimmed of spaces at both ends.
+// Written into a buffer on the stack (max ≤ 128) and copied out once, trimmed.
 std::string nextString(JavaRandom& rnd, int max, char special = ' ') {
+  char letters[128];
   int length = 3 + rnd.nextInt(max - 3);
-  std::string s;
-  s.reserve(static_cast<size_t>(length));
-  for (int i = 0; i < length; ++i) s.push_back(rnd.nextInt(13) == 0 ? special : static_cast<char>('a' + rnd.nextInt(26)));
+  for (int i = 0; i < length; ++i) letters[i] = rnd.nextInt(13) == 0 ? special : static_cast<char>('a' + rnd.nextInt(26));
+  std::string_view s(letters, static_cast<size_t>(length));
   size_t first = s.find_first_not_of(' ');
-  if (first == std::string::npos) return "";
-  return s.substr(first, s.find_last_not_of(' ') - first + 1);
+  if (first == std::string_view::npos) return "";
+  return std::string(s.substr(first, s.find_last_not_of(' ') - first + 1));
 }
 uint64_t mix(uint64_t z) {
   z += 0x9e3779b97f4a7c15ull;
@@ -132,6 +132,8 @@ const std::string& paddingText() {
 // Exactly `length` letters: slices of the padding text from a drawn start.
 std::string nextExactString(JavaRandom& rnd, int64_t length) {
   const std::string& text = paddingText();
+  if (static_cast<size_t>(length) <= kPaddingSlice)
+    return std::string(text.data() + rnd.nextInt(static_cast<int32_t>(kPaddingStarts)), static_cast<size_t>(length));
   std::string s;
   s.reserve(static_cast<size_t>(length));
   for (auto left = static_cast<size_t>(length); left > 0;) {
@@ -198,24 +200,28 @@ const std::vector<ChannelUrl>& channelUrls() {
   return urls;
 }
 
+// The url, assembled on the stack and copied into `out` once.
 void writeUrl(const ChannelUrl& url, std::string& out) {
   constexpr std::string_view kHost = "https://www.nexmark.com", kItem = "/item.htm?query=1", kId = "&channel_id=";
-  char id[24];
-  size_t idLength = url.id < 0 ? 0 : static_cast<size_t>(std::to_chars(id, id + sizeof id, url.id).ptr - id);
-  out.clear();
-  out.reserve(kHost.size() + url.pathLength + kItem.size() + kId.size() + idLength);
-  out.append(kHost).append(url.path, url.pathLength).append(kItem);
-  if (url.id >= 0) out.append(kId).append(id, idLength);
+  char text[kHost.size() + sizeof url.path + kItem.size() + kId.size() + 24];
+  char* end = std::copy(kHost.begin(), kHost.end(), text);
+  end = std::copy_n(url.path, url.pathLength, end);
+  end = std::copy(kItem.begin(), kItem.end(), end);
+  if (url.id >= 0) end = std::to_chars(std::copy(kId.begin(), kId.end(), end), text + sizeof text, url.id).ptr;
+  out.assign(text, static_cast<size_t>(end - text));
 }
 
 void person(const GeneratorConfig& c, int64_t id, int64_t time, JavaRandom& rnd, Person& p) {
   p.id = lastBase0PersonId(id) + kFirstPersonId;
   p.name = std::string(kFirstNames[static_cast<size_t>(rnd.nextInt(11))]) + " " + kLastNames[static_cast<size_t>(rnd.nextInt(9))];
   p.emailAddress = nextString(rnd, 7) + "@" + nextString(rnd, 5) + ".com";
-  char card[20];
-  int a = rnd.nextInt(10000), b = rnd.nextInt(10000), d = rnd.nextInt(10000), e = rnd.nextInt(10000);
-  std::snprintf(card, sizeof card, "%04d %04d %04d %04d", a, b, d, e);
-  p.creditCard = card;
+  char card[19];  // four groups of four digits, zero-padded, apart by spaces
+  for (int group = 0; group < 4; ++group) {
+    int digits = rnd.nextInt(10000);
+    for (int i = 3; i >= 0; --i, digits /= 10) card[group * 5 + i] = static_cast<char>('0' + digits % 10);
+    if (group < 3) card[group * 5 + 4] = ' ';
+  }
+  p.creditCard.assign(card, sizeof card);
   p.city = kCities[static_cast<size_t>(rnd.nextInt(10))];
   p.state = kStates[static_cast<size_t>(rnd.nextInt(6))];
   p.dateTime = time;
