@@ -51,10 +51,11 @@ inline int32_t murmurHash(int32_t code) {
   h ^= h >> 13;
   h *= 0xc2b2ae35u;
   h ^= h >> 16;
-  auto s = static_cast<int32_t>(h);
-  if (s >= 0) return s;
-  if (s != INT32_MIN) return -s;
-  return 0;
+  // Made non-negative as Flink does (−s, and 0 for INT32_MIN) without a branch: the
+  // sign is a coin toss, and keyBy's partitioning mispredicted it every other record.
+  const uint32_t sign = h >> 31 ? UINT32_MAX : 0;
+  const auto magnitude = static_cast<int32_t>((h ^ sign) - sign);  // INT32_MIN stays INT32_MIN
+  return magnitude & ~(magnitude >> 31);
 }
 
 // Key group of a key's 32-bit hash.

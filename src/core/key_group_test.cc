@@ -9,7 +9,7 @@ namespace {
 
 // murmur3_32 of a 4-byte little-endian block with seed 0, written out from the
 // reference algorithm (Appleby's MurmurHash3_x86_32) independently of key_group.cc.
-int32_t referenceMurmur(int32_t code) {
+uint32_t referenceMurmurBits(int32_t code) {
   auto rotl = [](uint32_t x, int r) { return (x << r) | (x >> (32 - r)); };
   uint32_t k = static_cast<uint32_t>(code);
   k *= 0xcc9e2d51u;
@@ -24,7 +24,11 @@ int32_t referenceMurmur(int32_t code) {
   h ^= h >> 13;
   h *= 0xc2b2ae35u;
   h ^= h >> 16;
-  auto s = static_cast<int32_t>(h);
+  return h;
+}
+// Made non-negative as Flink's MathUtils.murmurHash does.
+int32_t referenceMurmur(int32_t code) {
+  auto s = static_cast<int32_t>(referenceMurmurBits(code));
   return s >= 0 ? s : (s == INT32_MIN ? 0 : -s);
 }
 
@@ -35,6 +39,32 @@ TEST(KeyGroup, MurmurHashIsMurmur3OfTheCodeMadeNonNegative) {
   }
   // Published murmur3_32 vector: bytes 00 00 00 00, seed 0 -> 0x2362F9DE.
   EXPECT_EQ(murmurHash(0), 0x2362F9DE);
+  // A sweep over both signs of the hash.
+  for (int64_t code = INT32_MIN; code <= INT32_MAX; code += 65537)
+    ASSERT_EQ(murmurHash(static_cast<int32_t>(code)), referenceMurmur(static_cast<int32_t>(code))) << code;
+}
+
+// Each step of murmur3_32 is a bijection on 32 bits, so exactly one code hashes to
+// INT32_MIN, which has no negation: Flink maps it to 0. The code is found by running the
+// steps backwards.
+TEST(KeyGroup, MurmurHashMapsTheCodeThatHashesToInt32MinToZero) {
+  auto inverse = [](uint32_t odd) {  // odd⁻¹ mod 2^32 by Newton's iteration
+    uint32_t x = odd;
+    for (int i = 0; i < 5; ++i) x *= 2 - odd * x;
+    return x;
+  };
+  auto rotr = [](uint32_t x, int r) { return (x >> r) | (x << (32 - r)); };
+  uint32_t h = 0x80000000u;
+  h ^= h >> 16;
+  h *= inverse(0xc2b2ae35u);
+  h ^= (h >> 13) ^ (h >> 26);
+  h *= inverse(0x85ebca6bu);
+  h ^= h >> 16;
+  h ^= 4u;
+  h = rotr((h - 0xe6546b64u) * inverse(5), 13);
+  const auto code = static_cast<int32_t>(rotr(h * inverse(0x1b873593u), 15) * inverse(0xcc9e2d51u));
+  ASSERT_EQ(referenceMurmurBits(code), 0x80000000u);
+  EXPECT_EQ(murmurHash(code), 0);
 }
 
 TEST(KeyGroup, EveryKeyGroupBelongsToTheRangeOfTheSubtaskThatOwnsIt) {
