@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -135,7 +136,16 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
         if (b.records.size() >= kBatchRecords<T>) send(0);
       }
     } else {
-      for (size_t i = 0; i < records.size(); ++i) put(selector_(records[i], n), i, std::move(records[i]));
+      // The channel of every record of a chunk first, then the records into their
+      // buffers: the selector's work (a key's hash and key group) for one record does
+      // not wait on the stores of the one before.
+      constexpr size_t kChunk = 256;
+      std::array<uint32_t, kChunk> channel;
+      for (size_t from = 0; from < records.size(); from += kChunk) {
+        const size_t m = std::min(kChunk, records.size() - from);
+        for (size_t j = 0; j < m; ++j) channel[j] = static_cast<uint32_t>(selector_(records[from + j], n));
+        for (size_t j = 0; j < m; ++j) put(channel[j], from + j, std::move(records[from + j]));
+      }
     }
   }
 
