@@ -99,7 +99,7 @@ int64_t nextBase0AuctionId(const GeneratorConfig& c, int64_t id, JavaRandom& rnd
 }
 
 // 3 to max − 1 letters, each a `special` one time in 13, trimmed of spaces at both ends.
-// Written into a buffer on the stack (max ≤ 128) and copied out once, trimmed.
+// Written into a buffer on the stack (so max ≤ 129) and copied out once, trimmed.
 std::string nextString(JavaRandom& rnd, int max, char special = ' ') {
   char letters[128];
   int length = 3 + rnd.nextInt(max - 3);
@@ -132,7 +132,7 @@ const std::string& paddingText() {
 // Exactly `length` letters: slices of the padding text from a drawn start.
 std::string nextExactString(JavaRandom& rnd, int64_t length) {
   const std::string& text = paddingText();
-  if (static_cast<size_t>(length) <= kPaddingSlice)
+  if (length > 0 && static_cast<size_t>(length) <= kPaddingSlice)  // (no draw for no padding)
     return std::string(text.data() + rnd.nextInt(static_cast<int32_t>(kPaddingStarts)), static_cast<size_t>(length));
   std::string s;
   s.reserve(static_cast<size_t>(length));

@@ -47,7 +47,7 @@ TEST(NexmarkGenerator, FollowsTheReferenceProportionsIdsAndSizes) {
       EXPECT_EQ(m % 50, 0);
       EXPECT_EQ(e.person->id, 1000 + m / 50);
       EXPECT_TRUE(std::regex_match(e.person->creditCard, std::regex("[0-9]{4} [0-9]{4} [0-9]{4} [0-9]{4}"))) << e.person->creditCard;
-      EXPECT_TRUE(std::regex_match(e.person->emailAddress, std::regex("[a-z ]{0,6}@[a-z ]{0,4}\\.com"))) << e.person->emailAddress;
+      EXPECT_TRUE(std::regex_match(e.person->emailAddress, std::regex("([a-z]([a-z ]*[a-z])?)?@([a-z]([a-z ]*[a-z])?)?\\.com"))) << e.person->emailAddress;
       personBytes += static_cast<int64_t>(8 + e.person->name.size() + e.person->emailAddress.size() + e.person->creditCard.size() +
                                           e.person->city.size() + e.person->state.size() + e.person->extra.size());
     } else if (e.auction) {
