@@ -73,10 +73,14 @@ class Collector {
   Collector(std::vector<T>* buffer, std::vector<int64_t>* timestamps, detail::Output<T>* out, size_t batchSize)
       : buffer_(buffer), timestamps_(timestamps), out_(out), batchSize_(batchSize) {}
 
-  void collect(T value) {
+  // (Two overloads, not one by value: a record passed by value was moved twice.)
+  void collect(const T& value) {
+    buffer_->push_back(value);
+    collected();
+  }
+  void collect(T&& value) {
     buffer_->push_back(std::move(value));
-    if (hasTimestamp_) timestamps_->push_back(timestamp_);
-    if (buffer_->size() >= batchSize_) flush();
+    collected();
   }
 
   void flush() {
@@ -93,6 +97,11 @@ class Collector {
   }
 
  private:
+  void collected() {
+    if (hasTimestamp_) timestamps_->push_back(timestamp_);
+    if (buffer_->size() >= batchSize_) flush();
+  }
+
   std::vector<T>* buffer_;
   std::vector<int64_t>* timestamps_;
   detail::Output<T>* out_;
