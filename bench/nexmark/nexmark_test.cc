@@ -12,6 +12,7 @@
 #include <tuple>
 
 #include "nexmark/generator.h"
+#include "nexmark/java_random.h"
 #include "nexmark/queries.h"
 
 namespace weir::nexmark {
@@ -29,6 +30,30 @@ std::vector<Event> allEvents(const GeneratorConfig& c) {
   std::vector<Event> events;
   for (int64_t m = 0; m < c.events; ++m) events.push_back(generateEvent(c, m));
   return events;
+}
+
+// java.util.Random's own values: new Random(0).nextInt() and new Random(42).nextInt(),
+// and new Random(42)'s first five nextInt(10).
+TEST(NexmarkGenerator, JavaRandomDrawsWhatJavaDraws) {
+  EXPECT_EQ(JavaRandom(0).nextInt(), -1155484576);
+  EXPECT_EQ(JavaRandom(42).nextInt(), -1170105035);
+  JavaRandom r(42);
+  std::vector<int32_t> firstFive;
+  for (int i = 0; i < 5; ++i) firstFive.push_back(r.nextInt(10));
+  EXPECT_EQ(firstFive, (std::vector<int32_t>{0, 3, 8, 4, 0}));
+}
+
+// nextLetter computes both of its states from one; it must draw the reference's letters,
+// nextInt(13) == 0 ? special : 'a' + nextInt(26), and leave the generator in step.
+TEST(NexmarkGenerator, JavaRandomLettersAreTheReferencesTwoDraws) {
+  for (int64_t seed : {0, 1, 42, 123'456'789}) {
+    JavaRandom fast(seed), slow(seed);
+    for (int i = 0; i < 100'000; ++i) {
+      char expected = slow.nextInt(13) == 0 ? '_' : static_cast<char>('a' + slow.nextInt(26));
+      ASSERT_EQ(fast.nextLetter('_'), expected) << "seed " << seed << ", letter " << i;
+    }
+    EXPECT_EQ(fast.nextInt(), slow.nextInt());
+  }
 }
 
 TEST(NexmarkGenerator, FollowsTheReferenceProportionsIdsAndSizes) {
