@@ -143,7 +143,8 @@ constexpr int32_t kChannels = 10000;
 // Every channel's url, then the hot channels' (the reference caches them too), end to
 // end in one block of about 730 KB: a bid's url is one copy out of it. (Assembling the
 // url per bid from 24 bytes of parts, as before, took 15% longer a bid on a machine
-// with 2 MiB of L2 cache, where the block stays.)
+// with 2 MiB of L2 cache, where the block stays; on the AMD EPYC of earlier runs the
+// parts were the faster: see bench/README.md.)
 class ChannelUrls {
  public:
   static const ChannelUrls& get() {
