@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
+#include <functional>
 #include <set>
 
 namespace weir::nexmark {
@@ -11,29 +12,20 @@ using std::chrono::milliseconds;
 
 namespace {
 
-// Picks one kind of event out of the stream. It moves the event out of a record its
-// operator owns, and copies it out of one that a fan-out shares with other operators (as
-// when a query reads both persons and auctions), so that only the events kept are copied.
-template <class T, std::optional<T> Event::*kPart>
+// Picks one kind of event out of the stream, converted by `fn` (T&& -> OUT; by default
+// as it is). It moves the event out of a record its operator owns, and copies it out of
+// one that a fan-out shares with other operators (as when a query reads both persons and
+// auctions), so that only the events kept are copied.
+template <class T, std::optional<T> Event::*kPart, class OUT = T, class F = std::identity>
 struct PartOf {
-  void operator()(Event&& e, Collector<T>& out) const {
-    if (e.*kPart) out.collect(std::move(*(e.*kPart)));
-  }
-  void operator()(const Event& e, Collector<T>& out) const {
-    if (e.*kPart) out.collect(*(e.*kPart));
-  }
-};
-
-// Applies `fn` (Bid&& -> OUT) to each bid of the stream, inside the flatMap that picks
-// the bids out: moved from a record this operator owns, copied from a shared one.
-template <class OUT, class F>
-struct OfBids {
-  F fn;
+  F fn{};
   void operator()(Event&& e, Collector<OUT>& out) const {
-    if (e.bid) out.collect(fn(std::move(*e.bid)));
+    if (e.*kPart) out.collect(fn(std::move(*(e.*kPart))));
   }
   void operator()(const Event& e, Collector<OUT>& out) const {
-    if (e.bid) out.collect(fn(Bid(*e.bid)));
+    if (!(e.*kPart)) return;
+    if constexpr (std::invocable<const F&, const T&>) out.collect(fn(*(e.*kPart)));
+    else out.collect(fn(T(*(e.*kPart))));
   }
 };
 
@@ -59,7 +51,7 @@ DataStream<Q1Result> q1(DataStream<Event> events) {
   auto euros = [](Bid&& b) {
     return Q1Result{b.auction, b.bidder, kDollarToEuro * static_cast<double>(b.price), b.dateTime, std::move(b.extra)};
   };
-  return events.flatMap<Q1Result>(OfBids<Q1Result, decltype(euros)>{euros}).name("q1 Euros");
+  return events.flatMap<Q1Result>(PartOf<Bid, &Event::bid, Q1Result, decltype(euros)>{euros}).name("q1 Euros");
 }
 
 // q2: the bids on auctions whose id is a multiple of 123.
