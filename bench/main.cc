@@ -20,7 +20,7 @@
 #include "checkpoint_bench.h"
 #include "nexmark/driver.h"
 #include "state_bench.h"
-#include "weir/detail/channel.h"
+#include "weir/detail/runtime/channel.h"
 #include "weir/weir.h"
 
 namespace weir::bench {

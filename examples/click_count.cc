@@ -11,7 +11,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "cli/example.h"
+#include "cli/job_options.h"
 #include "cli/interrupt.h"
 #include "cli/progress.h"
 #include "weir/weir.h"

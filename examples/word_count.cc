@@ -8,7 +8,7 @@
 #include <cctype>
 #include <cstdio>
 
-#include "cli/example.h"
+#include "cli/job_options.h"
 #include "cli/interrupt.h"
 #include "weir/weir.h"
 

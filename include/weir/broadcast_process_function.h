@@ -20,7 +20,7 @@
 #include <vector>
 
 #include "weir/broadcast_state.h"
-#include "weir/detail/operator_state.h"
+#include "weir/detail/state/operator_state.h"
 #include "weir/serializer.h"
 #include "weir/clock.h"
 #include "weir/functions.h"

@@ -8,7 +8,7 @@
 
 #include "weir/broadcast_process_function.h"
 #include "weir/data_stream.h"
-#include "weir/detail/broadcast_operator.h"
+#include "weir/detail/operators/broadcast_process_operator.h"
 #include "weir/keyed_stream.h"
 
 namespace weir {

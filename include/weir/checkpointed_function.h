@@ -69,4 +69,4 @@ class CheckpointedFunction {
 
 }  // namespace weir
 
-#include "weir/detail/operator_state.h"
+#include "weir/detail/state/operator_state.h"

@@ -11,7 +11,7 @@
 
 #include "weir/co_process_function.h"
 #include "weir/data_stream.h"
-#include "weir/detail/co_process_operator.h"
+#include "weir/detail/operators/co_process_operator.h"
 #include "weir/keyed_stream.h"
 #include "weir/output_tag.h"
 

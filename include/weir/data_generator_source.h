@@ -12,7 +12,7 @@
 #include <limits>
 #include <string>
 
-#include "weir/detail/output.h"
+#include "weir/detail/core/output.h"
 #include "weir/error.h"
 #include "weir/source.h"
 

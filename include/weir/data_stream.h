@@ -5,11 +5,11 @@
 #include <string>
 #include <utility>
 
-#include "weir/detail/function_traits.h"
-#include "weir/detail/fused_operator.h"
-#include "weir/detail/graph_builder.h"
-#include "weir/detail/operators.h"
-#include "weir/detail/timestamps_operator.h"
+#include "weir/detail/operators/function_traits.h"
+#include "weir/detail/operators/fused_operator.h"
+#include "weir/detail/api/graph_builder.h"
+#include "weir/detail/operators/operators.h"
+#include "weir/detail/operators/timestamps_and_watermarks_operator.h"
 #include "weir/output_tag.h"
 #include "weir/print_sink.h"
 #include "weir/sink.h"

@@ -12,7 +12,7 @@
 #include <utility>
 #include <vector>
 
-#include "weir/detail/output.h"
+#include "weir/detail/core/output.h"
 #include "weir/output_tag.h"
 #include "weir/runtime_context.h"
 

@@ -5,8 +5,8 @@
 #include <tuple>
 
 #include "weir/data_stream.h"
-#include "weir/detail/trigger_window_operator.h"
-#include "weir/detail/window_operator.h"
+#include "weir/detail/window/trigger_window_operator.h"
+#include "weir/detail/window/window_operator.h"
 #include "weir/evictor.h"
 #include "weir/key_group.h"
 #include "weir/trigger.h"

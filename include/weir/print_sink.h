@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "weir/detail/format.h"
+#include "weir/detail/core/format.h"
 #include "weir/sink.h"
 
 namespace weir {

@@ -7,9 +7,9 @@
 
 #include "weir/checkpointed_function.h"
 #include "weir/clock.h"
-#include "weir/detail/operator_snapshot.h"
-#include "weir/detail/processing_time_service.h"
-#include "weir/detail/state_factory.h"
+#include "weir/detail/state/operator_snapshot.h"
+#include "weir/detail/time/processing_time_service.h"
+#include "weir/detail/state/state_factory.h"
 #include "weir/metrics.h"
 #include "weir/state.h"
 #include "weir/state_backend.h"

@@ -6,8 +6,8 @@
 
 #include <utility>
 
-#include "weir/detail/scoped_states.h"
-#include "weir/detail/state_factory.h"
+#include "weir/detail/state/scoped_states.h"
+#include "weir/detail/state/state_factory.h"
 #include "weir/state.h"
 #include "weir/state_descriptor.h"
 

@@ -8,7 +8,7 @@
 
 #include "weir/checkpoint_config.h"
 #include "weir/data_stream.h"
-#include "weir/detail/collection_source.h"
+#include "weir/detail/api/collection_source.h"
 #include "weir/job_client.h"
 #include "weir/rest_options.h"
 #include "weir/restart_strategy.h"

@@ -5,7 +5,7 @@
 #include <cstdio>
 #include <string>
 
-#include "weir/detail/format.h"
+#include "weir/detail/core/format.h"
 #include "weir/sink.h"
 
 namespace weir {

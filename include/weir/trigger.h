@@ -27,8 +27,8 @@
 #include <string>
 #include <vector>
 
-#include "weir/detail/scoped_states.h"
-#include "weir/detail/state_factory.h"
+#include "weir/detail/state/scoped_states.h"
+#include "weir/detail/state/state_factory.h"
 #include "weir/error.h"
 #include "weir/state.h"
 #include "weir/state_descriptor.h"

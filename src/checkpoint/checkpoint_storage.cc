@@ -18,7 +18,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "weir/detail/rocksdb_state.h"
+#include "weir/detail/state/rocksdb_state.h"
 #include "weir/error.h"
 #include "weir/serializer.h"
 

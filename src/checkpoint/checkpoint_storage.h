@@ -21,7 +21,7 @@
 #include <string>
 #include <vector>
 
-#include "weir/detail/operator_snapshot.h"
+#include "weir/detail/state/operator_snapshot.h"
 #include "weir/key_group.h"
 
 namespace weir::detail {

@@ -18,9 +18,9 @@
 #include <rocksdb/env.h>
 
 #include "checkpoint/checkpoint_storage.h"
-#include "state/state_test_harness.h"
-#include "weir/detail/operator_snapshot.h"
-#include "weir/detail/rocksdb_state.h"
+#include "support/state_test_harness.h"
+#include "weir/detail/state/operator_snapshot.h"
+#include "weir/detail/state/rocksdb_state.h"
 
 namespace weir::detail {
 namespace {

@@ -7,7 +7,7 @@
 
 #include <CLI/CLI.hpp>
 
-#include "cli/example.h"
+#include "cli/job_options.h"
 
 namespace weir::cli {
 

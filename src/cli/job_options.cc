@@ -1,4 +1,4 @@
-#include "cli/example.h"
+#include "cli/job_options.h"
 #include "weir/stream_execution_environment.h"
 
 namespace weir::cli {

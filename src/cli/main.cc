@@ -8,7 +8,7 @@
 #include <string>
 
 #include "cli/checkpoint_commands.h"
-#include "cli/example.h"
+#include "cli/job_options.h"
 #include "cli/interrupt.h"
 #include "cli/rest_commands.h"
 #include "weir/job_client.h"

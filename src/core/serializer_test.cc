@@ -11,7 +11,7 @@
 #include <set>
 #include <sstream>
 
-#include "weir/detail/format.h"
+#include "weir/detail/core/format.h"
 
 // Tracks the largest single allocation so corrupt-length tests can prove nothing large
 // was reserved.

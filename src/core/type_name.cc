@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "weir/detail/output.h"
+#include "weir/detail/core/output.h"
 
 namespace weir::detail {
 

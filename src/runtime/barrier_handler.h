@@ -34,8 +34,8 @@
 #include <vector>
 
 #include "weir/checkpoint_config.h"
-#include "weir/detail/graph.h"
-#include "weir/detail/operator_snapshot.h"
+#include "weir/detail/runtime/stream_graph.h"
+#include "weir/detail/state/operator_snapshot.h"
 
 namespace weir::detail {
 

@@ -1,6 +1,6 @@
-#include "weir/detail/channel.h"
+#include "weir/detail/runtime/channel.h"
 
-#include "weir/detail/record_writer.h"
+#include "weir/detail/runtime/record_writer.h"
 
 #include <gtest/gtest.h>
 

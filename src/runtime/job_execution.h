@@ -16,7 +16,7 @@
 
 #include "checkpoint/checkpoint_coordinator.h"
 #include "runtime/mailbox.h"
-#include "weir/detail/graph.h"
+#include "weir/detail/runtime/stream_graph.h"
 #include "weir/job_client.h"
 
 namespace weir::detail {

@@ -7,7 +7,7 @@
 #include <functional>
 #include <mutex>
 
-#include "weir/detail/channel.h"
+#include "weir/detail/runtime/channel.h"
 
 namespace weir::detail {
 

@@ -2,7 +2,7 @@
 #include <string>
 #include <unordered_map>
 
-#include "weir/detail/record_writer.h"
+#include "weir/detail/runtime/record_writer.h"
 #include "weir/error.h"
 #include "weir/output_tag.h"
 

@@ -14,7 +14,7 @@
 
 #include <gtest/gtest.h>
 
-#include "state/state_test_harness.h"
+#include "support/state_test_harness.h"
 
 namespace weir {
 namespace {

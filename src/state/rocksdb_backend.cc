@@ -25,9 +25,9 @@
 
 #include "core/thread_name.h"
 #include "state/rocksdb_options.h"
-#include "weir/detail/operator_snapshot.h"
-#include "weir/detail/rocksdb_state.h"
-#include "weir/detail/ttl_state.h"
+#include "weir/detail/state/operator_snapshot.h"
+#include "weir/detail/state/rocksdb_state.h"
+#include "weir/detail/state/ttl_state.h"
 
 namespace weir::detail {
 namespace {

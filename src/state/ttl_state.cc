@@ -1,4 +1,4 @@
-#include "weir/detail/ttl_state.h"
+#include "weir/detail/state/ttl_state.h"
 
 namespace weir::detail {
 

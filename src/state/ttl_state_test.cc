@@ -6,8 +6,8 @@
 
 #include <gtest/gtest.h>
 
-#include "state/state_test_harness.h"
-#include "weir/detail/ttl_state.h"
+#include "support/state_test_harness.h"
+#include "weir/detail/state/ttl_state.h"
 
 namespace weir {
 namespace {

@@ -1,0 +1,119 @@
+// The operators behind connect(broadcastStream).process(...): two inputs, the first the
+// (keyed or not) main stream, the second the broadcast stream; each subtask keeps its own
+// copy of the broadcast state.
+#pragma once
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "weir/broadcast_process_function.h"
+#include "weir/detail/operators/operators.h"
+
+namespace weir::detail {
+
+// Runs a BroadcastProcessFunction<IN1, IN2, OUT>.
+template <class IN1, class IN2, class F>
+class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F::OutputType, F> {
+  using OUT = typename F::OutputType;
+
+ public:
+  BroadcastProcessOperator(F fn, std::vector<std::string> declared, std::string checkpointProblem = "")
+      : CollectingOperator<IN1, OUT, F>(std::move(fn)), states_(std::move(declared), std::move(checkpointProblem)) {}
+
+  OutputBase* secondInput() override { return &second_; }
+  std::string checkpointUnsupportedReason() const override { return states_.checkpointProblem(); }
+  void open() override {
+    if (auto* restored = this->context().restored()) states_.restore(restored->operatorState);
+    CollectingOperator<IN1, OUT, F>::open();
+  }
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    CollectingOperator<IN1, OUT, F>::snapshotState(checkpointId, timestamp, out);
+    for (auto& s : states_.snapshot()) out.operatorState.push_back(std::move(s));
+  }
+
+  void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
+    typename F::ReadOnlyContext ctx(&states_, &this->sideOutputs_, &watermark_, this->context().clock().get());
+    this->forEachRecord(records, timestamps, ctx,
+                        [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement(r, ctx, c); });
+  }
+  void processSecond(std::span<IN2> records, Timestamps timestamps) {
+    typename F::Context ctx(&states_, &this->sideOutputs_, &watermark_, this->context().clock().get());
+    this->forEachRecord(records, timestamps, ctx,
+                        [&](const IN2& r, Collector<OUT>& c) { this->fn_.processBroadcastElement(r, ctx, c); });
+  }
+  void emitWatermark(int64_t watermark) override {
+    watermark_ = watermark;
+    this->forwardWatermark(watermark);
+  }
+
+ private:
+  BroadcastStates states_;
+  SecondInput<IN2, BroadcastProcessOperator> second_{this};
+  int64_t watermark_ = INT64_MIN;
+};
+
+// Runs a KeyedBroadcastProcessFunction<K, IN1, IN2, OUT>: keyed state, timers and the
+// current key on the first input; applyToKeyedState on the broadcast input.
+template <class IN1, class IN2, class K, class KeySelector, class F>
+class KeyedBroadcastProcessOperator final
+    : public KeyedFunctionOperator<IN1, typename F::OutputType, K, KeySelector, F>,
+      private KeyedStateVisitor<K> {
+  using OUT = typename F::OutputType;
+  using Base = KeyedFunctionOperator<IN1, OUT, K, KeySelector, F>;
+
+ public:
+  KeyedBroadcastProcessOperator(KeySelector keySelector, F fn, std::vector<std::string> declared,
+                                std::string checkpointProblem = "")
+      : Base(std::move(keySelector), std::move(fn)), states_(std::move(declared), std::move(checkpointProblem)) {}
+
+  OutputBase* secondInput() override { return &second_; }
+  std::string checkpointUnsupportedReason() const override {
+    std::string keyed = Base::checkpointUnsupportedReason();
+    return keyed.empty() ? states_.checkpointProblem() : keyed;
+  }
+  void open() override {
+    if (auto* restored = this->context().restored()) states_.restore(restored->operatorState);
+    Base::open();
+  }
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    Base::snapshotState(checkpointId, timestamp, out);
+    for (auto& s : states_.snapshot()) out.operatorState.push_back(std::move(s));
+  }
+
+  void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
+    typename F::ReadOnlyContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
+    this->forEachKeyed(records, timestamps, ctx,
+                       [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement(r, ctx, c); });
+  }
+  void processSecond(std::span<IN2> records, Timestamps timestamps) {
+    typename F::Context ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
+    this->forEachRecord(records, timestamps, ctx,
+                        [&](const IN2& r, Collector<OUT>& c) { this->fn_.processBroadcastElement(r, ctx, c); });
+    this->state_->clearCurrentKey();  // applyToKeyedState may have set keys
+  }
+  void emitWatermark(int64_t watermark) override {
+    typename F::OnTimerContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
+    this->advanceWatermark(watermark, ctx);
+  }
+  void onProcessingTime(int64_t time) override {
+    typename F::OnTimerContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
+    this->advanceProcessingTime(time, ctx);
+  }
+
+ private:
+  const Clock* clock() { return this->context().clock().get(); }
+
+  // KeyedStateVisitor
+  std::vector<K> keysWithState(const std::string& stateName) override { return this->state_->keysWithState(stateName); }
+  void setVisitedKey(const K& key) override {
+    this->key_ = key;
+    this->state_->setCurrentKey(this->key_);
+  }
+  RuntimeContext& runtimeContext() override { return this->context(); }
+
+  BroadcastStates states_;
+  SecondInput<IN2, KeyedBroadcastProcessOperator> second_{this};
+};
+
+}  // namespace weir::detail

@@ -1,0 +1,243 @@
+// The operators behind first.connect(second).map/flatMap/process(...), and behind
+// keyed1.connect(keyed2).process(...) and intervalJoin, where two keyed inputs with the
+// same key type share one keyed state store and one set of timers.
+#pragma once
+
+#include <algorithm>
+#include <limits>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "weir/co_process_function.h"
+#include "weir/output_tag.h"
+#include "weir/detail/operators/operators.h"
+#include "weir/state_descriptor.h"
+#include "weir/windows.h"
+
+namespace weir::detail {
+
+// Runs a CoMapFunction, CoFlatMapFunction or CoProcessFunction on two inputs.
+template <class IN1, class IN2, class F>
+class CoStreamOperator final : public CollectingOperator<IN1, typename F::OutputType, F> {
+  using OUT = typename F::OutputType;
+  using Context = typename ProcessFunction<IN1, OUT>::Context;
+
+ public:
+  using CollectingOperator<IN1, OUT, F>::CollectingOperator;
+
+  OutputBase* secondInput() override { return &second_; }
+  void emitBatch(std::span<IN1> records, Timestamps timestamps) override { process<1>(records, timestamps); }
+  void processSecond(std::span<IN2> records, Timestamps timestamps) { process<2>(records, timestamps); }
+  void emitWatermark(int64_t watermark) override {
+    watermark_ = watermark;
+    this->forwardWatermark(watermark);
+  }
+
+ private:
+  template <int kInput, class R>
+  void process(std::span<R> records, Timestamps timestamps) {
+    Context ctx(&this->sideOutputs_, &watermark_, this->context().clock().get());
+    this->forEachRecord(records, timestamps, ctx, [&](const R& r, Collector<OUT>& out) {
+      if constexpr (std::is_base_of_v<CoMapFunction<IN1, IN2, OUT>, F>) {
+        if constexpr (kInput == 1) out.collect(this->fn_.map1(r));
+        else out.collect(this->fn_.map2(r));
+      } else if constexpr (std::is_base_of_v<CoFlatMapFunction<IN1, IN2, OUT>, F>) {
+        if constexpr (kInput == 1) this->fn_.flatMap1(r, out);
+        else this->fn_.flatMap2(r, out);
+      } else {
+        if constexpr (kInput == 1) this->fn_.processElement1(r, ctx, out);
+        else this->fn_.processElement2(r, ctx, out);
+      }
+    });
+  }
+
+  SecondInput<IN2, CoStreamOperator> second_{this};
+  int64_t watermark_ = std::numeric_limits<int64_t>::min();
+};
+
+// Runs a KeyedCoProcessFunction<K, IN1, IN2, OUT>: each record's key (by its input's key
+// selector) is current while the function sees it.
+template <class IN1, class IN2, class K, class Selector1, class Selector2, class F>
+class KeyedCoProcessOperator final : public KeyedFunctionOperator<IN1, typename F::OutputType, K, Selector1, F> {
+  using OUT = typename F::OutputType;
+  using Base = KeyedFunctionOperator<IN1, OUT, K, Selector1, F>;
+
+ public:
+  KeyedCoProcessOperator(Selector1 first, Selector2 second, F fn)
+      : Base(std::move(first), std::move(fn)), secondSelector_(std::move(second)) {}
+
+  OutputBase* secondInput() override { return &second_; }
+  void open() override {
+    if constexpr (requires { this->fn_.countLateRecordsIn(&this->metrics_->numLateRecordsDropped); })
+      this->fn_.countLateRecordsIn(&this->metrics_->numLateRecordsDropped);
+    Base::open();
+  }
+
+  void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
+    typename F::Context ctx(this, &this->sideOutputs_);
+    this->forEachKeyed(records, timestamps, ctx,
+                       [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement1(r, ctx, c); });
+  }
+  void processSecond(std::span<IN2> records, Timestamps timestamps) {
+    typename F::Context ctx(this, &this->sideOutputs_);
+    this->forEachRecord(records, timestamps, ctx, [&](const IN2& r, Collector<OUT>& c) {
+      this->key_ = std::invoke(secondSelector_, r);
+      this->state_->setCurrentKey(this->key_);
+      this->fn_.processElement2(r, ctx, c);
+    });
+    this->state_->clearCurrentKey();
+  }
+  void emitWatermark(int64_t watermark) override {
+    typename F::OnTimerContext ctx(this, &this->sideOutputs_);
+    this->advanceWatermark(watermark, ctx);
+  }
+  void onProcessingTime(int64_t time) override {
+    typename F::OnTimerContext ctx(this, &this->sideOutputs_);
+    this->advanceProcessingTime(time, ctx);
+  }
+
+ private:
+  Selector2 secondSelector_;
+  SecondInput<IN2, KeyedCoProcessOperator> second_{this};
+};
+
+class JoinContextAccess {
+ public:
+  template <class JoinContext, class KeyedContext>
+  static void set(JoinContext& ctx, int64_t left, int64_t right, KeyedContext& keyed) {
+    ctx.left_ = left;
+    ctx.right_ = right;
+    ctx.sideOutputs_ = keyed.sideOutputs_;
+  }
+};
+
+// The bounds of an interval join (IntervalJoined::process), both inclusive once
+// lowerBoundExclusive() / upperBoundExclusive() moved them.
+struct IntervalJoinBounds {
+  int64_t lower;
+  int64_t upper;
+};
+
+// An interval join as a KeyedCoProcessFunction (as Flink's IntervalJoinOperator): each
+// side keeps its records per key in map state by timestamp; a record is matched against
+// the other side's buffer, and dropped from its own once the watermark passed the last
+// time a partner could have: left t + max(upper, 0), right t + max(-lower, 0).
+template <class K, class IN1, class IN2, class F>
+class IntervalJoinFunction final : public KeyedCoProcessFunction<K, IN1, IN2, typename F::OutputType> {
+  using OUT = typename F::OutputType;
+  using Base = KeyedCoProcessFunction<K, IN1, IN2, OUT>;
+  static_assert(!std::is_base_of_v<CheckpointedFunction, F>,
+                "intervalJoin(...).process(f): f cannot be a CheckpointedFunction; keep its state in keyed state");
+
+ public:
+  IntervalJoinFunction(F fn, IntervalJoinBounds bounds, std::optional<OutputTag<IN1>> leftLate,
+                       std::optional<OutputTag<IN2>> rightLate)
+      : fn_(std::move(fn)), bounds_(bounds), leftLate_(std::move(leftLate)), rightLate_(std::move(rightLate)) {}
+
+  void countLateRecordsIn(std::atomic<uint64_t>* counter) { lateRecords_ = counter; }
+
+  void open() override {
+    RuntimeContext& context = this->getRuntimeContext();
+    left_ = &context.getMapState(MapStateDescriptor<int64_t, std::vector<IN1>>("_interval_join_left"));
+    right_ = &context.getMapState(MapStateDescriptor<int64_t, std::vector<IN2>>("_interval_join_right"));
+    openFunction(fn_, &context);
+  }
+  void close() override { closeFunction(fn_); }
+
+  void processElement1(const IN1& left, typename Base::Context& ctx, Collector<OUT>& out) override {
+    int64_t t = timestampOf(ctx);
+    processSide<true>(left, t, *left_, *right_, leftLate_, saturatingAdd(t, bounds_.lower),
+                      saturatingAdd(t, bounds_.upper), leftRetention(), ctx, out);
+  }
+  void processElement2(const IN2& right, typename Base::Context& ctx, Collector<OUT>& out) override {
+    int64_t t = timestampOf(ctx);
+    processSide<false>(right, t, *right_, *left_, rightLate_, saturatingSub(t, bounds_.upper),
+                       saturatingSub(t, bounds_.lower), rightRetention(), ctx, out);
+  }
+  void onTimer(int64_t time, typename Base::OnTimerContext&, Collector<OUT>&) override {
+    evict(*left_, time, leftRetention());
+    evict(*right_, time, rightRetention());
+  }
+
+ private:
+  int64_t leftRetention() const { return std::max<int64_t>(bounds_.upper, 0); }
+  int64_t rightRetention() const { return bounds_.lower >= 0 ? 0 : saturatingSub(0, bounds_.lower); }
+  // The first watermark after which no partner can come; a record exactly at the
+  // watermark is not late yet (as in Flink), so the buffer keeps it one ms longer.
+  static int64_t saturatingSub(int64_t a, int64_t b) {
+    __int128 d = static_cast<__int128>(a) - b;
+    if (d > std::numeric_limits<int64_t>::max()) return std::numeric_limits<int64_t>::max();
+    if (d < std::numeric_limits<int64_t>::min()) return std::numeric_limits<int64_t>::min();
+    return static_cast<int64_t>(d);
+  }
+  static int64_t cleanupTime(int64_t t, int64_t retention) { return saturatingAdd(saturatingAdd(t, retention), 1); }
+
+  static int64_t timestampOf(typename Base::Context& ctx) {
+    if (!ctx.timestamp())
+      throw Error(ErrorCode::kInvalidArgument,
+                  "an interval join needs timestamps on both inputs: give their sources a WatermarkStrategy "
+                  "with withTimestampAssigner");
+    return *ctx.timestamp();
+  }
+  static bool isLate(int64_t t, typename Base::Context& ctx) { return t < ctx.timerService().currentWatermark(); }
+
+  // Too late for any partner: to the side output if the user asked, else counted.
+  template <class X>
+  void dropLate(const X& record, const std::optional<OutputTag<X>>& tag, typename Base::Context& ctx) {
+    if (tag) ctx.output(*tag, record);
+    else if (lateRecords_ != nullptr) lateRecords_->fetch_add(1, std::memory_order_relaxed);
+  }
+
+  template <class X>
+  static void add(MapState<int64_t, std::vector<X>>& buffer, int64_t t, const X& record) {
+    std::vector<X> records = buffer.get(t).value_or(std::vector<X>{});
+    records.push_back(record);
+    buffer.put(t, std::move(records));
+  }
+
+  template <class X>
+  static void evict(MapState<int64_t, std::vector<X>>& buffer, int64_t time, int64_t retention) {
+    std::vector<int64_t> expired;
+    for (int64_t t : buffer.keys())
+      if (cleanupTime(t, retention) <= time) expired.push_back(t);
+    for (int64_t t : expired) buffer.remove(t);
+  }
+
+  // A record of one side at time t: buffered, joined with the other side's records
+  // from `from` to `to`, and evicted after `retention` (Flink's processElement).
+  template <bool kLeft, class Own, class Other>
+  void processSide(const Own& record, int64_t t, MapState<int64_t, std::vector<Own>>& own,
+                   MapState<int64_t, std::vector<Other>>& other, const std::optional<OutputTag<Own>>& lateTag,
+                   int64_t from, int64_t to, int64_t retention, typename Base::Context& ctx, Collector<OUT>& out) {
+    if (isLate(t, ctx)) return dropLate(record, lateTag, ctx);
+    add(own, t, record);
+    for (const auto& [time, partners] : other.entries()) {
+      if (time < from || time > to) continue;
+      for (const Other& partner : partners) {
+        if constexpr (kLeft) emit(record, partner, t, time, ctx, out);
+        else emit(partner, record, time, t, ctx, out);
+      }
+    }
+    ctx.timerService().registerEventTimeTimer(cleanupTime(t, retention));
+  }
+
+  void emit(const IN1& left, const IN2& right, int64_t leftTime, int64_t rightTime, typename Base::Context& ctx,
+            Collector<OUT>& out) {
+    typename F::Context joinCtx;
+    JoinContextAccess::set(joinCtx, leftTime, rightTime, ctx);
+    out.setTimestamp(true, joinCtx.getTimestamp());
+    fn_.processElement(left, right, joinCtx, out);
+    out.setTimestamp(true, *ctx.timestamp());
+  }
+
+  F fn_;
+  IntervalJoinBounds bounds_;
+  std::optional<OutputTag<IN1>> leftLate_;
+  std::optional<OutputTag<IN2>> rightLate_;
+  MapState<int64_t, std::vector<IN1>>* left_ = nullptr;
+  MapState<int64_t, std::vector<IN2>>* right_ = nullptr;
+  std::atomic<uint64_t>* lateRecords_ = nullptr;
+};
+
+}  // namespace weir::detail
