@@ -31,7 +31,7 @@ class Harness {
   explicit Harness(const std::string& backend)
       : backend_(stateBackendFromName(backend)),
         store_(std::make_unique<detail::KeyedStateBackend<int64_t>>(*backend_, 128, "bench")) {
-    context_.setKeyedStateStore(store_.get());
+    context_.setKeyedStateBackend(store_.get());
   }
   RuntimeContext& context() { return context_; }
   void setKey(int64_t key) {
@@ -51,7 +51,7 @@ class Harness {
 class RawRocksDB {
  public:
   RawRocksDB() {
-    auto options = detail::rocksDBOptions(EmbeddedRocksDBStateBackend::Options{});
+    auto options = state::rocksDBOptions(EmbeddedRocksDBStateBackend::Options{});
     rocksdb::Options all(options.db, options.column);
     dir_ = (std::filesystem::temp_directory_path() / ("weir-bench-raw-" + std::to_string(::getpid()))).string();
     std::filesystem::remove_all(dir_);

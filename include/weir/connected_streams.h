@@ -11,7 +11,9 @@
 
 #include "weir/co_process_function.h"
 #include "weir/data_stream.h"
-#include "weir/detail/operators/co_process_operator.h"
+#include "weir/detail/operators/co_stream_operator.h"
+#include "weir/detail/operators/interval_join_function.h"
+#include "weir/detail/operators/keyed_co_process_operator.h"
 #include "weir/keyed_stream.h"
 #include "weir/output_tag.h"
 

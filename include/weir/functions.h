@@ -85,7 +85,7 @@ class Collector {
 
   void flush() {
     if (buffer_->empty()) return;
-    out_->emitBatch(*buffer_, *timestamps_);
+    out_->processBatch(*buffer_, *timestamps_);
     buffer_->clear();
     timestamps_->clear();
   }
@@ -118,8 +118,8 @@ class SideOutputBase {
   virtual ~SideOutputBase() = default;
   virtual void flush() = 0;
   virtual void endInput() = 0;
-  virtual void emitWatermark(int64_t watermark) = 0;
-  virtual void emitIdleness(bool idle) = 0;
+  virtual void processWatermark(int64_t watermark) = 0;
+  virtual void processIdleness(bool idle) = 0;
   virtual void setTimestamp(bool has, int64_t timestamp) = 0;
 };
 
@@ -133,11 +133,11 @@ class SideOutput final : public SideOutputBase {
     flush();
     out_->endInput();
   }
-  void emitWatermark(int64_t watermark) override {
+  void processWatermark(int64_t watermark) override {
     flush();
-    out_->emitWatermark(watermark);
+    out_->processWatermark(watermark);
   }
-  void emitIdleness(bool idle) override { out_->emitIdleness(idle); }
+  void processIdleness(bool idle) override { out_->processIdleness(idle); }
   void setTimestamp(bool has, int64_t timestamp) override { collector_.setTimestamp(has, timestamp); }
 
  private:
@@ -169,11 +169,11 @@ class SideOutputs {
   void endInput() {
     for (auto& [i, out] : outputs_) out->endInput();
   }
-  void emitWatermark(int64_t watermark) {
-    for (auto& [i, out] : outputs_) out->emitWatermark(watermark);
+  void processWatermark(int64_t watermark) {
+    for (auto& [i, out] : outputs_) out->processWatermark(watermark);
   }
-  void emitIdleness(bool idle) {
-    for (auto& [i, out] : outputs_) out->emitIdleness(idle);
+  void processIdleness(bool idle) {
+    for (auto& [i, out] : outputs_) out->processIdleness(idle);
   }
   void setTimestamp(bool has, int64_t timestamp) {
     for (auto& [i, out] : outputs_) out->setTimestamp(has, timestamp);

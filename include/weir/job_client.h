@@ -11,8 +11,8 @@
 
 namespace weir {
 
-namespace detail {
-class JobExecution;
+namespace runtime {
+class JobExecution;  // the running job (src/runtime), behind every JobClient
 }
 
 enum class JobStatus { RUNNING, FINISHED, CANCELLING, CANCELED, FAILING, FAILED, RESTARTING };
@@ -86,7 +86,7 @@ struct JobMetrics {
 // for its threads, as std::jthread does: keep a JobClient while the job should run.
 class JobClient {
  public:
-  explicit JobClient(std::shared_ptr<detail::JobExecution> execution);
+  explicit JobClient(std::shared_ptr<runtime::JobExecution> execution);
   const std::string& getJobName() const;
   JobStatus getJobStatus() const;
   // Asks every subtask to stop; returns at once. wait() then reports CANCELED. Does
@@ -104,7 +104,7 @@ class JobClient {
   void stop();
 
  private:
-  std::shared_ptr<detail::JobExecution> execution_;
+  std::shared_ptr<runtime::JobExecution> execution_;
 };
 
 }  // namespace weir

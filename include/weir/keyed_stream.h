@@ -5,6 +5,8 @@
 #include <tuple>
 
 #include "weir/data_stream.h"
+#include "weir/detail/operators/keyed_process_operator.h"
+#include "weir/detail/operators/keyed_reduce_operator.h"
 #include "weir/detail/window/trigger_window_operator.h"
 #include "weir/detail/window/window_operator.h"
 #include "weir/evictor.h"

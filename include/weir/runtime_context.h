@@ -89,14 +89,14 @@ class RuntimeContext {
   detail::RestoredOperatorState* restored() { return restored_.get(); }
   void setRestored(std::unique_ptr<detail::RestoredOperatorState> restored) { restored_ = std::move(restored); }
   // Set by keyed operators before they open their function.
-  void setKeyedStateStore(detail::KeyedStateStore* store) { keyedStore_ = store; }
+  void setKeyedStateBackend(detail::KeyedStateBackendBase* store) { keyedStore_ = store; }
   // "name (i/n)" with a 1-based index, as Flink prints it.
   std::string getTaskNameWithSubtasks() const {
     return taskName_ + " (" + std::to_string(subtaskIndex_ + 1) + "/" + std::to_string(parallelism_) + ")";
   }
 
  private:
-  detail::KeyedStateStore& keyedStore(const StateDescriptor& d) {
+  detail::KeyedStateBackendBase& keyedStore(const StateDescriptor& d) {
     if (keyedStore_ == nullptr) {
       throw Error(ErrorCode::kState, "state '" + d.getName() + "' is keyed state, but operator '" + taskName_ +
                                          "' is not on a keyed stream; call keyBy before it");
@@ -112,7 +112,7 @@ class RuntimeContext {
   std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
   std::chrono::milliseconds autoWatermarkInterval_{200};
   OperatorMetricGroup metricGroup_;
-  detail::KeyedStateStore* keyedStore_ = nullptr;
+  detail::KeyedStateBackendBase* keyedStore_ = nullptr;
   detail::ProcessingTimeService* processingTime_ = nullptr;
   std::unique_ptr<detail::OperatorStateRegistry> operatorState_;
   std::unique_ptr<detail::RestoredOperatorState> restored_;

@@ -18,32 +18,32 @@ class StateStore {
  public:
   template <class T>
   ValueState<T>& getState(const ValueStateDescriptor<T>& d) {
-    return get<ValueState<T>>(d, [&]<class N>(detail::KeyedStateStore& s) -> auto& { return detail::valueState<N>(s, d); });
+    return get<ValueState<T>>(d, [&]<class N>(detail::KeyedStateBackendBase& s) -> auto& { return detail::valueState<N>(s, d); });
   }
   template <class T>
   ListState<T>& getListState(const ListStateDescriptor<T>& d) {
-    return get<ListState<T>>(d, [&]<class N>(detail::KeyedStateStore& s) -> auto& { return detail::listState<N>(s, d); });
+    return get<ListState<T>>(d, [&]<class N>(detail::KeyedStateBackendBase& s) -> auto& { return detail::listState<N>(s, d); });
   }
   template <class UK, class UV>
   MapState<UK, UV>& getMapState(const MapStateDescriptor<UK, UV>& d) {
     return get<MapState<UK, UV>>(d,
-                                 [&]<class N>(detail::KeyedStateStore& s) -> auto& { return detail::mapState<N>(s, d); });
+                                 [&]<class N>(detail::KeyedStateBackendBase& s) -> auto& { return detail::mapState<N>(s, d); });
   }
   template <class T>
   ReducingState<T>& getReducingState(const ReducingStateDescriptor<T>& d) {
     return get<ReducingState<T>>(
-        d, [&]<class N>(detail::KeyedStateStore& s) -> auto& { return detail::reducingState<N>(s, d); });
+        d, [&]<class N>(detail::KeyedStateBackendBase& s) -> auto& { return detail::reducingState<N>(s, d); });
   }
   template <class IN, class ACC, class OUT>
   AggregatingState<IN, OUT>& getAggregatingState(const AggregatingStateDescriptor<IN, ACC, OUT>& d) {
     return get<AggregatingState<IN, OUT>>(
-        d, [&]<class N>(detail::KeyedStateStore& s) -> auto& { return detail::aggregatingState<N>(s, d); });
+        d, [&]<class N>(detail::KeyedStateBackendBase& s) -> auto& { return detail::aggregatingState<N>(s, d); });
   }
 
   // weir's: the window operator points the store at its keyed state (the current key is
   // the store's), and at a window, or at none for global state.
   explicit StateStore(bool perWindow) : perWindow_(perWindow) {}
-  StateStore& bind(detail::KeyedStateStore& store, const W* window) {
+  StateStore& bind(detail::KeyedStateBackendBase& store, const W* window) {
     if (store_ != &store) states_.forget();
     store_ = &store;
     window_ = window;
@@ -54,7 +54,7 @@ class StateStore {
   template <class State, class Make>
   State& get(const StateDescriptor& d, Make make) {
     if (perWindow_) {
-      return states_.template scoped<State>(d, *store_, *window_, [&](detail::KeyedStateStore& s) -> auto& {
+      return states_.template scoped<State>(d, *store_, *window_, [&](detail::KeyedStateBackendBase& s) -> auto& {
         return make.template operator()<W>(s);
       });
     }
@@ -68,7 +68,7 @@ class StateStore {
   }
 
   bool perWindow_;
-  detail::KeyedStateStore* store_ = nullptr;
+  detail::KeyedStateBackendBase* store_ = nullptr;
   const W* window_ = nullptr;
   detail::ScopedStates<W> states_{"window state"};
 };

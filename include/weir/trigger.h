@@ -58,20 +58,20 @@ class TriggerContext {
   // checkpoints. TTL is not available here.
   template <class T>
   ValueState<T>& getPartitionedState(const ValueStateDescriptor<T>& d) {
-    return scoped<ValueState<T>>(d, [&](detail::KeyedStateStore& s) -> auto& { return detail::valueState<W>(s, d); });
+    return scoped<ValueState<T>>(d, [&](detail::KeyedStateBackendBase& s) -> auto& { return detail::valueState<W>(s, d); });
   }
   template <class T>
   ReducingState<T>& getPartitionedState(const ReducingStateDescriptor<T>& d) {
     return scoped<ReducingState<T>>(d,
-                                    [&](detail::KeyedStateStore& s) -> auto& { return detail::reducingState<W>(s, d); });
+                                    [&](detail::KeyedStateBackendBase& s) -> auto& { return detail::reducingState<W>(s, d); });
   }
   template <class T>
   ListState<T>& getPartitionedState(const ListStateDescriptor<T>& d) {
-    return scoped<ListState<T>>(d, [&](detail::KeyedStateStore& s) -> auto& { return detail::listState<W>(s, d); });
+    return scoped<ListState<T>>(d, [&](detail::KeyedStateBackendBase& s) -> auto& { return detail::listState<W>(s, d); });
   }
 
  protected:
-  virtual detail::KeyedStateStore& windowStore() = 0;
+  virtual detail::KeyedStateBackendBase& windowStore() = 0;
   virtual const W& currentWindow() const = 0;
   // The states looked up so far belong to a store that is going away.
   void forgetStates() { states_.forget(); }
@@ -94,14 +94,14 @@ class OnMergeContext : public TriggerContext<W> {
   // cleared (Flink's mergePartitionedState). Value state cannot be merged.
   template <class T>
   void mergePartitionedState(const ReducingStateDescriptor<T>& d) {
-    mergeFrom<ReducingState<T>>(d, [&](detail::KeyedStateStore& s) -> auto& { return detail::reducingState<W>(s, d); },
+    mergeFrom<ReducingState<T>>(d, [&](detail::KeyedStateBackendBase& s) -> auto& { return detail::reducingState<W>(s, d); },
                                 [](ReducingState<T>& state, std::optional<T> value) {
                                   if (value) state.add(std::move(*value));
                                 });
   }
   template <class T>
   void mergePartitionedState(const ListStateDescriptor<T>& d) {
-    mergeFrom<ListState<T>>(d, [&](detail::KeyedStateStore& s) -> auto& { return detail::listState<W>(s, d); },
+    mergeFrom<ListState<T>>(d, [&](detail::KeyedStateBackendBase& s) -> auto& { return detail::listState<W>(s, d); },
                             [](ListState<T>& state, std::vector<T> values) { state.addAll(std::move(values)); });
   }
 

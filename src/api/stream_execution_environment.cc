@@ -111,7 +111,7 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setRestOptions(RestOptio
 JobClient StreamExecutionEnvironment::executeAsync(const std::string& jobName) {
   // Plan (bad graphs and inputs fail here), then listen (a taken port fails here), and
   // only then start the threads.
-  auto job = detail::JobExecution::plan(graph_->graph, jobName);
+  auto job = runtime::JobExecution::plan(graph_->graph, jobName);
   if (rest_.enabled) {
     auto& server = rest::RestServer::forOptions(rest_);
     job->setWebInterfaceUrl(server.url());

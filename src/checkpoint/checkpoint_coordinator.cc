@@ -10,16 +10,13 @@
 #include "core/thread_name.h"
 #include "weir/error.h"
 
-namespace weir::detail {
+namespace weir::checkpoint {
+
+using namespace weir::detail;
 
 namespace fs = std::filesystem;
 
 namespace {
-
-int64_t nowMillis() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
-      .count();
-}
 
 // _metadata goes first: a folder whose removal is cut short (the process dies) is no
 // longer a checkpoint, rather than one with files missing.
@@ -38,9 +35,9 @@ void removeFolder(const std::string& folder) {
 }  // namespace
 
 CheckpointCoordinator::CheckpointCoordinator(CheckpointConfig config, std::string jobFolder, std::string jobId,
-                                             int maxParallelism, int64_t firstId)
+                                             int maxParallelism, int64_t firstId, std::shared_ptr<const Clock> clock)
     : config_(std::move(config)), jobFolder_(normalPath(jobFolder)), jobId_(std::move(jobId)),
-      maxParallelism_(maxParallelism), nextId_(firstId) {
+      maxParallelism_(maxParallelism), clock_(std::move(clock)), nextId_(firstId) {
   std::error_code ec;
   fs::create_directories(jobFolder_, ec);
   if (ec)
@@ -48,7 +45,7 @@ CheckpointCoordinator::CheckpointCoordinator(CheckpointConfig config, std::strin
                 "checkpoint directory: cannot create '" + jobFolder_ + "': " + ec.message());
   folderLock_ = std::make_unique<JobFolderLock>(jobFolder_);
   io_ = std::thread([this] {
-    nameThisThread("weir checkpoint");
+    core::nameThisThread("weir checkpoint");
     runIo();
   });
 }
@@ -81,7 +78,7 @@ void CheckpointCoordinator::startAttempt(int subtasks, Hooks hooks) {
   subtasks_ = subtasks;
   hooks_ = std::move(hooks);
   attemptRunning_ = true;
-  nextTrigger_ = SteadyClock::now() + config_.getCheckpointInterval();
+  nextTrigger_ = clock_->currentTimeMillis() + config_.getCheckpointInterval().count();
 }
 
 void CheckpointCoordinator::endAttempt() {
@@ -99,30 +96,32 @@ size_t CheckpointCoordinator::concurrency() const {
   return static_cast<size_t>(config_.getMaxConcurrentCheckpoints());
 }
 
-CheckpointCoordinator::SteadyClock::time_point CheckpointCoordinator::tick(bool canTrigger) {
+int64_t CheckpointCoordinator::tick(bool canTrigger) {
   std::unique_lock lock(mutex_);
-  auto now = SteadyClock::now();
-  while (!pending_.empty() && now - pending_.begin()->second.start >= config_.getCheckpointTimeout()) {
+  const int64_t now = clock_->currentTimeMillis();
+  const int64_t timeout = config_.getCheckpointTimeout().count();
+  while (!pending_.empty() && now - pending_.begin()->second.start >= timeout) {
     abortLocked(lock, pending_.begin()->first,
                 "it expired before completing (checkpoint timeout " +
                     std::to_string(config_.getCheckpointTimeout().count()) + " ms)");
     lock.lock();
   }
   // The oldest checkpoint in progress times out first.
-  auto wake = [&](SteadyClock::time_point t) {
-    return pending_.empty() ? t : std::min(t, pending_.begin()->second.start + config_.getCheckpointTimeout());
-  };
-  if (pending_.size() >= concurrency() || !attemptRunning_ || now < nextTrigger_) return wake(nextTrigger_);
+  auto wake = [&](int64_t t) { return pending_.empty() ? t : std::min(t, pending_.begin()->second.start + timeout); };
+  if (!attemptRunning_ || now < nextTrigger_) return wake(nextTrigger_);
+  // Due, but as many as may be are in progress: looks again in a millisecond (one may
+  // complete), not at once, which would spin until one does.
+  if (pending_.size() >= concurrency()) return wake(now + 1);
   if (!canTrigger) {
-    nextTrigger_ = now + config_.getCheckpointInterval();
+    nextTrigger_ = now + config_.getCheckpointInterval().count();
     return wake(nextTrigger_);
   }
   Pending p;
   p.id = nextId_++;
-  p.timestampMillis = nowMillis();
+  p.timestampMillis = now;
   p.start = now;
   p.folder = (fs::path(jobFolder_) / ("chk-" + std::to_string(p.id))).string();
-  nextTrigger_ = now + config_.getCheckpointInterval();
+  nextTrigger_ = now + config_.getCheckpointInterval().count();
   std::error_code ec;
   fs::create_directories(p.folder, ec);
   const int64_t id = p.id, ts = p.timestampMillis;
@@ -157,13 +156,13 @@ void CheckpointCoordinator::acknowledge(int64_t id, Ack ack, Upload upload, std:
                         done = std::move(done)] {
       std::vector<StateFileInfo> files;
       std::string error;
-      auto start = SteadyClock::now();
+      auto start = std::chrono::steady_clock::now();
       try {
         files = upload(CheckpointTarget{folder, (fs::path(jobFolder_) / "shared").string(), id, &shared_});
       } catch (const std::exception& e) {
         error = e.what();
       }
-      int64_t asyncNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(SteadyClock::now() - start).count();
+      int64_t asyncNanos = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
       done();  // the snapshots are gone: the task may close its state
       std::unique_lock lock(mutex_);
       auto it = pending_.find(id);
@@ -194,7 +193,7 @@ void CheckpointCoordinator::decline(int64_t id, const std::string& reason) {
   if (pending_.contains(id)) abortLocked(lock, id, reason);
 }
 
-std::optional<CheckpointCoordinator::SteadyClock::time_point> CheckpointCoordinator::triggeredAt(int64_t id) const {
+std::optional<int64_t> CheckpointCoordinator::triggeredAt(int64_t id) const {
   std::lock_guard lock(mutex_);
   auto it = pending_.find(id);
   if (it == pending_.end()) return std::nullopt;
@@ -219,7 +218,7 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, int6
   Record failed;
   failed.id = p.id;
   failed.triggerTimestampMillis = p.timestampMillis;
-  failed.durationMillis = std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - p.start).count();
+  failed.durationMillis = clock_->currentTimeMillis() - p.start;
   failed.failureMessage = reason;
   recordLocked(std::move(failed));
   if (failure) ++consecutiveFailures_;
@@ -288,8 +287,7 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   --stats_.inProgress;
   ++stats_.completed;
   consecutiveFailures_ = 0;
-  stats_.lastDurationMillis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(SteadyClock::now() - p.start).count();
+  stats_.lastDurationMillis = clock_->currentTimeMillis() - p.start;
   int64_t size = 0, fullSize = 0;
   for (const auto& f : p.files) {
     size += static_cast<int64_t>(f.size + f.uploadedBytes);
@@ -323,8 +321,8 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
     dropped.push_back(retained_.front());
     retained_.pop_front();
   }
-  auto minPause = config_.getMinPauseBetweenCheckpoints();
-  if (SteadyClock::now() + minPause > nextTrigger_) nextTrigger_ = SteadyClock::now() + minPause;
+  const int64_t pauseEnds = clock_->currentTimeMillis() + config_.getMinPauseBetweenCheckpoints().count();
+  if (pauseEnds > nextTrigger_) nextTrigger_ = pauseEnds;
   Hooks hooks = hooks_;
   lock.unlock();
   // Tell the subtasks first: their commits should not wait on deleting old folders.
@@ -386,4 +384,4 @@ void CheckpointCoordinator::discardRetained(bool discard) {
   folderLock_.reset();  // the job writes no more checkpoints: the folder may be cleaned
 }
 
-}  // namespace weir::detail
+}  // namespace weir::checkpoint

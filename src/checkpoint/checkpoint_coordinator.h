@@ -21,12 +21,12 @@
 
 #include "checkpoint/checkpoint_storage.h"
 #include "weir/checkpoint_config.h"
+#include "weir/clock.h"
 
-namespace weir::detail {
+namespace weir::checkpoint {
 
 class CheckpointCoordinator {
  public:
-  using SteadyClock = std::chrono::steady_clock;
   // What the coordinator asks of the running attempt.
   struct Hooks {
     std::function<void(int64_t id, int64_t timestampMillis)> triggerSources;
@@ -36,9 +36,10 @@ class CheckpointCoordinator {
   // Writes a subtask's files for a checkpoint; returns what it wrote.
   using Upload = std::function<std::vector<StateFileInfo>(const CheckpointTarget& target)>;
 
-  // `jobFolder` is <checkpoint-dir>/<job-id>, made if missing.
+  // `jobFolder` is <checkpoint-dir>/<job-id>, made if missing. `clock` decides when
+  // checkpoints are due, when they time out and how long they took (tests move it).
   CheckpointCoordinator(CheckpointConfig config, std::string jobFolder, std::string jobId, int maxParallelism,
-                        int64_t firstId);
+                        int64_t firstId, std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>());
   ~CheckpointCoordinator();
 
   // An attempt with `subtasks` subtasks starts; each checkpoint needs all of them.
@@ -47,8 +48,8 @@ class CheckpointCoordinator {
   void endAttempt();
 
   // Triggers a checkpoint when one is due and `canTrigger`; aborts one that timed out.
-  // Returns when it wants to be called again.
-  SteadyClock::time_point tick(bool canTrigger);
+  // Returns when it wants to be called again, in the clock's milliseconds.
+  int64_t tick(bool canTrigger);
 
   // How a subtask took its part of a checkpoint.
   struct Ack {
@@ -64,8 +65,9 @@ class CheckpointCoordinator {
   void decline(int64_t id, const std::string& reason);
   // The checkpoints in progress, oldest first.
   std::vector<int64_t> pendingIds() const;
-  // When checkpoint `id` was triggered, while it is in progress.
-  std::optional<SteadyClock::time_point> triggeredAt(int64_t id) const;
+  // When checkpoint `id` was triggered (the clock's milliseconds), while it is in progress.
+  std::optional<int64_t> triggeredAt(int64_t id) const;
+  const Clock& clock() const { return *clock_; }
 
   // The newest completed checkpoint's chk-<n> folder, or "" when none.
   std::string latestCompleted() const;
@@ -106,7 +108,7 @@ class CheckpointCoordinator {
   struct Pending {
     int64_t id = 0;
     int64_t timestampMillis = 0;
-    SteadyClock::time_point start;
+    int64_t start = 0;  // the clock's milliseconds
     std::string folder;
     int acks = 0;
     std::vector<StateFileInfo> files;
@@ -133,6 +135,7 @@ class CheckpointCoordinator {
   std::unique_ptr<JobFolderLock> folderLock_;  // while the job writes checkpoints there
   const std::string jobId_;
   const int maxParallelism_;
+  const std::shared_ptr<const Clock> clock_;
 
   mutable std::mutex mutex_;
   Hooks hooks_;                        // guarded by mutex_
@@ -140,7 +143,7 @@ class CheckpointCoordinator {
   bool attemptRunning_ = false;        // guarded by mutex_
   int64_t nextId_;                     // guarded by mutex_
   std::map<int64_t, Pending> pending_;  // guarded by mutex_; by id
-  SteadyClock::time_point nextTrigger_;   // guarded by mutex_
+  int64_t nextTrigger_ = 0;            // guarded by mutex_; the clock's milliseconds
   int consecutiveFailures_ = 0;        // guarded by mutex_
   struct Retained {
     int64_t id;
@@ -157,4 +160,4 @@ class CheckpointCoordinator {
   std::thread io_;
 };
 
-}  // namespace weir::detail
+}  // namespace weir::checkpoint

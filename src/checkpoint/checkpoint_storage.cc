@@ -22,7 +22,9 @@
 #include "weir/error.h"
 #include "weir/serializer.h"
 
-namespace weir::detail {
+namespace weir::checkpoint {
+
+using namespace weir::detail;
 
 namespace fs = std::filesystem;
 
@@ -771,4 +773,4 @@ std::vector<CleanedFolder> cleanCheckpoints(const std::string& folder, bool dryR
   return out;
 }
 
-}  // namespace weir::detail
+}  // namespace weir::checkpoint

@@ -24,7 +24,11 @@
 #include "weir/detail/state/operator_snapshot.h"
 #include "weir/key_group.h"
 
-namespace weir::detail {
+namespace weir::checkpoint {
+
+using detail::OperatorSnapshot;
+using detail::OperatorStateSnapshot;
+using detail::RestoredOperatorState;
 
 // One file of an incremental RocksDB checkpoint.
 struct RocksDBFileInfo {
@@ -170,4 +174,4 @@ struct CleanedFolder {
 // _metadata files does not read, or when the job folder given is a running job's.
 std::vector<CleanedFolder> cleanCheckpoints(const std::string& folder, bool dryRun);
 
-}  // namespace weir::detail
+}  // namespace weir::checkpoint

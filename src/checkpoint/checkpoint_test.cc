@@ -17,7 +17,9 @@
 #include "checkpoint/checkpoint_storage.h"
 #include "weir/restart_strategy.h"
 
-namespace weir::detail {
+namespace weir::checkpoint {
+
+using namespace weir::detail;
 namespace {
 
 using namespace std::chrono_literals;
@@ -340,12 +342,14 @@ TEST_F(CheckpointFilesTest, TheLatestCheckpointIsTheNewestWithMetadata) {
 }
 
 }  // namespace
-}  // namespace weir::detail
+}  // namespace weir::checkpoint
 
 // The coordinator with two checkpoints in progress at once: the newer one completing
 // first subsumes the older (aborted, not a failure), and a third is triggered only while
 // fewer than two are in progress.
-namespace weir::detail {
+namespace weir::checkpoint {
+
+using namespace weir::detail;
 namespace {
 
 class ConcurrentCoordinatorTest : public ::testing::Test {
@@ -363,39 +367,48 @@ class ConcurrentCoordinatorTest : public ::testing::Test {
     return cv_.wait_for(lock, 10s, done);
   }
 
+  // A coordinator on the test's clock, its attempt of one subtask started.
+  std::unique_ptr<CheckpointCoordinator> start(const CheckpointConfig& config) {
+    auto coordinator = std::make_unique<CheckpointCoordinator>(config, dir_.string(), "job", 8, 1, clock_);
+    CheckpointCoordinator::Hooks hooks;
+    hooks.triggerSources = [&](int64_t id, int64_t) {
+      std::lock_guard lock(mutex_);
+      triggered.push_back(id);
+    };
+    hooks.notifySubtasks = [&](int64_t id, bool ok) {
+      std::lock_guard lock(mutex_);
+      (ok ? completed : aborted).push_back(id);
+      cv_.notify_all();
+    };
+    hooks.failJob = [&](const std::string& reason) {
+      std::lock_guard lock(mutex_);
+      jobFailed = true;
+      failure = reason;
+    };
+    coordinator->startAttempt(1, hooks);
+    return coordinator;
+  }
+
   fs::path dir_;
+  std::shared_ptr<ManualClock> clock_ = std::make_shared<ManualClock>(1'000'000);
   std::mutex mutex_;
   std::condition_variable cv_;
   std::vector<int64_t> triggered, completed, aborted;  // guarded by mutex_
   bool jobFailed = false;                              // guarded by mutex_
+  std::string failure;                                 // guarded by mutex_
 };
 
 TEST_F(ConcurrentCoordinatorTest, ANewerCheckpointCompletingSubsumesAnOlderOneWithoutAFailure) {
   CheckpointConfig config;
   config.setCheckpointInterval(1ms);
   config.setMaxConcurrentCheckpoints(2);  // tolerable failures stay 0
-  auto coordinator = std::make_unique<CheckpointCoordinator>(config, dir_.string(), "job", 8, 1);
-  CheckpointCoordinator::Hooks hooks;
-  hooks.triggerSources = [&](int64_t id, int64_t) {
-    std::lock_guard lock(mutex_);
-    triggered.push_back(id);
-  };
-  hooks.notifySubtasks = [&](int64_t id, bool ok) {
-    std::lock_guard lock(mutex_);
-    (ok ? completed : aborted).push_back(id);
-    cv_.notify_all();
-  };
-  hooks.failJob = [&](const std::string&) {
-    std::lock_guard lock(mutex_);
-    jobFailed = true;
-  };
-  coordinator->startAttempt(1, hooks);
-  auto deadline = std::chrono::steady_clock::now() + 10s;
-  while (coordinator->pendingIds().size() < 2 && std::chrono::steady_clock::now() < deadline) {
-    std::this_thread::sleep_until(coordinator->tick(true));
+  auto coordinator = start(config);
+  for (int i = 0; i < 10 && coordinator->pendingIds().size() < 2; ++i) {
+    clock_->advance(1ms);
+    coordinator->tick(true);
   }
   ASSERT_EQ(coordinator->pendingIds(), (std::vector<int64_t>{1, 2}));
-  std::this_thread::sleep_for(5ms);
+  clock_->advance(5ms);
   coordinator->tick(true);  // two in progress: no third
   EXPECT_EQ(coordinator->pendingIds().size(), 2u);
 
@@ -423,5 +436,57 @@ TEST_F(ConcurrentCoordinatorTest, ANewerCheckpointCompletingSubsumesAnOlderOneWi
   EXPECT_FALSE(fs::exists(dir_ / "chk-1"));
 }
 
+// A checkpoint not acknowledged within the checkpoint timeout is aborted when the
+// coordinator's clock passes it, not a millisecond earlier; with no tolerable failures it
+// fails the job, naming the timeout (Flink's CheckpointFailureManager).
+TEST_F(ConcurrentCoordinatorTest, ACheckpointThatOutlivesItsTimeoutIsAbortedAndFailsTheJob) {
+  CheckpointConfig config;
+  config.setCheckpointInterval(10ms);
+  config.setCheckpointTimeout(100ms);
+  auto coordinator = start(config);
+  coordinator->tick(true);
+  EXPECT_TRUE(coordinator->pendingIds().empty());  // the interval has not passed
+  clock_->advance(10ms);
+  coordinator->tick(true);
+  ASSERT_EQ(coordinator->pendingIds(), (std::vector<int64_t>{1}));
+  clock_->advance(99ms);
+  EXPECT_EQ(coordinator->tick(true), clock_->currentTimeMillis() + 1);  // wakes for the timeout
+  EXPECT_EQ(coordinator->pendingIds(), (std::vector<int64_t>{1}));
+  clock_->advance(1ms);
+  coordinator->tick(false);
+  EXPECT_TRUE(coordinator->pendingIds().empty());
+  ASSERT_TRUE(waitFor([&] { return !aborted.empty(); }));
+  std::lock_guard lock(mutex_);
+  EXPECT_EQ(aborted, (std::vector<int64_t>{1}));
+  EXPECT_TRUE(jobFailed);
+  EXPECT_NE(failure.find("checkpoint timeout 100 ms"), std::string::npos) << failure;
+  EXPECT_EQ(coordinator->stats().failed, 1);
+}
+
+// The min pause counts from the end of the previous checkpoint: the next one is
+// triggered no sooner, even when the interval has long passed.
+TEST_F(ConcurrentCoordinatorTest, TheMinPauseCountsFromTheEndOfThePreviousCheckpoint) {
+  CheckpointConfig config;
+  config.setCheckpointInterval(10ms);
+  config.setMinPauseBetweenCheckpoints(50ms);
+  auto coordinator = start(config);
+  clock_->advance(10ms);
+  coordinator->tick(true);
+  ASSERT_EQ(coordinator->pendingIds(), (std::vector<int64_t>{1}));
+  clock_->advance(20ms);  // completes 20 ms after it started
+  auto noFiles = [](const CheckpointTarget&) { return std::vector<StateFileInfo>{}; };
+  coordinator->acknowledge(1, {}, noFiles, [] {});
+  ASSERT_TRUE(waitFor([&] { return !completed.empty(); }));
+  for (int i = 0; i < 49; ++i) {
+    clock_->advance(1ms);
+    coordinator->tick(true);
+    ASSERT_TRUE(coordinator->pendingIds().empty()) << "triggered " << i + 1 << " ms after the last one completed";
+  }
+  clock_->advance(1ms);
+  coordinator->tick(true);
+  EXPECT_EQ(coordinator->pendingIds(), (std::vector<int64_t>{2}));
+  coordinator->endAttempt();
+}
+
 }  // namespace
-}  // namespace weir::detail
+}  // namespace weir::checkpoint

@@ -22,7 +22,9 @@
 #include "weir/detail/state/operator_snapshot.h"
 #include "weir/detail/state/rocksdb_state.h"
 
-namespace weir::detail {
+namespace weir::checkpoint {
+
+using namespace weir::detail;
 namespace {
 
 namespace fs = std::filesystem;
@@ -601,4 +603,4 @@ TEST_F(IncrementalCheckpointTest, EveryFlippedByteOrTruncationIsDetected) {
 }
 
 }  // namespace
-}  // namespace weir::detail
+}  // namespace weir::checkpoint

@@ -15,12 +15,12 @@ Error bad(const std::string& message) { return Error(ErrorCode::kInvalidArgument
 }  // namespace
 
 int inspectCheckpoint(const std::string& path) {
-  std::string folder = detail::checkpointFolder(path);
+  std::string folder = checkpoint::checkpointFolder(path);
   std::error_code ec;
   bool present = std::filesystem::exists(std::filesystem::path(folder) / "_metadata", ec);
-  detail::CheckpointMetadata m;
+  checkpoint::CheckpointMetadata m;
   try {
-    m = detail::readMetadata(path);
+    m = checkpoint::readMetadata(path);
   } catch (const Error& e) {
     std::fprintf(stderr, "weir: %s\n", e.what());
     return present ? 1 : 2;  // damaged, or no checkpoint there at all
@@ -51,7 +51,7 @@ int inspectCheckpoint(const std::string& path) {
     files += f.rocksdb.size();
   }
   try {
-    detail::verifyCheckpoint(folder, m);
+    checkpoint::verifyCheckpoint(folder, m);
   } catch (const Error& e) {
     std::printf("verification FAILED: %s\n", e.what());
     return 1;
@@ -62,9 +62,9 @@ int inspectCheckpoint(const std::string& path) {
 }
 
 int cleanCheckpoints(const std::string& path, bool dryRun) {
-  std::vector<detail::CleanedFolder> cleaned;
+  std::vector<checkpoint::CleanedFolder> cleaned;
   try {
-    cleaned = detail::cleanCheckpoints(path, dryRun);
+    cleaned = checkpoint::cleanCheckpoints(path, dryRun);
   } catch (const Error& e) {
     std::fprintf(stderr, "weir: %s\n", e.what());
     return e.code() == ErrorCode::kInvalidArgument ? 2 : 1;
@@ -162,7 +162,7 @@ void CheckpointOptions::apply(JobOptions& options) const {
     if (restore_ != "latest")
       throw bad("unknown --restore target '" + restore_ + "'; use --restore latest or --from-checkpoint PATH");
     if (dir_.empty()) throw bad("--restore latest needs --checkpoint-dir, where it looks for checkpoints");
-    options.restorePath = detail::findLatestCheckpoint(dir_);
+    options.restorePath = checkpoint::findLatestCheckpoint(dir_);
     if (options.restorePath.empty())
       std::fprintf(stderr, "weir: no checkpoint under '%s' yet; starting from the beginning\n", dir_.c_str());
     else

@@ -2,7 +2,7 @@
 
 #include <pthread.h>
 
-namespace weir::detail {
+namespace weir::core {
 
 namespace {
 constexpr size_t kMaxBytes = 15;  // Linux's limit, without the terminating zero
@@ -27,4 +27,4 @@ void nameThisThread(std::string_view name, std::string_view suffix) {
 #endif
 }
 
-}  // namespace weir::detail
+}  // namespace weir::core

@@ -2,7 +2,7 @@
 
 #include <gtest/gtest.h>
 
-namespace weir::detail {
+namespace weir::core {
 namespace {
 
 TEST(ThreadName, KeepsTheSuffixWholeAndCutsTheNameToFifteenBytes) {
@@ -19,4 +19,4 @@ TEST(ThreadName, NeverCutsACharacterInTwo) {
 }
 
 }  // namespace
-}  // namespace weir::detail
+}  // namespace weir::core

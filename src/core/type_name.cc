@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "weir/detail/core/output.h"
+#include "weir/detail/core/type_name.h"
 
 namespace weir::detail {
 

@@ -4,7 +4,7 @@
 
 namespace weir::rest {
 
-void MetricsSampler::update(const detail::JobExecution& job) {
+void MetricsSampler::update(const runtime::JobExecution& job) {
   auto now = std::chrono::steady_clock::now();
   auto current = job.sample();
   if (!previous_.empty()) {

@@ -23,16 +23,16 @@ struct SubtaskRates {
 class MetricsSampler {
  public:
   // Takes a new sample of `job`; rates cover the time since the previous one.
-  void update(const detail::JobExecution& job);
+  void update(const runtime::JobExecution& job);
   // Per vertex, per subtask; empty until two samples were taken.
   const std::vector<std::vector<SubtaskRates>>& rates() const { return rates_; }
   // Rates go to zero (the job ended).
   void clearRates() { rates_.clear(); }
   // The latest counters, per vertex, per subtask.
-  const std::vector<std::vector<detail::SubtaskSample>>& latest() const { return previous_; }
+  const std::vector<std::vector<runtime::SubtaskSample>>& latest() const { return previous_; }
 
  private:
-  std::vector<std::vector<detail::SubtaskSample>> previous_;
+  std::vector<std::vector<runtime::SubtaskSample>> previous_;
   std::chrono::steady_clock::time_point previousTime_{};
   std::vector<std::vector<SubtaskRates>> rates_;
 };

@@ -25,7 +25,7 @@ namespace weir::rest {
 namespace {
 
 using json = nlohmann::json;
-using detail::JobExecution;
+using runtime::JobExecution;
 
 constexpr size_t kMaxBodyBytes = 1 << 20;    // larger requests get 413
 constexpr size_t kMaxEndedJobs = 100;        // ended jobs kept for the UI
@@ -111,7 +111,7 @@ class RestServer::Impl {
                                       " (in use or not a local address); choose another with --rest-port");
     raiseListenBacklog(port_);
     listener_ = std::thread([this] {
-      detail::nameThisThread("weir REST");
+      core::nameThisThread("weir REST");
       try {
         http_.listen_after_bind();
       } catch (...) {
@@ -123,7 +123,7 @@ class RestServer::Impl {
     // destroyed right away still stops.
     while (!http_.is_running() && !listenerDone_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     sampler_ = std::thread([this] {
-      detail::nameThisThread("weir sampler");
+      core::nameThisThread("weir sampler");
       sampleLoop();
     });
   }
@@ -363,7 +363,7 @@ class RestServer::Impl {
 
   // How far a subtask's watermark is behind the wall clock (ms): its input watermark, a
   // source's the one it emits; none before the first.
-  static std::optional<int64_t> watermarkLag(const Entry& e, size_t v, const detail::SubtaskSample& s) {
+  static std::optional<int64_t> watermarkLag(const Entry& e, size_t v, const runtime::SubtaskSample& s) {
     int64_t watermark = e.job->vertices()[v].isSource ? s.currentOutputWatermark : s.currentInputWatermark;
     if (watermark == INT64_MIN) return std::nullopt;
     return nowMillis() - watermark;
@@ -432,7 +432,7 @@ class RestServer::Impl {
               {"latest", {{"completed", nullptr}, {"savepoint", nullptr}, {"failed", nullptr}, {"restored", nullptr}}},
               {"history", json::array()}};
     }
-    auto entry = [](const detail::CheckpointCoordinator::Record& r) {
+    auto entry = [](const checkpoint::CheckpointCoordinator::Record& r) {
       json j = {{"id", r.id},
                 {"status", r.completed ? "COMPLETED" : "FAILED"},
                 {"is_savepoint", false},
@@ -829,7 +829,7 @@ RestServer& RestServer::forOptions(const RestOptions& options) {
   return *servers.back().second;
 }
 
-void RestServer::addJob(const std::shared_ptr<detail::JobExecution>& job) { impl_->addJob(job); }
+void RestServer::addJob(const std::shared_ptr<runtime::JobExecution>& job) { impl_->addJob(job); }
 std::string RestServer::url() const { return impl_->url(); }
 int RestServer::port() const { return impl_->port(); }
 

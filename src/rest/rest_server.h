@@ -19,7 +19,7 @@ class RestServer {
 
   // Serves `job` (running or ended) while a JobClient of it exists; the server does not
   // keep a job alive.
-  void addJob(const std::shared_ptr<detail::JobExecution>& job);
+  void addJob(const std::shared_ptr<runtime::JobExecution>& job);
   // http://address:port
   std::string url() const;
   int port() const;

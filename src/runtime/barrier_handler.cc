@@ -4,24 +4,25 @@
 #include <cassert>
 #include <utility>
 
-namespace weir::detail {
+namespace weir::runtime {
 
 namespace {
 
-int64_t nanosSince(BarrierHandler::SteadyClock::time_point start) {
-  return std::chrono::duration_cast<std::chrono::nanoseconds>(BarrierHandler::SteadyClock::now() - start).count();
+int64_t nanosSince(std::chrono::steady_clock::time_point start) {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - start).count();
 }
 
 }  // namespace
 
-BarrierHandler::BarrierHandler(std::vector<ChannelInputBase*> inputs, std::vector<bool> overtakes,
-                               const CheckpointConfig& config, Hooks hooks)
+BarrierHandler::BarrierHandler(std::vector<detail::ChannelInputBase*> inputs, std::vector<bool> overtakes,
+                               const CheckpointConfig& config, CheckpointableTask& task, const Clock& clock)
     : inputs_(std::move(inputs)),
       overtakes_(std::move(overtakes)),
       align_(config.getCheckpointingMode() == CheckpointingMode::EXACTLY_ONCE),
       unaligned_(align_ && config.isCheckpointingEnabled() && config.isUnalignedCheckpointsEnabled()),
       alignedTimeout_(config.getAlignedCheckpointTimeout()),
-      hooks_(std::move(hooks)),
+      task_(task),
+      clock_(clock),
       ended_(inputs_.size(), false),
       announced_(inputs_.size(), 0) {
   assert(overtakes_.size() == inputs_.size());
@@ -33,15 +34,15 @@ bool BarrierHandler::blocked(size_t i) const {
 
 BarrierHandler::Arriving& BarrierHandler::aligning(int64_t id) {
   auto [it, created] = arriving_.try_emplace(id);
-  if (created) it->second = {std::vector<bool>(inputs_.size(), false), SteadyClock::now()};
+  if (created) it->second = {std::vector<bool>(inputs_.size(), false), std::chrono::steady_clock::now()};
   return it->second;
 }
 
 bool BarrierHandler::unalignedNow(int64_t id) const {
   if (!unaligned_) return false;
   if (alignedTimeout_.count() == 0) return true;
-  auto triggered = hooks_.triggeredAt(id);
-  return triggered && SteadyClock::now() >= *triggered + alignedTimeout_;
+  auto triggered = task_.checkpointTriggeredAt(id);
+  return triggered && clock_.currentTimeMillis() >= *triggered + alignedTimeout_.count();
 }
 
 bool BarrierHandler::mayTakeUnaligned(int64_t id) const {
@@ -58,7 +59,7 @@ void BarrierHandler::onBarrier(size_t i, int64_t id) {
     newestAnnounced_ = std::max(newestAnnounced_, id);
     finishRecordings(i, id, false);  // every record before the barrier was processed
   }
-  if (id <= hooks_.lastTaken() || id <= givenUp_) return;  // of a checkpoint taken or given up here
+  if (id <= task_.lastCheckpointTaken() || id <= givenUp_) return;  // of a checkpoint taken or given up here
   // Exactly once, one checkpoint aligns at a time: a newer one means the one aligning
   // was given up elsewhere, and an older one's barrier is stale.
   if (align_ && !arriving_.empty()) {
@@ -101,12 +102,12 @@ void BarrierHandler::poll() {
     }
     // An aligning checkpoint that was aborted while a newer one is on its way: stop
     // aligning it (its inputs would stay blocked), so the newer one can turn unaligned.
-    if (newestAnnounced_ > id && !hooks_.triggeredAt(id)) {
+    if (newestAnnounced_ > id && !task_.checkpointTriggeredAt(id)) {
       givenUp_ = id;
       arriving_.clear();
     }
   }
-  if (arriving_.empty() && newestAnnounced_ > std::max(hooks_.lastTaken(), givenUp_) &&
+  if (arriving_.empty() && newestAnnounced_ > std::max(task_.lastCheckpointTaken(), givenUp_) &&
       unalignedNow(newestAnnounced_)) {
     if (mayTakeUnaligned(newestAnnounced_)) {
       takeUnaligned(newestAnnounced_);
@@ -118,7 +119,7 @@ void BarrierHandler::poll() {
 
 void BarrierHandler::dropAbortedRecordings() {
   for (auto it = recordings_.begin(); it != recordings_.end();) {
-    if (hooks_.triggeredAt(it->first)) {
+    if (task_.checkpointTriggeredAt(it->first)) {
       ++it;
       continue;
     }
@@ -127,18 +128,18 @@ void BarrierHandler::dropAbortedRecordings() {
   }
 }
 
-std::optional<BarrierHandler::SteadyClock::time_point> BarrierHandler::deadline() const {
+std::optional<int64_t> BarrierHandler::deadline() const {
   if (!unaligned_ || alignedTimeout_.count() == 0) return std::nullopt;
   int64_t id = 0;
   if (!arriving_.empty()) id = arriving_.begin()->first;
-  else if (newestAnnounced_ > hooks_.lastTaken()) id = newestAnnounced_;
+  else if (newestAnnounced_ > task_.lastCheckpointTaken()) id = newestAnnounced_;
   if (id == 0) return std::nullopt;
-  auto triggered = hooks_.triggeredAt(id);
+  auto triggered = task_.checkpointTriggeredAt(id);
   if (!triggered) return std::nullopt;
-  auto due = *triggered + alignedTimeout_;
+  int64_t due = *triggered + alignedTimeout_.count();
   // Past it, a checkpoint still waiting for barriers on inputs they may not overtake
   // waits for input, not for the clock.
-  if (due <= SteadyClock::now() && !mayTakeUnaligned(id)) return std::nullopt;
+  if (due <= clock_.currentTimeMillis() && !mayTakeUnaligned(id)) return std::nullopt;
   return due;
 }
 
@@ -163,8 +164,8 @@ void BarrierHandler::takeIfAligned() {
     int64_t alignmentNanos = nanosSince(it->second.first);
     int64_t id = it->first;
     arriving_.erase(arriving_.begin(), std::next(it));
-    auto snapshot = hooks_.snapshot(id);
-    if (snapshot) hooks_.acknowledge(std::move(snapshot), alignmentNanos, false, {});
+    auto snapshot = task_.takeSnapshot(id);
+    if (snapshot) task_.acknowledgeSnapshot(std::move(snapshot), alignmentNanos, false, {});
     return;
   }
 }
@@ -178,7 +179,7 @@ void BarrierHandler::takeUnaligned(int64_t id) {
     alignmentNanos = nanosSince(it->second.first);
   }
   arriving_.clear();
-  auto snapshot = hooks_.snapshot(id);
+  auto snapshot = task_.takeSnapshot(id);
   if (!snapshot) return;  // declined
   Recording& r = recordings_[id];
   r.snapshot = std::move(snapshot);
@@ -208,9 +209,9 @@ void BarrierHandler::acknowledgeComplete() {
       continue;
     }
     if (!r.unaligned) r.channelState.clear();  // nothing was in flight: as an aligned one
-    hooks_.acknowledge(std::move(r.snapshot), r.alignmentNanos, r.unaligned, std::move(r.channelState));
+    task_.acknowledgeSnapshot(std::move(r.snapshot), r.alignmentNanos, r.unaligned, std::move(r.channelState));
     it = recordings_.erase(it);
   }
 }
 
-}  // namespace weir::detail
+}  // namespace weir::runtime

@@ -33,39 +33,20 @@
 #include <string>
 #include <vector>
 
+#include "runtime/checkpointable_task.h"
 #include "weir/checkpoint_config.h"
-#include "weir/detail/runtime/stream_graph.h"
-#include "weir/detail/state/operator_snapshot.h"
+#include "weir/clock.h"
+#include "weir/detail/runtime/channel_input.h"
 
-namespace weir::detail {
-
-// A subtask's synchronous part of one checkpoint, until its files are written.
-struct TakenSnapshot {
-  int64_t id = 0;
-  int64_t syncNanos = 0;
-  std::shared_ptr<std::vector<OperatorSnapshot>> operators;
-};
+namespace weir::runtime {
 
 class BarrierHandler {
  public:
-  using SteadyClock = std::chrono::steady_clock;
-  struct Hooks {
-    // Takes the synchronous part of checkpoint `id` and sends barrier `id` downstream.
-    std::function<std::shared_ptr<TakenSnapshot>(int64_t id)> snapshot;
-    // Hands the snapshot, with the records in flight per input (serialized, "" for
-    // none; no element at all when no input had any), to the coordinator.
-    std::function<void(std::shared_ptr<TakenSnapshot> snapshot, int64_t alignmentNanos, bool unaligned,
-                       std::vector<std::string> channelState)>
-        acknowledge;
-    // When checkpoint `id` was triggered, while it is in progress.
-    std::function<std::optional<SteadyClock::time_point>(int64_t id)> triggeredAt;
-    // The newest checkpoint the subtask took part in.
-    std::function<int64_t()> lastTaken;
-  };
-
   // `overtakes[i]`: whether an unaligned barrier may overtake the records of input `i`.
-  BarrierHandler(std::vector<ChannelInputBase*> inputs, std::vector<bool> overtakes, const CheckpointConfig& config,
-                 Hooks hooks);
+  // It calls `task` to take and acknowledge each checkpoint, and reads `clock` (the
+  // checkpoint clock, as the coordinator's) for the aligned checkpoint timeout.
+  BarrierHandler(std::vector<detail::ChannelInputBase*> inputs, std::vector<bool> overtakes,
+                 const CheckpointConfig& config, CheckpointableTask& task, const Clock& clock);
 
   // Whether input `i` must not be read now (it is aligned on a barrier).
   bool blocked(size_t i) const;
@@ -78,13 +59,14 @@ class BarrierHandler {
   // Unaligned: looks at the barriers the inputs announced and at the alignment timeout.
   // Call before reading the inputs, on every round.
   void poll();
-  // When poll() must run again even if no input has anything (an alignment timeout).
-  std::optional<SteadyClock::time_point> deadline() const;
+  // When poll() must run again even if no input has anything (an alignment timeout), in
+  // the clock's milliseconds.
+  std::optional<int64_t> deadline() const;
 
  private:
   struct Arriving {  // a checkpoint whose barriers are arriving, aligned
     std::vector<bool> arrived;
-    SteadyClock::time_point first;
+    std::chrono::steady_clock::time_point first;  // for the alignment time it reports
   };
   struct Recording {  // a checkpoint taken unaligned whose channel state is not complete
     std::shared_ptr<TakenSnapshot> snapshot;
@@ -110,12 +92,13 @@ class BarrierHandler {
   void takeUnaligned(int64_t id);
   void acknowledgeComplete();
 
-  std::vector<ChannelInputBase*> inputs_;
+  std::vector<detail::ChannelInputBase*> inputs_;
   const std::vector<bool> overtakes_;
   const bool align_;
   const bool unaligned_;
   const std::chrono::milliseconds alignedTimeout_;
-  Hooks hooks_;
+  CheckpointableTask& task_;
+  const Clock& clock_;
   std::vector<bool> ended_;
   size_t endedCount_ = 0;
   std::vector<int64_t> announced_;        // per input: the newest barrier it announced
@@ -125,4 +108,4 @@ class BarrierHandler {
   std::map<int64_t, Recording> recordings_;
 };
 
-}  // namespace weir::detail
+}  // namespace weir::runtime

@@ -7,18 +7,20 @@
 #include <map>
 #include <set>
 
-namespace weir::detail {
+namespace weir::runtime {
 namespace {
+
+using namespace weir::detail;
 
 using namespace std::chrono_literals;
 
 // The operator: remembers every record it processed, in order.
 struct Collect final : Output<int64_t> {
   std::vector<int64_t> seen;
-  void emitBatch(std::span<int64_t> records, Timestamps) override { seen.insert(seen.end(), records.begin(), records.end()); }
+  void processBatch(std::span<int64_t> records, Timestamps) override { seen.insert(seen.end(), records.begin(), records.end()); }
   void endInput() override {}
-  void emitWatermark(int64_t) override {}
-  void emitIdleness(bool) override {}
+  void processWatermark(int64_t) override {}
+  void processIdleness(bool) override {}
 };
 
 struct Acknowledged {
@@ -29,39 +31,41 @@ struct Acknowledged {
 };
 
 // Two input channels of int64 records into one operator, a barrier handler over them,
-// and a log of the snapshots it took and acknowledged.
-class TwoInputs : public ::testing::Test {
+// and a log of the snapshots it took and acknowledged: the test is the stream task the
+// handler asks to take and acknowledge each checkpoint.
+class TwoInputs : public ::testing::Test, public CheckpointableTask {
  protected:
   // `overtakes`: per input, whether an unaligned barrier may overtake its records.
   void build(CheckpointConfig config, std::vector<bool> overtakes = {true, true}) {
     for (int i = 0; i < 2; ++i) {
       channels_[i] = std::make_unique<Channel<int64_t>>(8, &signal_);
-      inputs_[i] = std::make_unique<ChannelInput<int64_t>>(channels_[i].get(), &op_, &metrics_, &valve_, i);
+      inputs_[i] = std::make_unique<ChannelInput<int64_t>>(channels_[i].get(), &op_, &metrics_);
     }
-    BarrierHandler::Hooks hooks;
-    hooks.snapshot = [this](int64_t id) {
-      lastTaken_ = id;
-      processedBefore_[id] = op_.seen;  // what the operator had seen when it was taken
-      return std::make_shared<TakenSnapshot>(TakenSnapshot{id, 0, nullptr});
-    };
-    hooks.acknowledge = [this](std::shared_ptr<TakenSnapshot> s, int64_t, bool unaligned,
-                               std::vector<std::string> channelState) {
-      Acknowledged a{s->id, unaligned, processedBefore_[s->id], {}};
-      for (const auto& bytes : channelState) {
-        Collect replayed;
-        ChannelInput<int64_t> input(channels_[0].get(), &replayed, &metrics_, &valve_, 0);
-        input.replay(bytes, {});
-        a.inFlight.push_back(replayed.seen);
-      }
-      acks_.push_back(a);
-    };
-    hooks.triggeredAt = [this](int64_t id) {
-      return aborted_.contains(id) ? std::nullopt : std::optional(triggered_);
-    };
-    hooks.lastTaken = [this] { return lastTaken_; };
     handler_ = std::make_unique<BarrierHandler>(std::vector<ChannelInputBase*>{inputs_[0].get(), inputs_[1].get()},
-                                                std::move(overtakes), config, std::move(hooks));
+                                                std::move(overtakes), config, *this, clock_);
   }
+
+  // CheckpointableTask.
+  std::shared_ptr<TakenSnapshot> takeSnapshot(int64_t id) override {
+    lastTaken_ = id;
+    processedBefore_[id] = op_.seen;  // what the operator had seen when it was taken
+    return std::make_shared<TakenSnapshot>(TakenSnapshot{id, 0, nullptr});
+  }
+  void acknowledgeSnapshot(std::shared_ptr<TakenSnapshot> s, int64_t, bool unaligned,
+                           std::vector<std::string> channelState) override {
+    Acknowledged a{s->id, unaligned, processedBefore_[s->id], {}};
+    for (const auto& bytes : channelState) {
+      Collect replayed;
+      ChannelInput<int64_t> input(channels_[0].get(), &replayed, &metrics_);
+      input.replay(bytes, {});
+      a.inFlight.push_back(replayed.seen);
+    }
+    acks_.push_back(a);
+  }
+  std::optional<int64_t> checkpointTriggeredAt(int64_t id) const override {
+    return aborted_.contains(id) ? std::nullopt : std::optional(triggered_);
+  }
+  int64_t lastCheckpointTaken() const override { return lastTaken_; }
 
   void send(int input, std::vector<int64_t> records) { ASSERT_TRUE(channels_[input]->send(std::move(records), {}, metrics_)); }
   // Each record in a buffer of its own, so each round reads one of them.
@@ -87,12 +91,12 @@ class TwoInputs : public ::testing::Test {
   TaskSignal signal_;
   TaskMetrics metrics_;
   Collect op_;
-  WatermarkValve valve_{2, &op_};
   std::unique_ptr<Channel<int64_t>> channels_[2];
   std::unique_ptr<ChannelInput<int64_t>> inputs_[2];
   std::unique_ptr<BarrierHandler> handler_;
   int64_t lastTaken_ = 0;
-  BarrierHandler::SteadyClock::time_point triggered_ = BarrierHandler::SteadyClock::now();
+  ManualClock clock_{1'000'000};
+  int64_t triggered_ = clock_.currentTimeMillis();
   std::set<int64_t> aborted_;  // checkpoints the coordinator gave up
   std::map<int64_t, std::vector<int64_t>> processedBefore_;
   std::vector<Acknowledged> acks_;
@@ -175,10 +179,10 @@ TEST_F(TwoInputs, WithATimeoutACheckpointStartsAlignedAndTurnsUnaligned) {
   EXPECT_TRUE(acks_.empty());
   EXPECT_TRUE(handler_->blocked(0)) << "within the timeout it aligns";
   ASSERT_TRUE(handler_->deadline());
-  EXPECT_EQ(*handler_->deadline(), triggered_ + 50ms);
+  EXPECT_EQ(*handler_->deadline(), triggered_ + 50);
   send(1, {11});
   barrier(1, 1);
-  triggered_ -= 60ms;  // the timeout passed
+  clock_.advance(60ms);  // the timeout passed
   round();
   ASSERT_EQ(lastTaken_, 1);
   for (int i = 0; i < 4; ++i) round();
@@ -221,7 +225,7 @@ TEST_F(TwoInputs, WithATimeoutAnAbortedAlignmentUnblocksForTheNextCheckpoint) {
   round();
   EXPECT_TRUE(handler_->blocked(0));
   aborted_.insert(1);  // input 1's barrier 1 never comes in time
-  triggered_ -= 60ms;  // checkpoint 2, triggered as long ago, is past its timeout
+  clock_.advance(60ms);  // checkpoint 2, triggered as long ago, is past its timeout
   barrier(0, 2);
   send(1, {10});
   barrier(1, 2);
@@ -280,7 +284,7 @@ TEST_F(TwoInputs, PastTheTimeoutItStillWaitsForTheInputsItMayNotOvertake) {
   build(unaligned(50ms), {true, false});
   barrier(0, 1);
   send(1, {10});
-  triggered_ -= 60ms;
+  clock_.advance(60ms);
   for (int i = 0; i < 3; ++i) round();
   EXPECT_EQ(lastTaken_, 0);
   EXPECT_TRUE(handler_->blocked(0));
@@ -329,4 +333,4 @@ TEST(ChannelAnnouncement, ABarrierIsAnnouncedWhenQueuedAndCapturesWhatIsAheadOfI
 }
 
 }  // namespace
-}  // namespace weir::detail
+}  // namespace weir::runtime

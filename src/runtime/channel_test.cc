@@ -66,7 +66,7 @@ TEST(RecordWriter, StampedAndUnstampedBatchesNeverShareABuffer) {
         if (batch != 1) timestamps.push_back(1000 + r);
         expected[r] = batch != 1 ? std::optional<int64_t>(1000 + r) : std::nullopt;
       }
-      writer.emitBatch(records, timestamps);
+      writer.processBatch(records, timestamps);
     }
     writer.endInput();
     std::map<int64_t, std::optional<int64_t>> got;

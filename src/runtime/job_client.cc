@@ -17,7 +17,7 @@ const char* toString(JobStatus status) {
   return "UNKNOWN";
 }
 
-JobClient::JobClient(std::shared_ptr<detail::JobExecution> execution) : execution_(std::move(execution)) {}
+JobClient::JobClient(std::shared_ptr<runtime::JobExecution> execution) : execution_(std::move(execution)) {}
 const std::string& JobClient::getJobName() const { return execution_->jobName(); }
 JobStatus JobClient::getJobStatus() const { return execution_->status(); }
 void JobClient::cancel() { execution_->cancel(); }

@@ -9,11 +9,11 @@
 
 #include "weir/detail/runtime/channel.h"
 
-namespace weir::detail {
+namespace weir::runtime {
 
 class Mailbox {
  public:
-  explicit Mailbox(TaskSignal* signal) : signal_(signal) {}
+  explicit Mailbox(detail::TaskSignal* signal) : signal_(signal) {}
 
   // Any thread: queues `action` and wakes the subtask.
   void put(std::function<void()> action) {
@@ -38,10 +38,10 @@ class Mailbox {
   }
 
  private:
-  TaskSignal* signal_;
+  detail::TaskSignal* signal_;
   std::mutex mutex_;
   std::deque<std::function<void()>> queue_;  // guarded by mutex_
   std::atomic<bool> hasMail_{false};
 };
 
-}  // namespace weir::detail
+}  // namespace weir::runtime

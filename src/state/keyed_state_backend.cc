@@ -20,7 +20,7 @@ std::shared_ptr<StateBackend> stateBackendFromName(std::string_view name) {
 
 namespace weir::detail {
 
-KeyedStateStore::KeyedStateStore(const StateBackend& backend, int maxParallelism, const std::string& owner,
+KeyedStateBackendBase::KeyedStateBackendBase(const StateBackend& backend, int maxParallelism, const std::string& owner,
                                  std::shared_ptr<const Clock> clock)
     : maxParallelism_(maxParallelism), clock_(std::move(clock)) {
   if (auto* rocks = dynamic_cast<const EmbeddedRocksDBStateBackend*>(&backend)) {
@@ -29,24 +29,24 @@ KeyedStateStore::KeyedStateStore(const StateBackend& backend, int maxParallelism
   }
 }
 
-KeyedStateStore::~KeyedStateStore() {
+KeyedStateBackendBase::~KeyedStateBackendBase() {
   states_.clear();  // states refer to the RocksDB instance: they go first
 }
 
-SnapshotContext KeyedStateStore::snapshotContext() const {
+SnapshotContext KeyedStateBackendBase::snapshotContext() const {
   SnapshotContext context;
   if (heapKeys_ != nullptr) context.keys = heapKeys_->snapshotKeys();
   if (rocksdb_) context.rocksdb = rocksdb_->readView();
   return context;
 }
 
-void KeyedStateStore::readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit) {
+void KeyedStateBackendBase::readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit) {
   auto it = states_.find(name);
   if (it == states_.end()) throw Error(ErrorCode::kState, "no state named '" + name + "' is registered");
   it->second.state->snapshot(snapshotContext())->readEntries(range, visit);
 }
 
-std::map<std::string, std::unique_ptr<StateSnapshot>> KeyedStateStore::snapshot() {
+std::map<std::string, std::unique_ptr<StateSnapshot>> KeyedStateBackendBase::snapshot() {
   SnapshotContext context = snapshotContext();  // one moment for every state
   std::map<std::string, std::unique_ptr<StateSnapshot>> out;
   for (auto& [name, registered] : states_) out.emplace(name, registered.state->snapshot(context));
@@ -60,7 +60,7 @@ std::map<std::string, std::unique_ptr<StateSnapshot>> KeyedStateStore::snapshot(
   return out;
 }
 
-void KeyedStateStore::snapshot(int64_t checkpointId, OperatorSnapshot& out) {
+void KeyedStateBackendBase::snapshot(int64_t checkpointId, OperatorSnapshot& out) {
   if (!rocksdb_ || !rocksdb_->incrementalCheckpoints()) {
     out.keyed = snapshot();
     return;
@@ -69,7 +69,7 @@ void KeyedStateStore::snapshot(int64_t checkpointId, OperatorSnapshot& out) {
   out.rocksdb->fallback = snapshot();                 // the same moment: nothing was written since
 }
 
-void KeyedStateStore::setRestored(RestoredOperatorState& restored) {
+void KeyedStateBackendBase::setRestored(RestoredOperatorState& restored) {
   auto rocksdb = std::move(restored.rocksdb);
   restored.rocksdb.clear();
   const KeyGroupRange mine = restored.keyGroups;
@@ -99,14 +99,14 @@ void KeyedStateStore::setRestored(RestoredOperatorState& restored) {
   for (const auto& from : rocksdb) readRocksDBCheckpoint(from, restored.keyGroups, localDirectory_, keep);
 }
 
-void KeyedStateStore::takeRestored(const std::string& name, const StateEntryVisitor& visit) {
+void KeyedStateBackendBase::takeRestored(const std::string& name, const StateEntryVisitor& visit) {
   auto it = restored_.find(name);
   if (it == restored_.end()) return;
   it->second.take(visit);
   restored_.erase(it);
 }
 
-void KeyedStateStore::restoreInto(const std::string& name, KeyedStateBase& state) {
+void KeyedStateBackendBase::restoreInto(const std::string& name, KeyedStateBase& state) {
   if (!restored_.contains(name)) return;
   takeRestored(name, [&](const StateEntry& e) { state.restoreEntry(e); });
   clearKeyAfterRestore();
@@ -114,7 +114,7 @@ void KeyedStateStore::restoreInto(const std::string& name, KeyedStateBase& state
 
 // A packed entry: key group, key length and value length (4 bytes each, native order),
 // then the key and value bytes.
-void KeyedStateStore::PackedEntries::add(const StateEntry& e) {
+void KeyedStateBackendBase::PackedEntries::add(const StateEntry& e) {
   constexpr size_t kChunk = 4u << 20;
   if (e.key.size() > UINT32_MAX || e.value.size() > UINT32_MAX)
     throw Error(ErrorCode::kState, "a restored entry of 4 GiB or more cannot be kept for its state");
@@ -132,7 +132,7 @@ void KeyedStateStore::PackedEntries::add(const StateEntry& e) {
 }
 
 template <class Visit>
-void KeyedStateStore::PackedEntries::forEach(const std::string& chunk, Visit visit) {
+void KeyedStateBackendBase::PackedEntries::forEach(const std::string& chunk, Visit visit) {
   for (size_t at = 0; at < chunk.size();) {
     uint32_t head[3];
     std::memcpy(head, chunk.data() + at, sizeof(head));
@@ -144,7 +144,7 @@ void KeyedStateStore::PackedEntries::forEach(const std::string& chunk, Visit vis
   }
 }
 
-void KeyedStateStore::PackedEntries::take(const StateEntryVisitor& visit) {
+void KeyedStateBackendBase::PackedEntries::take(const StateEntryVisitor& visit) {
   for (std::string& chunk : chunks_) {
     forEach(chunk, visit);
     std::string().swap(chunk);
@@ -152,7 +152,7 @@ void KeyedStateStore::PackedEntries::take(const StateEntryVisitor& visit) {
   chunks_.clear();
 }
 
-std::vector<OwnedStateEntry> KeyedStateStore::PackedEntries::copy() const {
+std::vector<OwnedStateEntry> KeyedStateBackendBase::PackedEntries::copy() const {
   std::vector<OwnedStateEntry> out;
   for (const std::string& chunk : chunks_)
     forEach(chunk, [&](const StateEntry& e) { out.push_back({e.keyGroup, std::string(e.key), std::string(e.value)}); });

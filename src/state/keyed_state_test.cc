@@ -562,7 +562,7 @@ TEST(RocksDBStateBackend, AFullDiskIsAnErrorNamingTheState) {
   EmbeddedRocksDBStateBackend backend(options);
   detail::KeyedStateBackend<int64_t> store(backend, 128, "full-disk");
   RuntimeContext context("op", 0, 1, 128);
-  context.setKeyedStateStore(&store);
+  context.setKeyedStateBackend(&store);
   auto& state = context.getState(ValueStateDescriptor<std::string>("big"));
   struct rlimit small = old;
   small.rlim_cur = 256 << 10;  // no file may grow past 256 KiB

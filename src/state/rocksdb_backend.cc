@@ -30,6 +30,9 @@
 #include "weir/detail/state/ttl_state.h"
 
 namespace weir::detail {
+
+using state::RocksDBOptions;
+
 namespace {
 
 namespace fs = std::filesystem;
@@ -240,9 +243,6 @@ RocksDBOptions rocksDBOptions(const EmbeddedRocksDBStateBackend::Options& option
 
 }  // namespace
 
-RocksDBOptions rocksDBOptions(const EmbeddedRocksDBStateBackend::Options& options) {
-  return rocksDBOptions(options, *sharedMemory(options));
-}
 
 namespace {
 
@@ -312,7 +312,7 @@ void scanCheckpoint(const RestoredRocksDB& from, KeyGroupRange range, const std:
     }
   } cleanup{folder, nullptr, {}};
   placeCheckpointFiles(from, folder);
-  RocksDBOptions options = detail::rocksDBOptions(EmbeddedRocksDBStateBackend::Options{});
+  RocksDBOptions options = state::rocksDBOptions(EmbeddedRocksDBStateBackend::Options{});
   std::vector<rocksdb::ColumnFamilyDescriptor> families;
   for (const auto& name : columnFamiliesIn(folder, options.db)) families.emplace_back(name, options.column);
   rocksdb::DB* raw = nullptr;
@@ -456,7 +456,7 @@ class Instance final : public RocksDBInstance {
       snapshot_ = db.GetSnapshot();
       try {
         worker_ = std::thread([this] {
-          nameThisThread("weir rocksdb");
+          core::nameThisThread("weir rocksdb");
           try {
             linked_.exact = waitForFlushes() && linkExactly();
           } catch (...) {
@@ -758,3 +758,10 @@ std::unique_ptr<RocksDBInstance> openRocksDB(const EmbeddedRocksDBStateBackend& 
 
 }  // namespace weir::detail
 
+namespace weir::state {
+
+RocksDBOptions rocksDBOptions(const EmbeddedRocksDBStateBackend::Options& options) {
+  return detail::rocksDBOptions(options, *detail::sharedMemory(options));
+}
+
+}  // namespace weir::state

@@ -6,7 +6,7 @@
 
 #include "weir/state_backend.h"
 
-namespace weir::detail {
+namespace weir::state {
 
 struct RocksDBOptions {
   rocksdb::DBOptions db;
@@ -16,4 +16,4 @@ struct RocksDBOptions {
 // Options drawing on the process-wide block cache. Throws weir::Error for bad values.
 RocksDBOptions rocksDBOptions(const EmbeddedRocksDBStateBackend::Options& options);
 
-}  // namespace weir::detail
+}  // namespace weir::state

@@ -1,10 +1,10 @@
-#include "weir/detail/time/watermark_valve.h"
+#include "time/watermark_valve.h"
 
 #include <algorithm>
 
-namespace weir::detail {
+namespace weir::time {
 
-WatermarkValve::WatermarkValve(int inputs, OutputBase* out, std::atomic<int64_t>* published)
+WatermarkValve::WatermarkValve(int inputs, detail::OutputBase* out, std::atomic<int64_t>* published)
     : channels_(static_cast<size_t>(inputs)), out_(out), published_(published) {}
 
 void WatermarkValve::inputWatermark(int input, int64_t watermark) {
@@ -29,10 +29,10 @@ void WatermarkValve::inputIdleness(int input, bool idle) {
       if (highest > lastOutput_) {
         lastOutput_ = highest;
         if (published_) published_->store(lastOutput_, std::memory_order_relaxed);
-        out_->emitWatermark(lastOutput_);
+        out_->processWatermark(lastOutput_);
       }
       idle_ = true;
-      out_->emitIdleness(true);
+      out_->processIdleness(true);
     } else {
       advance();
     }
@@ -41,7 +41,7 @@ void WatermarkValve::inputIdleness(int input, bool idle) {
     c.aligned = c.watermark >= lastOutput_;
     if (idle_) {
       idle_ = false;
-      out_->emitIdleness(false);
+      out_->processIdleness(false);
     }
   }
 }
@@ -58,8 +58,8 @@ void WatermarkValve::advance() {
   if (any && lowest > lastOutput_) {
     lastOutput_ = lowest;
     if (published_) published_->store(lastOutput_, std::memory_order_relaxed);
-    out_->emitWatermark(lastOutput_);
+    out_->processWatermark(lastOutput_);
   }
 }
 
-}  // namespace weir::detail
+}  // namespace weir::time

@@ -1,20 +1,20 @@
-#include "weir/detail/time/watermark_valve.h"
+#include "time/watermark_valve.h"
 
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <random>
 
-namespace weir::detail {
+namespace weir::time {
 namespace {
 
 // Records what the valve emits.
-struct Recorder : OutputBase {
+struct Recorder : detail::OutputBase {
   std::vector<int64_t> watermarks;
   std::vector<bool> idleness;
   void endInput() override {}
-  void emitWatermark(int64_t w) override { watermarks.push_back(w); }
-  void emitIdleness(bool idle) override { idleness.push_back(idle); }
+  void processWatermark(int64_t w) override { watermarks.push_back(w); }
+  void processIdleness(bool idle) override { idleness.push_back(idle); }
 };
 
 TEST(WatermarkValve, EmitsTheMinimumOverInputsOnlyWhenItAdvances) {
@@ -111,4 +111,4 @@ TEST(WatermarkValve, RandomSequencesNeverRegressAndFollowTheMinimum) {
 }
 
 }  // namespace
-}  // namespace weir::detail
+}  // namespace weir::time

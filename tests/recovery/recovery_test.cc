@@ -602,7 +602,7 @@ std::string runThenCancel(const fs::path& dir, int64_t n, double rate, bool unal
   if (!ok || status != JobStatus::CANCELED) return "";
   // A transaction is committed only once its checkpoint completed: the newest one left
   // covers every committed transaction, or resuming from it would commit records twice.
-  std::string latest = detail::findLatestCheckpoint(dir.string());
+  std::string latest = checkpoint::findLatestCheckpoint(dir.string());
   if (latest.empty()) {
     ADD_FAILURE() << "the cancelled job retained no checkpoint";
     return "";
@@ -683,7 +683,7 @@ TEST(UnalignedCheckpoints, UnderBackPressureHoldRecordsInFlightAndRecoverExactly
 // The operators whose state in `checkpoint` holds records in flight.
 std::set<std::string> holdingRecordsInFlight(const std::string& checkpoint) {
   std::set<std::string> holding;
-  for (const auto& f : detail::readMetadata(checkpoint).files)
+  for (const auto& f : checkpoint::readMetadata(checkpoint).files)
     for (const auto& name : f.operatorStates)
       if (name == detail::kChannelState) holding.insert(f.operatorName);
   return holding;
@@ -836,7 +836,7 @@ TEST(RetainedCheckpoint, ResumesAtAnotherParallelism) {
     // checkpoint writes its columns to the state files, an incremental one has its
     // files). Each is listed once per subtask. The window functions keep no state.
     int withWindows = 0, withSessions = 0, withTimers = 0, withRocksDB = 0;
-    for (const auto& f : detail::readMetadata(latest).files) {
+    for (const auto& f : checkpoint::readMetadata(latest).files) {
       if (f.operatorName.find("Window") == std::string::npos) continue;
       withWindows += static_cast<int>(std::count(f.keyedStates.begin(), f.keyedStates.end(), "_windows"));
       withSessions += static_cast<int>(std::count(f.keyedStates.begin(), f.keyedStates.end(), "_sessions"));
@@ -885,10 +885,10 @@ TEST(IncrementalCheckpoints, SharedFilesAreExactlyThoseTheRetainedCheckpointsUse
       return m.numberOfCompletedCheckpoints >= 8 && smaller;
     })) << whyStopped(client);
     // While the job runs, cleaning leaves its folder alone.
-    auto during = detail::cleanCheckpoints(dir.string(), false);
+    auto during = checkpoint::cleanCheckpoints(dir.string(), false);
     ASSERT_EQ(during.size(), 1u);
     EXPECT_TRUE(during[0].running);
-    EXPECT_THROW(detail::cleanCheckpoints(during[0].folder, false), Error);
+    EXPECT_THROW(checkpoint::cleanCheckpoints(during[0].folder, false), Error);
     client.cancel();
     client.wait();
     if (cleanup == ExternalizedCheckpointCleanup::DELETE_ON_CANCELLATION) {
@@ -904,8 +904,8 @@ TEST(IncrementalCheckpoints, SharedFilesAreExactlyThoseTheRetainedCheckpointsUse
       for (const auto& chk : fs::directory_iterator(job.path())) {
         if (!fs::exists(chk.path() / "_metadata")) continue;
         ++retained;
-        auto m = detail::readMetadata(chk.path().string());
-        EXPECT_NO_THROW(detail::verifyCheckpoint(chk.path().string(), m)) << chk.path();
+        auto m = checkpoint::readMetadata(chk.path().string());
+        EXPECT_NO_THROW(checkpoint::verifyCheckpoint(chk.path().string(), m)) << chk.path();
         for (const auto& f : m.files)
           for (const auto& r : f.rocksdb)
             if (r.shared) used.insert(r.stored);
@@ -917,7 +917,7 @@ TEST(IncrementalCheckpoints, SharedFilesAreExactlyThoseTheRetainedCheckpointsUse
     EXPECT_EQ(stored, used);
     // Once it ended, what a killed upload would leave goes, and only that.
     std::ofstream(shared / "left-behind.sst") << "partial";
-    auto cleaned = detail::cleanCheckpoints(dir.string(), false);
+    auto cleaned = checkpoint::cleanCheckpoints(dir.string(), false);
     ASSERT_EQ(cleaned.size(), 1u);
     EXPECT_FALSE(cleaned[0].running);
     EXPECT_EQ(cleaned[0].sharedFiles, std::vector<std::string>{(shared / "left-behind.sst").string()});
@@ -1044,8 +1044,8 @@ TEST(CheckpointFailures, TolerableFailuresKeepTheJobRunningAndTheLastCheckpointI
   EXPECT_EQ(client.wait().status, JobStatus::CANCELED);
   // The newest completed checkpoint (retained on cancellation) is whole.
   std::string latest = client.getMetrics().latestCompletedCheckpointPath;
-  auto metadata = detail::readMetadata(latest);
-  EXPECT_NO_THROW(detail::verifyCheckpoint(latest, metadata));
+  auto metadata = checkpoint::readMetadata(latest);
+  EXPECT_NO_THROW(checkpoint::verifyCheckpoint(latest, metadata));
   fs::remove_all(dir);
 }
 
@@ -1155,7 +1155,7 @@ TEST(Cancellation, OnceTheOutputIsFinalTheJobFinishesAndCommitsEverything) {
   EXPECT_GT(client.getMetrics().numberOfCompletedCheckpoints, 0);
   Verdict v = check(committed->out, n);
   EXPECT_TRUE(v.exact()) << v;
-  EXPECT_EQ(detail::findLatestCheckpoint(dir.string()), "") << "a checkpoint older than the output was kept";
+  EXPECT_EQ(checkpoint::findLatestCheckpoint(dir.string()), "") << "a checkpoint older than the output was kept";
   fs::remove_all(dir);
 }
 

@@ -154,10 +154,10 @@ TEST(BroadcastState, AStateNotGivenToBroadcastIsAnErrorNamingIt) {
 // Collects what an operator emits, for driving one operator by hand.
 template <class T>
 struct Collected final : detail::Output<T> {
-  void emitBatch(std::span<T> records, detail::Timestamps) override { all.insert(all.end(), records.begin(), records.end()); }
+  void processBatch(std::span<T> records, detail::Timestamps) override { all.insert(all.end(), records.begin(), records.end()); }
   void endInput() override {}
-  void emitWatermark(int64_t) override {}
-  void emitIdleness(bool) override {}
+  void processWatermark(int64_t) override {}
+  void processIdleness(bool) override {}
   std::vector<T> all;
 };
 
@@ -193,9 +193,9 @@ TEST(BroadcastState, ApplyToKeyedStateVisitsEveryKeyWithItsOwnState) {
       events.push_back({i % 13, i, i});
       expected[i % 13] += i;
     }
-    op.emitBatch(events, {});
+    op.processBatch(events, {});
     std::vector<Rule> rule{{0, 7}};
-    dynamic_cast<detail::Output<Rule>&>(*op.secondInput()).emitBatch(rule, {});
+    dynamic_cast<detail::Output<Rule>&>(*op.secondInput()).processBatch(rule, {});
     std::map<int64_t, int64_t> reported;
     for (const Total& t : out.all) {
       EXPECT_TRUE(reported.emplace(t.color, t.sum).second) << backend << ": key " << t.color << " visited twice";
@@ -232,9 +232,9 @@ TEST(BroadcastState, ApplyToKeyedStateOnTheHeapNeedsNoSerializer) {
   op.setOutput(&out);
   op.open();
   std::vector<Event> events{{1, 10, 0}, {2, 20, 0}, {1, 5, 0}};
-  op.emitBatch(events, {});
+  op.processBatch(events, {});
   std::vector<Rule> rule{{0, 1}};
-  dynamic_cast<detail::Output<Rule>&>(*op.secondInput()).emitBatch(rule, {});
+  dynamic_cast<detail::Output<Rule>&>(*op.secondInput()).processBatch(rule, {});
   std::map<int64_t, int64_t> reported;
   for (const Total& t : out.all) reported[t.color] = t.sum;
   EXPECT_EQ(reported, (std::map<int64_t, int64_t>{{1, 15}, {2, 20}}));

@@ -20,7 +20,7 @@ class StateHarness {
                         std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>())
       : backend_(std::move(backend)),
         store_(std::make_unique<detail::KeyedStateBackend<K>>(*backend_, 128, "test", std::move(clock))) {
-    context_.setKeyedStateStore(store_.get());
+    context_.setKeyedStateBackend(store_.get());
   }
   RuntimeContext& context() { return context_; }
   detail::KeyedStateBackend<K>& store() { return *store_; }

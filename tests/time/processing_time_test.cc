@@ -164,7 +164,7 @@ void checkpointAndRestoreTimers(const std::string& backend, const std::string& r
   StreamExecutionEnvironment env;
   env.setParallelism(3).setClock(std::make_shared<ManualClock>(2000));  // rescaled, too
   env.setStateBackend(stateBackendFromName(restoreOn));
-  env.setRestorePath(detail::findLatestCheckpoint(dir.string()));
+  env.setRestorePath(checkpoint::findLatestCheckpoint(dir.string()));
   GatedSource source;
   CollectSink<Fired> sink;
   build(env, source, sink);

@@ -248,7 +248,7 @@ TEST(WindowsOnBothBackends, ARestoreWithAnotherAllowedLatenessFiresEachWindowOnc
         }
         StreamExecutionEnvironment env;
         env.setParallelism(2).setStateBackend(stateBackendFromName(backend));
-        env.setRestorePath(detail::findLatestCheckpoint(dir.string()));
+        env.setRestorePath(checkpoint::findLatestCheckpoint(dir.string()));
         test::GatedSource<Event> source;
         CollectSink<Result> sink;
         build(env, source, function, after, sink);

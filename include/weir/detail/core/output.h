@@ -4,12 +4,8 @@
 #include <cstddef>
 #include <cstdint>
 #include <span>
-#include <string>
 #include <type_traits>
-#include <typeinfo>
 #include <vector>
-
-#include "weir/error.h"
 
 namespace weir::detail {
 
@@ -51,9 +47,9 @@ class OutputBase {
   // The input has ended: finish, pass on what is left, then end the downstream.
   virtual void endInput() = 0;
   // No record with a timestamp at or below `watermark` follows.
-  virtual void emitWatermark(int64_t watermark) = 0;
+  virtual void processWatermark(int64_t watermark) = 0;
   // The stream went idle (emits nothing for a while) or became active again.
-  virtual void emitIdleness(bool idle) = 0;
+  virtual void processIdleness(bool idle) = 0;
 };
 
 // Receives batches of T. The callee may move from the records; the caller reuses the
@@ -61,12 +57,12 @@ class OutputBase {
 template <class T>
 class Output : public OutputBase {
  public:
-  virtual void emitBatch(std::span<T> records, Timestamps timestamps) = 0;
+  virtual void processBatch(std::span<T> records, Timestamps timestamps) = 0;
   // The same batch, to be left as it is: other operators read it after this one (a
   // fan-out). Returns false, having done nothing, when the callee needs a batch of its
-  // own to move from or reorder; the caller then hands it a copy through emitBatch.
+  // own to move from or reorder; the caller then hands it a copy through processBatch.
   // Operators that can work from const records override it and spare that copy.
-  virtual bool emitSharedBatch(std::span<const T> /*records*/, std::span<const int64_t> /*timestamps*/) {
+  virtual bool processSharedBatch(std::span<const T> /*records*/, std::span<const int64_t> /*timestamps*/) {
     return false;
   }
 };
@@ -81,30 +77,30 @@ class FanOut final : public Output<T> {
   explicit FanOut(std::vector<Output<T>*> targets)
       : targets_(std::move(targets)), needsCopy_(targets_.size(), false), owner_(targets_.size() - 1) {}
 
-  void emitBatch(std::span<T> records, Timestamps timestamps) override {
+  void processBatch(std::span<T> records, Timestamps timestamps) override {
     size_t owner = owner_;
     for (size_t i = 0; i < targets_.size(); ++i) {
       if (i == owner) continue;
-      if (!needsCopy_[i] && targets_[i]->emitSharedBatch(records, timestamps)) continue;
+      if (!needsCopy_[i] && targets_[i]->processSharedBatch(records, timestamps)) continue;
       if (!needsCopy_[i]) {
         needsCopy_[i] = true;
         if (!needsCopy_[owner_]) owner_ = i;  // from the next batch on
       }
       copy_.assign(records.begin(), records.end());
       copyTimestamps_.assign(timestamps.begin(), timestamps.end());
-      targets_[i]->emitBatch(copy_, copyTimestamps_);
+      targets_[i]->processBatch(copy_, copyTimestamps_);
     }
-    targets_[owner]->emitBatch(records, timestamps);
+    targets_[owner]->processBatch(records, timestamps);
   }
 
   void endInput() override {
     for (auto* t : targets_) t->endInput();
   }
-  void emitWatermark(int64_t watermark) override {
-    for (auto* t : targets_) t->emitWatermark(watermark);
+  void processWatermark(int64_t watermark) override {
+    for (auto* t : targets_) t->processWatermark(watermark);
   }
-  void emitIdleness(bool idle) override {
-    for (auto* t : targets_) t->emitIdleness(idle);
+  void processIdleness(bool idle) override {
+    for (auto* t : targets_) t->processIdleness(idle);
   }
 
  private:
@@ -119,43 +115,10 @@ class FanOut final : public Output<T> {
 template <class T>
 class NullOutput final : public Output<T> {
  public:
-  void emitBatch(std::span<T>, Timestamps) override {}
+  void processBatch(std::span<T>, Timestamps) override {}
   void endInput() override {}
-  void emitWatermark(int64_t) override {}
-  void emitIdleness(bool) override {}
+  void processWatermark(int64_t) override {}
+  void processIdleness(bool) override {}
 };
-
-// Unwinds a task whose job was cancelled; never a failure.
-struct TaskCancelled {};
-
-// A user function threw: names the operator and subtask, keeps the message.
-class OperatorFailure : public Error {
- public:
-  OperatorFailure(const std::string& operatorName, int subtask, int parallelism,
-                  const std::string& message, std::string causeType = "")
-      : Error(ErrorCode::kUserFunction,
-              "operator '" + operatorName + "' (subtask " + std::to_string(subtask + 1) + "/" +
-                  std::to_string(parallelism) + ") failed: " + message),
-        operatorName_(operatorName), subtask_(subtask), parallelism_(parallelism), cause_(message),
-        causeType_(std::move(causeType)) {}
-
-  const std::string& operatorName() const { return operatorName_; }
-  int subtask() const { return subtask_; }
-  int parallelism() const { return parallelism_; }
-  // What the user code threw, without the operator and subtask.
-  const std::string& cause() const { return cause_; }
-  // The C++ type of what the user code threw (demangled), when known.
-  const std::string& causeType() const { return causeType_; }
-
- private:
-  std::string operatorName_;
-  int subtask_;
-  int parallelism_;
-  std::string cause_;
-  std::string causeType_;
-};
-
-// The readable name of a type, e.g. "std::runtime_error".
-std::string demangledTypeName(const std::type_info& type);
 
 }  // namespace weir::detail

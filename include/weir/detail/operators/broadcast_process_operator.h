@@ -8,7 +8,9 @@
 #include <vector>
 
 #include "weir/broadcast_process_function.h"
-#include "weir/detail/operators/operators.h"
+#include "weir/detail/operators/collecting_operator.h"
+#include "weir/detail/operators/keyed_function_operator.h"
+#include "weir/detail/operators/second_input.h"
 
 namespace weir::detail {
 
@@ -32,7 +34,7 @@ class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F
     for (auto& s : states_.snapshot()) out.operatorState.push_back(std::move(s));
   }
 
-  void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
+  void processBatch(std::span<IN1> records, Timestamps timestamps) override {
     typename F::ReadOnlyContext ctx(&states_, &this->sideOutputs_, &watermark_, this->context().clock().get());
     this->forEachRecord(records, timestamps, ctx,
                         [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement(r, ctx, c); });
@@ -42,7 +44,7 @@ class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F
     this->forEachRecord(records, timestamps, ctx,
                         [&](const IN2& r, Collector<OUT>& c) { this->fn_.processBroadcastElement(r, ctx, c); });
   }
-  void emitWatermark(int64_t watermark) override {
+  void processWatermark(int64_t watermark) override {
     watermark_ = watermark;
     this->forwardWatermark(watermark);
   }
@@ -81,7 +83,7 @@ class KeyedBroadcastProcessOperator final
     for (auto& s : states_.snapshot()) out.operatorState.push_back(std::move(s));
   }
 
-  void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
+  void processBatch(std::span<IN1> records, Timestamps timestamps) override {
     typename F::ReadOnlyContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
     this->forEachKeyed(records, timestamps, ctx,
                        [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement(r, ctx, c); });
@@ -92,7 +94,7 @@ class KeyedBroadcastProcessOperator final
                         [&](const IN2& r, Collector<OUT>& c) { this->fn_.processBroadcastElement(r, ctx, c); });
     this->state_->clearCurrentKey();  // applyToKeyedState may have set keys
   }
-  void emitWatermark(int64_t watermark) override {
+  void processWatermark(int64_t watermark) override {
     typename F::OnTimerContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
     this->advanceWatermark(watermark, ctx);
   }

@@ -72,17 +72,17 @@ class FusedOperator final : public OneInputOperator<IN, OUT> {
   FusedOperator(std::tuple<Stages...> stages, std::vector<std::string> names)
       : stages_(std::move(stages)), names_(std::move(names)) {}
 
-  void emitBatch(std::span<IN> records, Timestamps timestamps) override {
+  void processBatch(std::span<IN> records, Timestamps timestamps) override {
     if constexpr (std::is_same_v<IN, OUT>) {
       // The batch is ours: results go back into it, never ahead of the record being read.
       size_t kept = run(records, timestamps, [&](size_t k, OUT&& out) { records[k] = std::move(out); });
-      if (kept > 0) this->out_->emitBatch(records.first(kept), timestamps.empty() ? timestamps : timestamps.first(kept));
+      if (kept > 0) this->out_->processBatch(records.first(kept), timestamps.empty() ? timestamps : timestamps.first(kept));
     } else {
       emitFromBuffer(records, timestamps);
     }
   }
 
-  bool emitSharedBatch(std::span<const IN> records, std::span<const int64_t> timestamps) override {
+  bool processSharedBatch(std::span<const IN> records, std::span<const int64_t> timestamps) override {
     if constexpr (readsConst()) {
       sharedTimestamps_.assign(timestamps.begin(), timestamps.end());
       emitFromBuffer(records, sharedTimestamps_);
@@ -110,7 +110,7 @@ class FusedOperator final : public OneInputOperator<IN, OUT> {
       kept = run(records, timestamps, [&](size_t, OUT&& out) { buffer_.push_back(std::move(out)); });
     }
     if (kept > 0)
-      this->out_->emitBatch(std::span<OUT>(buffer_.data(), kept), timestamps.empty() ? timestamps : timestamps.first(kept));
+      this->out_->processBatch(std::span<OUT>(buffer_.data(), kept), timestamps.empty() ? timestamps : timestamps.first(kept));
   }
 
   // Passes every record through the stages; store(k, out) keeps the k-th result, whose

@@ -9,7 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "weir/detail/core/operator_failure.h"
 #include "weir/detail/core/output.h"
+#include "weir/detail/core/type_name.h"
 #include "weir/detail/operators/task_metrics.h"
 #include "weir/checkpoint_listener.h"
 #include "weir/functions.h"
@@ -143,8 +145,8 @@ class OneInputOperator : public StreamOperator, public Output<IN> {
   void setOutput(OutputBase* out) override { out_ = &dynamic_cast<Output<OUT>&>(*out); }
   void endInput() override { out_->endInput(); }
   // Built-in operators hold no records between batches: watermarks pass straight on.
-  void emitWatermark(int64_t watermark) override { out_->emitWatermark(watermark); }
-  void emitIdleness(bool idle) override { out_->emitIdleness(idle); }
+  void processWatermark(int64_t watermark) override { out_->processWatermark(watermark); }
+  void processIdleness(bool idle) override { out_->processIdleness(idle); }
 
  protected:
   Output<OUT>* out_ = nullptr;

@@ -31,7 +31,7 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
     nextPeriodic_ = SteadyClock::now() + interval_;
   }
 
-  void emitBatch(std::span<T> records, Timestamps timestamps) override {
+  void processBatch(std::span<T> records, Timestamps timestamps) override {
     if (strategy_.assigner()) {
       stamps_.resize(records.size());
       this->callUser([&] { strategy_.assigner()(std::span<const T>(records.data(), records.size()), stamps_); });
@@ -44,7 +44,7 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
       this->callUser([&] { generator_->onBatch(records, stamps_, output_); });
       output_.defer = false;
     }
-    this->out_->emitBatch(records, stamps_);
+    this->out_->processBatch(records, stamps_);
     output_.flush();
     // Periodic watermarks ride on the records: a stream without records has no new
     // timestamp to move them anyway.
@@ -56,7 +56,7 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
   }
 
   // Upstream watermarks give way to this operator's own, except the final one.
-  void emitWatermark(int64_t watermark) override {
+  void processWatermark(int64_t watermark) override {
     if (watermark == kMaxWatermark) output_.emitWatermark(watermark);
   }
 
@@ -74,13 +74,13 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
       }
       if (w <= watermark) return;
       watermark = w;
-      out->emitWatermark(w);
+      out->processWatermark(w);
     }
     void flush() {
       if (pending > watermark) emitWatermark(pending);
     }
-    void markIdle() override { out->emitIdleness(true); }
-    void markActive() override { out->emitIdleness(false); }
+    void markIdle() override { out->processIdleness(true); }
+    void markActive() override { out->processIdleness(false); }
   };
 
   WatermarkStrategy<T> strategy_;

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "weir/detail/runtime/channel.h"
+#include "weir/detail/core/operator_failure.h"
 #include "weir/detail/core/output.h"
 #include "weir/detail/operators/stream_operator.h"
 #include "weir/key_group.h"
@@ -60,9 +61,9 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
     for (auto& b : buffers_) makeRoom(b);
   }
 
-  void emitBatch(std::span<T> records, Timestamps timestamps) override { write(records, timestamps); }
-  bool emitSharedBatch(std::span<const T> records, std::span<const int64_t> timestamps) override {
-    write(records, timestamps);  // copies where emitBatch moves
+  void processBatch(std::span<T> records, Timestamps timestamps) override { write(records, timestamps); }
+  bool processSharedBatch(std::span<const T> records, std::span<const int64_t> timestamps) override {
+    write(records, timestamps);  // copies where processBatch moves
     return true;
   }
 
@@ -71,11 +72,11 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
     flush(true);
     for (auto* ch : channels_) ch->sendEvent(EventKind::kEndOfPartition);
   }
-  void emitWatermark(int64_t watermark) override {
+  void processWatermark(int64_t watermark) override {
     flush(true);
     for (auto* ch : channels_) ch->sendEvent(EventKind::kWatermark, watermark);
   }
-  void emitIdleness(bool idle) override {
+  void processIdleness(bool idle) override {
     flush(true);
     for (auto* ch : channels_) ch->sendEvent(idle ? EventKind::kIdle : EventKind::kActive);
   }

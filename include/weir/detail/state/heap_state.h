@@ -125,7 +125,7 @@ void serializeForState(const T& value, DataOutput& out) {
 template <class N, class S>
 class HeapState : public KeyedStateBase, public NamespacedState<N> {
  public:
-  HeapState(KeyedStateStore& store, std::string name)
+  HeapState(KeyedStateBackendBase& store, std::string name)
       : store_(store), ctx_(store.keyContext()), keys_(*store.heapKeys()), name_(std::move(name)) {}
 
   void setCurrentNamespace(N ns) final { ns_ = std::move(ns); }
@@ -241,7 +241,7 @@ class HeapState : public KeyedStateBase, public NamespacedState<N> {
     keys_.release(ctx_.slot);
   }
 
-  KeyedStateStore& store_;
+  KeyedStateBackendBase& store_;
   KeyContext& ctx_;
   HeapKeyTable& keys_;
   std::string name_;
@@ -253,7 +253,7 @@ class HeapState : public KeyedStateBase, public NamespacedState<N> {
 template <class N, class T>
 class HeapValueState final : public HeapState<N, T>, public ValueState<T> {
  public:
-  HeapValueState(KeyedStateStore& store, const ValueStateDescriptor<T>& d)
+  HeapValueState(KeyedStateBackendBase& store, const ValueStateDescriptor<T>& d)
       : HeapState<N, T>(store, d.getName()), default_(d.getDefaultValue()) {}
 
   std::optional<T> value() override {
@@ -299,7 +299,7 @@ std::vector<T> readListElements(std::string_view bytes, const std::string& state
 template <class N, class T>
 class HeapListState final : public HeapState<N, std::vector<T>>, public ListState<T> {
  public:
-  HeapListState(KeyedStateStore& store, const ListStateDescriptor<T>& d) : HeapState<N, std::vector<T>>(store, d.getName()) {}
+  HeapListState(KeyedStateBackendBase& store, const ListStateDescriptor<T>& d) : HeapState<N, std::vector<T>>(store, d.getName()) {}
 
   std::vector<T> get() override {
     if (const auto* list = this->current()) return *list;
@@ -354,7 +354,7 @@ class HeapMapState final : public HeapState<N, HeapMap<UK, UV>>, public MapState
   using Base = HeapState<N, HeapMap<UK, UV>>;
 
  public:
-  HeapMapState(KeyedStateStore& store, const MapStateDescriptor<UK, UV>& d) : Base(store, d.getName()) {}
+  HeapMapState(KeyedStateBackendBase& store, const MapStateDescriptor<UK, UV>& d) : Base(store, d.getName()) {}
 
   std::optional<UV> get(const UK& key) override {
     if (const auto* m = this->current()) {
@@ -471,7 +471,7 @@ class HeapMapState final : public HeapState<N, HeapMap<UK, UV>>, public MapState
 template <class N, class T>
 class HeapReducingState final : public HeapState<N, T>, public ReducingState<T> {
  public:
-  HeapReducingState(KeyedStateStore& store, const ReducingStateDescriptor<T>& d)
+  HeapReducingState(KeyedStateBackendBase& store, const ReducingStateDescriptor<T>& d)
       : HeapState<N, T>(store, d.getName()), reduce_(d.getReduceFunction()) {}
 
   std::optional<T> get() override {
@@ -494,7 +494,7 @@ class HeapReducingState final : public HeapState<N, T>, public ReducingState<T> 
 template <class N, class IN, class ACC, class OUT>
 class HeapAggregatingState final : public HeapState<N, ACC>, public AggregatingState<IN, OUT> {
  public:
-  HeapAggregatingState(KeyedStateStore& store, const AggregatingStateDescriptor<IN, ACC, OUT>& d)
+  HeapAggregatingState(KeyedStateBackendBase& store, const AggregatingStateDescriptor<IN, ACC, OUT>& d)
       : HeapState<N, ACC>(store, d.getName()), fn_(d.getAggregateFunction()) {}
 
   std::optional<OUT> get() override {

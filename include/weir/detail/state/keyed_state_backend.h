@@ -22,7 +22,7 @@
 
 #include "weir/clock.h"
 #include "weir/detail/core/chunked_vector.h"
-#include "weir/detail/core/output.h"
+#include "weir/detail/core/type_name.h"
 #include "weir/error.h"
 #include "weir/key_group.h"
 #include "weir/serializer.h"
@@ -192,10 +192,12 @@ class RocksDBInstance;
 // folder is removed when the instance is destroyed.
 std::unique_ptr<RocksDBInstance> openRocksDB(const EmbeddedRocksDBStateBackend& backend, const std::string& owner);
 
-// The states of one operator subtask, by name.
-class KeyedStateStore {
+// The keyed state backend of one operator subtask (Flink's KeyedStateBackend): its
+// states by name, the current key and namespace they are scoped to, and where they live
+// (the heap or a RocksDB instance). KeyedStateBackend<K> adds the key type.
+class KeyedStateBackendBase {
  public:
-  virtual ~KeyedStateStore();
+  virtual ~KeyedStateBackendBase();
 
   KeyContext& keyContext() { return keyContext_; }
   HeapKeyTable* heapKeys() { return heapKeys_; }
@@ -255,7 +257,7 @@ class KeyedStateStore {
   virtual uint32_t restoreHeapKey(DataInput& in, const std::string& state, int keyGroup) = 0;
 
  protected:
-  KeyedStateStore(const StateBackend& backend, int maxParallelism, const std::string& owner,
+  KeyedStateBackendBase(const StateBackend& backend, int maxParallelism, const std::string& owner,
                   std::shared_ptr<const Clock> clock);
   void setHeapKeys(HeapKeyTable* keys) { heapKeys_ = keys; }
   SnapshotContext snapshotContext() const;
@@ -302,14 +304,14 @@ class KeyedStateStore {
   std::map<std::string, Registered> states_;
 };
 
-// The keyed state store of an operator whose key type is K: the keyed operator calls
+// The keyed state backend of an operator whose key type is K: the keyed operator calls
 // setCurrentKey before each record or timer.
 template <class K>
-class KeyedStateBackend final : public KeyedStateStore, private HeapKeyTable {
+class KeyedStateBackend final : public KeyedStateBackendBase, private HeapKeyTable {
  public:
   KeyedStateBackend(const StateBackend& backend, int maxParallelism, const std::string& owner,
                     std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>())
-      : KeyedStateStore(backend, maxParallelism, owner, std::move(clock)) {
+      : KeyedStateBackendBase(backend, maxParallelism, owner, std::move(clock)) {
     if (rocksdb() == nullptr) setHeapKeys(this);
     if constexpr (!Serializable<K>) {
       if (rocksdb() != nullptr) {

@@ -12,6 +12,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -159,7 +160,7 @@ template <class N>
 class RocksDBState : public KeyedStateBase, public NamespacedState<N> {
  public:
   // `list`: the state stores varint-framed elements (for the TTL compaction filter).
-  RocksDBState(KeyedStateStore& store, const StateDescriptor& d, bool list = false)
+  RocksDBState(KeyedStateBackendBase& store, const StateDescriptor& d, bool list = false)
       : ctx_(store.keyContext()), column_(openColumn(store, d, list)) {
     setCurrentNamespace(N{});
   }
@@ -210,7 +211,7 @@ class RocksDBState : public KeyedStateBase, public NamespacedState<N> {
   DataOutput out_;
 
  private:
-  static RocksDBColumn& openColumn(KeyedStateStore& store, const StateDescriptor& d, bool list) {
+  static RocksDBColumn& openColumn(KeyedStateBackendBase& store, const StateDescriptor& d, bool list) {
     const auto& ttl = d.getTtlConfig();
     if (!ttl || !ttl->isCleanupInRocksdbCompactFilter()) return store.rocksdb()->column(d.getName());
     RocksDBTtlFilter filter{ttl->getTtl().count(), list, ttl->getCompactionFilterQueryTimeAfterNumEntries(),
@@ -222,7 +223,7 @@ class RocksDBState : public KeyedStateBase, public NamespacedState<N> {
 template <class N, class T>
 class RocksDBValueState final : public RocksDBState<N>, public ValueState<T> {
  public:
-  RocksDBValueState(KeyedStateStore& store, const ValueStateDescriptor<T>& d)
+  RocksDBValueState(KeyedStateBackendBase& store, const ValueStateDescriptor<T>& d)
       : RocksDBState<N>(store, d), default_(d.getDefaultValue()) {}
 
   std::optional<T> value() override {
@@ -242,7 +243,7 @@ class RocksDBValueState final : public RocksDBState<N>, public ValueState<T> {
 template <class N, class T>
 class RocksDBListState final : public RocksDBState<N>, public ListState<T> {
  public:
-  RocksDBListState(KeyedStateStore& store, const ListStateDescriptor<T>& d) : RocksDBState<N>(store, d, true) {}
+  RocksDBListState(KeyedStateBackendBase& store, const ListStateDescriptor<T>& d) : RocksDBState<N>(store, d, true) {}
 
   std::vector<T> get() override {
     std::vector<T> list;
@@ -292,7 +293,7 @@ class RocksDBListState final : public RocksDBState<N>, public ListState<T> {
 template <class N, class UK, class UV>
 class RocksDBMapState final : public RocksDBState<N>, public MapState<UK, UV> {
  public:
-  RocksDBMapState(KeyedStateStore& store, const MapStateDescriptor<UK, UV>& d) : RocksDBState<N>(store, d) {}
+  RocksDBMapState(KeyedStateBackendBase& store, const MapStateDescriptor<UK, UV>& d) : RocksDBState<N>(store, d) {}
 
   std::optional<UV> get(const UK& key) override { return this->template read<UV>(userKey(key)); }
   void put(UK key, UV value) override {
@@ -367,7 +368,7 @@ class RocksDBMapState final : public RocksDBState<N>, public MapState<UK, UV> {
 template <class N, class T>
 class RocksDBReducingState final : public RocksDBState<N>, public ReducingState<T> {
  public:
-  RocksDBReducingState(KeyedStateStore& store, const ReducingStateDescriptor<T>& d)
+  RocksDBReducingState(KeyedStateBackendBase& store, const ReducingStateDescriptor<T>& d)
       : RocksDBState<N>(store, d), reduce_(d.getReduceFunction()) {}
 
   std::optional<T> get() override { return this->template read<T>(this->currentKey()); }
@@ -385,7 +386,7 @@ class RocksDBReducingState final : public RocksDBState<N>, public ReducingState<
 template <class N, class IN, class ACC, class OUT>
 class RocksDBAggregatingState final : public RocksDBState<N>, public AggregatingState<IN, OUT> {
  public:
-  RocksDBAggregatingState(KeyedStateStore& store, const AggregatingStateDescriptor<IN, ACC, OUT>& d)
+  RocksDBAggregatingState(KeyedStateBackendBase& store, const AggregatingStateDescriptor<IN, ACC, OUT>& d)
       : RocksDBState<N>(store, d), fn_(d.getAggregateFunction()) {}
 
   std::optional<OUT> get() override {

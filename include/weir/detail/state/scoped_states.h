@@ -29,7 +29,7 @@ class ScopedStates {
 
   // The state of `d` in `store`, made by `make(store)` on first use.
   template <class State, class Make>
-  Entry& lookup(const StateDescriptor& d, KeyedStateStore& store, Make make) {
+  Entry& lookup(const StateDescriptor& d, KeyedStateBackendBase& store, Make make) {
     auto it = states_.find(d.getName());
     if (it == states_.end() || it->second.type != std::type_index(typeid(State))) {
       if (d.getName().starts_with('_'))
@@ -45,7 +45,7 @@ class ScopedStates {
   }
   // The same, scoped to `window`.
   template <class State, class Make>
-  State& scoped(const StateDescriptor& d, KeyedStateStore& store, const W& window, Make make) {
+  State& scoped(const StateDescriptor& d, KeyedStateBackendBase& store, const W& window, Make make) {
     Entry& entry = lookup<State>(d, store, make);
     entry.windowed->setCurrentNamespace(window);
     return *static_cast<State*>(entry.state);

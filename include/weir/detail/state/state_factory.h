@@ -28,7 +28,7 @@ std::pair<std::unique_ptr<KeyedStateBase>, State*> ownState(std::unique_ptr<Impl
 // `kSerializable` says whether the types RocksDB must serialize have a Serializer;
 // `Missing` names one that has none.
 template <class State, class HeapImpl, class RocksImpl, bool kSerializable, class Missing, class Descriptor>
-State& keyedState(KeyedStateStore& store, const char* kind, const Descriptor& descriptor) {
+State& keyedState(KeyedStateBackendBase& store, const char* kind, const Descriptor& descriptor) {
   return store.getOrCreate<State>(descriptor.getName(), kind, typeid(State), [&] {
     if (store.rocksdb() != nullptr) {
       if constexpr (kSerializable) {
@@ -46,7 +46,7 @@ State& keyedState(KeyedStateStore& store, const char* kind, const Descriptor& de
 // policy, n)` is the incremental cleanup.
 template <class State, class Wrapper, class InnerState, class HeapInner, class RocksInner, bool kSerializable,
           class Missing, class Descriptor, class InnerDescriptor, class Sweep>
-State& ttlState(KeyedStateStore& store, const char* kind, const Descriptor& d, InnerDescriptor inner, Sweep sweep) {
+State& ttlState(KeyedStateBackendBase& store, const char* kind, const Descriptor& d, InnerDescriptor inner, Sweep sweep) {
   const StateTtlConfig& config = *d.getTtlConfig();
   inner.enableTimeToLive(config);
   return store.getOrCreate<State>(d.getName(), kind, typeid(State), [&] {
@@ -89,7 +89,7 @@ inline constexpr auto kSweepValues = [](auto& heap, const TtlPolicy& policy, siz
 };
 
 template <class N, class T>
-ValueState<T>& valueState(KeyedStateStore& store, const ValueStateDescriptor<T>& d) {
+ValueState<T>& valueState(KeyedStateBackendBase& store, const ValueStateDescriptor<T>& d) {
   if (!d.getTtlConfig()) {
     return keyedState<ValueState<T>, HeapValueState<N, T>, RocksDBValueState<N, T>, Serializable<T>, T>(
         store, "ValueState", d);
@@ -104,7 +104,7 @@ ValueState<T>& valueState(KeyedStateStore& store, const ValueStateDescriptor<T>&
 }
 
 template <class N, class T>
-ListState<T>& listState(KeyedStateStore& store, const ListStateDescriptor<T>& d) {
+ListState<T>& listState(KeyedStateBackendBase& store, const ListStateDescriptor<T>& d) {
   if (!d.getTtlConfig()) {
     return keyedState<ListState<T>, HeapListState<N, T>, RocksDBListState<N, T>, Serializable<T>, T>(store, "ListState",
                                                                                                         d);
@@ -126,7 +126,7 @@ ListState<T>& listState(KeyedStateStore& store, const ListStateDescriptor<T>& d)
 }
 
 template <class N, class UK, class UV>
-MapState<UK, UV>& mapState(KeyedStateStore& store, const MapStateDescriptor<UK, UV>& d) {
+MapState<UK, UV>& mapState(KeyedStateBackendBase& store, const MapStateDescriptor<UK, UV>& d) {
   constexpr bool kSer = Serializable<UK> && Serializable<UV>;
   using Missing = std::conditional_t<Serializable<UK>, UV, UK>;
   if (!d.getTtlConfig()) {
@@ -148,7 +148,7 @@ MapState<UK, UV>& mapState(KeyedStateStore& store, const MapStateDescriptor<UK, 
 }
 
 template <class N, class T>
-ReducingState<T>& reducingState(KeyedStateStore& store, const ReducingStateDescriptor<T>& d) {
+ReducingState<T>& reducingState(KeyedStateBackendBase& store, const ReducingStateDescriptor<T>& d) {
   if (!d.getTtlConfig()) {
     return keyedState<ReducingState<T>, HeapReducingState<N, T>, RocksDBReducingState<N, T>, Serializable<T>, T>(
         store, "ReducingState", d);
@@ -163,7 +163,7 @@ ReducingState<T>& reducingState(KeyedStateStore& store, const ReducingStateDescr
 }
 
 template <class N, class IN, class ACC, class OUT>
-AggregatingState<IN, OUT>& aggregatingState(KeyedStateStore& store, const AggregatingStateDescriptor<IN, ACC, OUT>& d) {
+AggregatingState<IN, OUT>& aggregatingState(KeyedStateBackendBase& store, const AggregatingStateDescriptor<IN, ACC, OUT>& d) {
   if (!d.getTtlConfig()) {
     return keyedState<AggregatingState<IN, OUT>, HeapAggregatingState<N, IN, ACC, OUT>,
                       RocksDBAggregatingState<N, IN, ACC, OUT>, Serializable<ACC>, ACC>(store, "AggregatingState", d);

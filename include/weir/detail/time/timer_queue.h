@@ -108,7 +108,7 @@ class TimerQueue {
   // what a checkpoint holds: with RocksDB the timers live in the instance's column of
   // that name, restored ones included; on the heap the restored ones are taken from the
   // store. `keyGroupOf` gives a timer's key group.
-  void open(KeyedStateStore& store, std::string name, KeyGroupRange range, std::function<int(const K&)> keyGroupOf) {
+  void open(KeyedStateBackendBase& store, std::string name, KeyGroupRange range, std::function<int(const K&)> keyGroupOf) {
     name_ = std::move(name);
     keyGroupOf_ = std::move(keyGroupOf);
     if constexpr (Serializable<K>) {

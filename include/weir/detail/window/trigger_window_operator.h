@@ -123,7 +123,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     processingTimers_.snapshot(out);
     snapshotWindowWatermark(this->context(), watermark_, out);
   }
-  void emitBatch(std::span<T> records, Timestamps timestamps) override {
+  void processBatch(std::span<T> records, Timestamps timestamps) override {
     if constexpr (kProcessingTime) now_ = std::max(now_, this->context().clock()->currentTimeMillis());
     if constexpr (kEventTime) this->requireTimestamps(records.size(), timestamps);
     Collector<OUT> collector = this->collector();
@@ -159,7 +159,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     this->sideOutputs_.flush();
   }
 
-  void emitWatermark(int64_t watermark) override {
+  void processWatermark(int64_t watermark) override {
     watermark_ = std::max(watermark_, watermark);  // a restored one may be ahead of upstream's first
     fireTimers(eventTimers_, watermark_, false);
     this->forwardWatermark(watermark);
@@ -195,7 +195,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   }
   void deleteEventTimeTimer(int64_t time) override { eventTimers_.remove({key_, window_}, time); }
   void deleteProcessingTimeTimer(int64_t time) override { processingTimers_.remove({key_, window_}, time); }
-  KeyedStateStore& windowStore() override { return *store_; }
+  KeyedStateBackendBase& windowStore() override { return *store_; }
   const W& currentWindow() const override { return window_; }
   std::span<const W> mergedWindows() const override { return merged_; }
 

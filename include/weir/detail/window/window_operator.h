@@ -216,9 +216,9 @@ class WindowOperatorBase : public OneInputOperator<T, typename Policy::Out> {
     if (tagIndex == lateTag_) late_ = out.get();
     sideOutputs_.add(tagIndex, std::move(out));
   }
-  void emitIdleness(bool idle) override {
-    sideOutputs_.emitIdleness(idle);
-    this->out_->emitIdleness(idle);
+  void processIdleness(bool idle) override {
+    sideOutputs_.processIdleness(idle);
+    this->out_->processIdleness(idle);
   }
   void endInput() override {
     sideOutputs_.endInput();
@@ -242,8 +242,8 @@ class WindowOperatorBase : public OneInputOperator<T, typename Policy::Out> {
     this->rethrowAsOperatorFailure();
   }
   void forwardWatermark(int64_t watermark) {
-    sideOutputs_.emitWatermark(watermark);
-    this->out_->emitWatermark(watermark);
+    sideOutputs_.processWatermark(watermark);
+    this->out_->processWatermark(watermark);
   }
   // A record too late for all its windows: to the late-data side output, or counted.
   void dropLate(T& record, int64_t timestamp) {
@@ -382,7 +382,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     }
     snapshotWindowWatermark(this->context(), watermark_, out);
   }
-  void emitBatch(std::span<T> records, Timestamps timestamps) override {
+  void processBatch(std::span<T> records, Timestamps timestamps) override {
     if constexpr (kProcessingTime) now_ = std::max(now_, this->context().clock()->currentTimeMillis());
     else this->requireTimestamps(records.size(), timestamps);
     Collector<OUT> collector = this->collector();
@@ -420,7 +420,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     sideOutputs_.flush();
   }
 
-  void emitWatermark(int64_t watermark) override {
+  void processWatermark(int64_t watermark) override {
     watermark_ = std::max(watermark_, watermark);  // a restored one may be ahead of upstream's first
     if constexpr (!kProcessingTime) fireTimers();
     this->forwardWatermark(watermark);

@@ -9,12 +9,12 @@
 
 #include "weir/detail/core/output.h"
 
-namespace weir::detail {
+namespace weir::time {
 
 class WatermarkValve {
  public:
   // `published`, when given, always holds the current input watermark (for metrics).
-  WatermarkValve(int inputs, OutputBase* out, std::atomic<int64_t>* published = nullptr);
+  WatermarkValve(int inputs, detail::OutputBase* out, std::atomic<int64_t>* published = nullptr);
 
   void inputWatermark(int input, int64_t watermark);
   void inputIdleness(int input, bool idle);
@@ -31,10 +31,10 @@ class WatermarkValve {
   void advance();
 
   std::vector<Channel> channels_;
-  OutputBase* out_;
+  detail::OutputBase* out_;
   std::atomic<int64_t>* published_;
   int64_t lastOutput_ = INT64_MIN;
   bool idle_ = false;
 };
 
-}  // namespace weir::detail
+}  // namespace weir::time

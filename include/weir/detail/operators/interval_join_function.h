@@ -1,6 +1,3 @@
-// The operators behind first.connect(second).map/flatMap/process(...), and behind
-// keyed1.connect(keyed2).process(...) and intervalJoin, where two keyed inputs with the
-// same key type share one keyed state store and one set of timers.
 #pragma once
 
 #include <algorithm>
@@ -10,98 +7,18 @@
 #include <vector>
 
 #include "weir/co_process_function.h"
+#include "weir/detail/operators/collecting_operator.h"
+#include "weir/detail/operators/keyed_function_operator.h"
+#include "weir/detail/operators/second_input.h"
 #include "weir/output_tag.h"
-#include "weir/detail/operators/operators.h"
 #include "weir/state_descriptor.h"
 #include "weir/windows.h"
+#include "weir/keyed_process_function.h"
 
 namespace weir::detail {
 
-// Runs a CoMapFunction, CoFlatMapFunction or CoProcessFunction on two inputs.
-template <class IN1, class IN2, class F>
-class CoStreamOperator final : public CollectingOperator<IN1, typename F::OutputType, F> {
-  using OUT = typename F::OutputType;
-  using Context = typename ProcessFunction<IN1, OUT>::Context;
-
- public:
-  using CollectingOperator<IN1, OUT, F>::CollectingOperator;
-
-  OutputBase* secondInput() override { return &second_; }
-  void emitBatch(std::span<IN1> records, Timestamps timestamps) override { process<1>(records, timestamps); }
-  void processSecond(std::span<IN2> records, Timestamps timestamps) { process<2>(records, timestamps); }
-  void emitWatermark(int64_t watermark) override {
-    watermark_ = watermark;
-    this->forwardWatermark(watermark);
-  }
-
- private:
-  template <int kInput, class R>
-  void process(std::span<R> records, Timestamps timestamps) {
-    Context ctx(&this->sideOutputs_, &watermark_, this->context().clock().get());
-    this->forEachRecord(records, timestamps, ctx, [&](const R& r, Collector<OUT>& out) {
-      if constexpr (std::is_base_of_v<CoMapFunction<IN1, IN2, OUT>, F>) {
-        if constexpr (kInput == 1) out.collect(this->fn_.map1(r));
-        else out.collect(this->fn_.map2(r));
-      } else if constexpr (std::is_base_of_v<CoFlatMapFunction<IN1, IN2, OUT>, F>) {
-        if constexpr (kInput == 1) this->fn_.flatMap1(r, out);
-        else this->fn_.flatMap2(r, out);
-      } else {
-        if constexpr (kInput == 1) this->fn_.processElement1(r, ctx, out);
-        else this->fn_.processElement2(r, ctx, out);
-      }
-    });
-  }
-
-  SecondInput<IN2, CoStreamOperator> second_{this};
-  int64_t watermark_ = std::numeric_limits<int64_t>::min();
-};
-
-// Runs a KeyedCoProcessFunction<K, IN1, IN2, OUT>: each record's key (by its input's key
-// selector) is current while the function sees it.
-template <class IN1, class IN2, class K, class Selector1, class Selector2, class F>
-class KeyedCoProcessOperator final : public KeyedFunctionOperator<IN1, typename F::OutputType, K, Selector1, F> {
-  using OUT = typename F::OutputType;
-  using Base = KeyedFunctionOperator<IN1, OUT, K, Selector1, F>;
-
- public:
-  KeyedCoProcessOperator(Selector1 first, Selector2 second, F fn)
-      : Base(std::move(first), std::move(fn)), secondSelector_(std::move(second)) {}
-
-  OutputBase* secondInput() override { return &second_; }
-  void open() override {
-    if constexpr (requires { this->fn_.countLateRecordsIn(&this->metrics_->numLateRecordsDropped); })
-      this->fn_.countLateRecordsIn(&this->metrics_->numLateRecordsDropped);
-    Base::open();
-  }
-
-  void emitBatch(std::span<IN1> records, Timestamps timestamps) override {
-    typename F::Context ctx(this, &this->sideOutputs_);
-    this->forEachKeyed(records, timestamps, ctx,
-                       [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement1(r, ctx, c); });
-  }
-  void processSecond(std::span<IN2> records, Timestamps timestamps) {
-    typename F::Context ctx(this, &this->sideOutputs_);
-    this->forEachRecord(records, timestamps, ctx, [&](const IN2& r, Collector<OUT>& c) {
-      this->key_ = std::invoke(secondSelector_, r);
-      this->state_->setCurrentKey(this->key_);
-      this->fn_.processElement2(r, ctx, c);
-    });
-    this->state_->clearCurrentKey();
-  }
-  void emitWatermark(int64_t watermark) override {
-    typename F::OnTimerContext ctx(this, &this->sideOutputs_);
-    this->advanceWatermark(watermark, ctx);
-  }
-  void onProcessingTime(int64_t time) override {
-    typename F::OnTimerContext ctx(this, &this->sideOutputs_);
-    this->advanceProcessingTime(time, ctx);
-  }
-
- private:
-  Selector2 secondSelector_;
-  SecondInput<IN2, KeyedCoProcessOperator> second_{this};
-};
-
+// Fills in the context an interval join's ProcessJoinFunction sees (its fields are
+// private to the public API).
 class JoinContextAccess {
  public:
   template <class JoinContext, class KeyedContext>

@@ -1,0 +1,144 @@
+#pragma once
+
+#include <absl/container/flat_hash_map.h>
+
+#include "weir/detail/operators/collecting_operator.h"
+#include "weir/detail/operators/function_traits.h"
+#include "weir/detail/operators/stream_operator.h"
+#include "weir/detail/state/keyed_state_backend.h"
+#include "weir/detail/state/state_factory.h"
+#include "weir/detail/time/timer_queue.h"
+#include "weir/key_group.h"
+#include "weir/keyed_process_function.h"
+
+namespace weir::detail {
+
+// Rolling reduce per key: emits the new aggregate for every record (KeyedStream::reduce,
+// sum, min, max). Keeps one value per key: on the heap backend in the operator's own
+// flat hash table, on RocksDB as a ValueState in RocksDB. Both checkpoint the same
+// entries under "_rolling", so either backend restores the other's checkpoints.
+template <class T, class K, class KeySelector, class F>
+class KeyedReduceOperator final : public UdfOperator<T, T, F> {
+ public:
+  KeyedReduceOperator(KeySelector keySelector, F fn)
+      : UdfOperator<T, T, F>(std::move(fn)), keySelector_(std::move(keySelector)) {}
+
+  void open() override {
+    UdfOperator<T, T, F>::open();
+    if constexpr (Serializable<K> && Serializable<T>) this->callUser([&] { openValues(); });
+  }
+  void close() override {
+    UdfOperator<T, T, F>::close();
+    state_ = nullptr;
+    store_.reset();
+  }
+
+  std::string checkpointUnsupportedReason() const override {
+    if constexpr (!Serializable<K> || !Serializable<T>)
+      return "its key type " + demangledTypeName(typeid(K)) + " or value type " + demangledTypeName(typeid(T)) +
+             " has no weir::Serializer, which checkpoints need";
+    return "";
+  }
+  // The running value of every key, copied out.
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    UdfOperator<T, T, F>::snapshotState(checkpointId, timestamp, out);
+    if (store_) {
+      store_->snapshot(checkpointId, out);
+      return;
+    }
+    if constexpr (Serializable<K> && Serializable<T>) {
+      std::vector<OwnedStateEntry> entries;
+      entries.reserve(values_.size());
+      int maxParallelism = this->context().getMaxNumberOfParallelSubtasks();
+      DataOutput key, value;
+      for (const auto& [k, v] : values_) {
+        key.clear();
+        value.clear();
+        Serializer<K>::serialize(k, key);
+        Serializer<T>::serialize(v, value);
+        entries.push_back({assignToKeyGroup(KeyHash<K>{}(k), maxParallelism), key.data(), value.data()});
+      }
+      out.keyed[kRollingState] = std::make_unique<MaterializedSnapshot>(std::move(entries));
+    }
+  }
+
+  void processBatch(std::span<T> records, Timestamps timestamps) override {
+    if (state_ != nullptr) {
+      buffer_.clear();
+      buffer_.reserve(records.size());
+      reduceInStore(records);
+      this->out_->processBatch(buffer_, timestamps);
+      return;
+    }
+    std::span<T> results;
+    try {
+      std::span<Stored<K>> keys =
+          fillBuffer(keys_, records.size(), [&](size_t i) -> Stored<K> { return std::invoke(keySelector_, records[i]); });
+      // The table is larger than the cache: fetch a few records ahead so lookups overlap.
+      constexpr size_t kAhead = 8;
+      for (size_t i = 0; i < std::min(kAhead, keys.size()); ++i) values_.prefetch(keys[i]);
+      results = fillBuffer(buffer_, records.size(), [&](size_t i) -> T {
+        if (i + kAhead < keys.size()) values_.prefetch(keys[i + kAhead]);
+        auto [it, inserted] = values_.try_emplace(std::move(keys[i]), records[i]);
+        if (!inserted) it->second = callReduce(this->fn_, it->second, records[i]);
+        return it->second;
+      });
+    } catch (...) {
+      this->rethrowAsOperatorFailure();
+    }
+    this->out_->processBatch(results, timestamps);  // one result per record, with its timestamp
+  }
+
+ private:
+  // Where the values live (RocksDB state, or this operator's table), restored.
+  void openValues() {
+    auto* restored = this->context().restored();
+    if (keyedStateInRocksDB(this->context())) {
+      store_ = makeKeyedStateBackend<K>(this->context());
+      if (restored != nullptr) store_->setRestored(*restored);
+      state_ = &valueState<VoidNamespace>(*store_, ValueStateDescriptor<T>(kRollingState));
+      return;
+    }
+    if (restored == nullptr) return;
+    auto restore = [&](const StateEntry& e) {
+      values_.insert_or_assign(decodeState<K>(e.key, kRollingState, e.keyGroup),
+                               decodeState<T>(e.value, kRollingState, e.keyGroup));
+    };
+    for (const auto& e : restored->takeKeyed(kRollingState)) restore(StateEntry{e.keyGroup, e.key, e.value});
+    if (restored->hasKeyed()) {  // a RocksDB instance's incremental checkpoint
+      auto store = makeKeyedStateBackend<K>(this->context());
+      store->setRestored(*restored);
+      store->takeRestored(kRollingState, restore);
+    }
+  }
+
+  // RocksDB: one read and one write of the key's value per record.
+  void reduceInStore(std::span<T> records) {
+    try {
+      for (auto& r : records) {
+        K key = std::invoke(keySelector_, r);
+        store_->setCurrentKey(key);
+        std::optional<T> value = state_->value();
+        buffer_.push_back(value ? callReduce(this->fn_, *value, r) : r);
+        state_->update(buffer_.back());
+      }
+    } catch (...) {
+      store_->clearCurrentKey();
+      this->rethrowAsOperatorFailure();
+    }
+    store_->clearCurrentKey();  // the last key goes now
+  }
+
+  KeySelector keySelector_;
+  std::unique_ptr<KeyedStateBackend<K>> store_;  // RocksDB: the values,
+  ValueState<T>* state_ = nullptr;               // as this state
+  absl::flat_hash_map<K, T, KeyHasher<K>> values_;  // heap: the values
+  std::vector<Stored<K>> keys_;
+  std::vector<T> buffer_;
+};
+
+}  // namespace weir::detail
+
+namespace weir::detail {
+
+}  // namespace weir::detail

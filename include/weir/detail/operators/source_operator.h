@@ -1,0 +1,245 @@
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <map>
+#include <memory>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "weir/detail/operators/stream_operator.h"
+#include "weir/detail/operators/tracking_split_enumerator.h"
+#include "weir/detail/state/operator_snapshot.h"
+#include "weir/source.h"
+#include "weir/watermark_strategy.h"
+
+namespace weir::detail {
+
+// The head of a source chain: pulls batches from a reader, stamps them with event
+// timestamps, generates watermarks, and pushes both down the chain.
+class SourceOperatorBase : public StreamOperator {
+ public:
+  using Clock = std::chrono::steady_clock;
+  OutputBase* input() override { return nullptr; }
+  void setEnumerator(TrackingSplitEnumerator* enumerator) { enumerator_ = enumerator; }
+  void setAutoWatermarkInterval(std::chrono::milliseconds interval) { watermarkInterval_ = interval; }
+  // Emits at most one batch.
+  virtual InputStatus emitNext() = 0;
+  // After NOTHING_AVAILABLE: when to call emitNext() again.
+  virtual Clock::time_point nextPollTime() const = 0;
+  // Emits the periodic watermark (and idleness) when due; returns when it is due next.
+  virtual Clock::time_point onTime(Clock::time_point now) = 0;
+  // End of input: the final watermark, then the end, down the chain.
+  virtual void endInput() = 0;
+
+ protected:
+  TrackingSplitEnumerator* enumerator_ = nullptr;
+  std::chrono::milliseconds watermarkInterval_{200};
+};
+
+template <class T>
+class SourceOperator final : public SourceOperatorBase, private WatermarkOutput {
+ public:
+  SourceOperator(std::shared_ptr<const Source<T>> source, WatermarkStrategy<T> strategy)
+      : source_(std::move(source)), strategy_(std::move(strategy)) {}
+
+  void setOutput(OutputBase* out) override { out_ = &dynamic_cast<Output<T>&>(*out); }
+
+  void open() override {
+    reader_ = callUser([&] {
+      return source_->createReader(SourceReaderContext{context_->getIndexOfThisSubtask(),
+                                                       context_->getNumberOfParallelSubtasks(), enumerator_,
+                                                       context_->getMetricGroup()});
+    });
+    if (auto* restored = context_->restored()) {
+      if (auto* splits = restored->operatorList(kSourceSplitsState)) callUser([&] { reader_->addSplits(*splits); });
+    }
+    batch_.reserve(kBatchRecords<T>);
+    if (strategy_.generator()) generator_ = callUser([&] { return strategy_.generator()(); });
+    lastRecord_ = nextWatermark_ = Clock::now();
+  }
+
+  InputStatus emitNext() override {
+    batch_.clear();
+    timestamps_.clear();
+    InputStatus status = callUser([&] { return reader_->pollNext(batch_, kBatchRecords<T>); });
+    if (!batch_.empty()) {
+      metrics_->numSourceRecords.fetch_add(batch_.size(), std::memory_order_relaxed);
+      if (strategy_.assigner()) {
+        timestamps_.resize(batch_.size());
+        callUser([&] { strategy_.assigner()(std::span<const T>(batch_), timestamps_); });
+      }
+      if (idle_) markActive();
+      if (strategy_.idleTimeout().count() > 0) lastRecord_ = Clock::now();
+    }
+    std::span<const SplitRun> runs;
+    if (generator_) runs = callUser([&] { return reader_->splitRuns(); });
+    if (!runs.empty()) {
+      perSplit_ = true;
+      onSplitRuns(runs);  // before the batch leaves: operators may move from it
+    } else if (generator_ && !timestamps_.empty()) {
+      // The generator sees the batch before it leaves (operators may move from it), and
+      // a watermark it decides goes out after the batch, never ahead of its records.
+      deferWatermarks_ = true;
+      callUser([&] { generator_->onBatch(batch_, timestamps_, *this); });
+      deferWatermarks_ = false;
+    }
+    if (!batch_.empty()) out_->processBatch(batch_, timestamps_);
+    if (perSplit_) emitSplitsWatermark();
+    else if (pendingWatermark_ > watermark_) emitWatermark(pendingWatermark_);
+    return status;
+  }
+
+  Clock::time_point nextPollTime() const override { return reader_->nextPollTime(); }
+
+  Clock::time_point onTime(Clock::time_point now) override {
+    if (!generator_) return Clock::time_point::max();
+    if (now >= nextWatermark_) {
+      auto timeout = strategy_.idleTimeout();
+      if (perSplit_) {
+        for (auto& [id, split] : splits_) {
+          callUser([&] { split.generator->onPeriodicEmit(split); });
+          if (timeout.count() > 0 && now - split.lastRecord >= timeout) split.idle = true;
+        }
+        emitSplitsWatermark();
+      } else {
+        if (!idle_) callUser([&] { generator_->onPeriodicEmit(*this); });
+        if (timeout.count() > 0 && !idle_ && now - lastRecord_ >= timeout) markIdle();
+      }
+      nextWatermark_ = now + watermarkInterval_;
+    }
+    return nextWatermark_;
+  }
+
+  void endInput() override {
+    // A bounded input ends with the final watermark: every window fires downstream.
+    emitWatermark(kMaxWatermark);
+    out_->endInput();
+  }
+
+  // The last watermark this source emitted.
+  int64_t currentWatermark() const { return watermark_; }
+
+  std::string checkpointUnsupportedReason() const override {
+    return source_->supportsCheckpointing() ? "" : "its source does not support checkpointing";
+  }
+  // The reader's splits, and which splits it was handed (the enumerator's part).
+  void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
+    StreamOperator::snapshotState(checkpointId, timestamp, out);
+    auto splits = callUser([&] { return reader_->snapshotState(checkpointId); });
+    out.operatorState.push_back({kSourceSplitsState, OperatorStateMode::kSplitDistribute, std::move(splits)});
+    if (enumerator_) {
+      out.operatorState.push_back({kAssignedSplitsState, OperatorStateMode::kUnion,
+                                   enumerator_->assignedIds(context_->getIndexOfThisSubtask())});
+    }
+  }
+
+  void close() override {
+    if (reader_) callUser([&] { reader_->close(); });
+  }
+
+ private:
+  // WatermarkOutput, for the generator.
+  void emitWatermark(int64_t watermark) override {
+    if (deferWatermarks_) {
+      pendingWatermark_ = std::max(pendingWatermark_, watermark);
+      return;
+    }
+    if (watermark <= watermark_) return;
+    if (idle_) markActive();
+    watermark_ = watermark;
+    metrics_->currentOutputWatermark.store(watermark, std::memory_order_relaxed);
+    out_->processWatermark(watermark);
+  }
+  void markIdle() override {
+    if (idle_) return;
+    idle_ = true;
+    out_->processIdleness(true);
+  }
+  void markActive() override {
+    if (!idle_) return;
+    idle_ = false;
+    out_->processIdleness(false);
+  }
+
+  // Per-split watermarks: a split's own generator and what it decided so far.
+  struct SplitWatermarks final : WatermarkOutput {
+    std::unique_ptr<WatermarkGenerator<T>> generator;
+    int64_t watermark = kMinWatermark;
+    bool idle = false;
+    Clock::time_point lastRecord{};
+    void emitWatermark(int64_t w) override {
+      watermark = std::max(watermark, w);
+      idle = false;
+    }
+    void markIdle() override { idle = true; }
+    void markActive() override { idle = false; }
+  };
+
+  // Hands each split's records of the batch to that split's generator.
+  void onSplitRuns(std::span<const SplitRun> runs) {
+    const auto now = Clock::now();
+    size_t at = 0;
+    for (const SplitRun& run : runs) {
+      if (run.records > batch_.size() - at) break;
+      auto [it, added] = splits_.try_emplace(run.splitId);
+      SplitWatermarks& split = it->second;
+      if (added) split.generator = callUser([&] { return strategy_.generator()(); });
+      if (run.records > 0) {
+        split.lastRecord = now;
+        split.idle = false;
+      }
+      if (run.records > 0 && !timestamps_.empty()) {
+        callUser([&] {
+          split.generator->onBatch(std::span<const T>(batch_).subspan(at, run.records),
+                                   std::span<const int64_t>(timestamps_).subspan(at, run.records), split);
+        });
+      }
+      at += run.records;
+      if (run.finished) splits_.erase(it);
+    }
+    size_t covered = 0;
+    for (const SplitRun& run : runs) covered += run.records;
+    if (covered != batch_.size()) {
+      callUser([&] {
+        throw std::logic_error("the source reader's splitRuns() cover " + std::to_string(covered) +
+                               " records, but its pollNext appended " + std::to_string(batch_.size()));
+      });
+    }
+  }
+
+  // The source's watermark from its splits': the smallest over those not idle; idle
+  // when every split is, or when it has none (waiting for new ones), as in Flink.
+  void emitSplitsWatermark() {
+    int64_t combined = kMaxWatermark;
+    bool active = false;
+    for (const auto& [id, split] : splits_) {
+      if (split.idle) continue;
+      active = true;
+      combined = std::min(combined, split.watermark);
+    }
+    if (!active) markIdle();
+    else if (combined > watermark_) emitWatermark(combined);
+    else markActive();
+  }
+
+  std::shared_ptr<const Source<T>> source_;
+  WatermarkStrategy<T> strategy_;
+  std::unique_ptr<SourceReader<T>> reader_;
+  std::unique_ptr<WatermarkGenerator<T>> generator_;
+  std::vector<T> batch_;
+  std::vector<int64_t> timestamps_;
+  Output<T>* out_ = nullptr;
+  int64_t watermark_ = kMinWatermark;
+  int64_t pendingWatermark_ = kMinWatermark;  // decided during a batch, sent after it
+  bool deferWatermarks_ = false;
+  bool idle_ = false;
+  bool perSplit_ = false;  // the reader reports splitRuns(): splits_ decide the watermark
+  std::map<std::string, SplitWatermarks> splits_;
+  Clock::time_point lastRecord_{};
+  Clock::time_point nextWatermark_{};
+};
+
+}  // namespace weir::detail

@@ -1,0 +1,85 @@
+// The typed factories the runtime builds a stream of one record type with, without
+// knowing the type: channels, their inputs and writers, fan-outs and side outputs.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "weir/detail/core/output.h"
+#include "weir/detail/operators/stream_operator.h"
+#include "weir/detail/runtime/channel.h"
+#include "weir/detail/runtime/channel_input.h"
+#include "weir/detail/runtime/record_writer.h"
+#include "weir/serializer.h"
+
+namespace weir::detail {
+
+// Factories for everything the runtime builds around a stream of one record type.
+class StreamType {
+ public:
+  virtual ~StreamType() = default;
+  virtual std::unique_ptr<ChannelBase> createChannel(int credits, TaskSignal* consumer) const = 0;
+  virtual std::unique_ptr<ChannelInputBase> createInput(ChannelBase* channel, OutputBase* target,
+                                                        TaskMetrics* metrics) const = 0;
+  virtual std::unique_ptr<OutputBase> createFanOut(const std::vector<OutputBase*>& targets) const = 0;
+  virtual std::unique_ptr<OutputBase> createNullOutput() const = 0;
+  // A writer for every partitioner but kKeyGroup (which needs the key selector).
+  virtual std::unique_ptr<OutputBase> createWriter(PartitionerKind kind,
+                                                   const std::vector<ChannelBase*>& channels,
+                                                   TaskMetrics* metrics) const = 0;
+  virtual std::unique_ptr<SideOutputBase> createSideOutput(OutputBase* target) const = 0;
+  // Whether records of this type can be persisted (unaligned checkpoints need it).
+  virtual bool serializable() const = 0;
+};
+
+template <class T>
+class TypedStream final : public StreamType {
+ public:
+  static std::shared_ptr<const StreamType> get() {
+    static const auto instance = std::make_shared<const TypedStream<T>>();
+    return instance;
+  }
+
+  static std::vector<Channel<T>*> typed(const std::vector<ChannelBase*>& channels) {
+    std::vector<Channel<T>*> out;
+    for (auto* c : channels) out.push_back(static_cast<Channel<T>*>(c));
+    return out;
+  }
+
+  std::unique_ptr<ChannelBase> createChannel(int credits, TaskSignal* consumer) const override {
+    return std::make_unique<Channel<T>>(credits, consumer);
+  }
+  std::unique_ptr<ChannelInputBase> createInput(ChannelBase* channel, OutputBase* target,
+                                                TaskMetrics* metrics) const override {
+    return std::make_unique<ChannelInput<T>>(static_cast<Channel<T>*>(channel), &dynamic_cast<Output<T>&>(*target),
+                                             metrics);
+  }
+  std::unique_ptr<OutputBase> createFanOut(const std::vector<OutputBase*>& targets) const override {
+    std::vector<Output<T>*> typedTargets;
+    for (auto* t : targets) typedTargets.push_back(&dynamic_cast<Output<T>&>(*t));
+    return std::make_unique<FanOut<T>>(std::move(typedTargets));
+  }
+  std::unique_ptr<OutputBase> createNullOutput() const override { return std::make_unique<NullOutput<T>>(); }
+  std::unique_ptr<OutputBase> createWriter(PartitionerKind kind, const std::vector<ChannelBase*>& channels,
+                                           TaskMetrics* metrics) const override {
+    switch (kind) {
+      case PartitionerKind::kBroadcast:
+        return std::make_unique<RecordWriter<T, BroadcastSelector>>(typed(channels), BroadcastSelector{}, metrics);
+      case PartitionerKind::kShuffle:
+        return std::make_unique<RecordWriter<T, RandomSelector>>(typed(channels), RandomSelector{}, metrics);
+      default:
+        return std::make_unique<RecordWriter<T, RoundRobinSelector>>(typed(channels), RoundRobinSelector{}, metrics);
+    }
+  }
+  std::unique_ptr<SideOutputBase> createSideOutput(OutputBase* target) const override {
+    return std::make_unique<SideOutput<T>>(&dynamic_cast<Output<T>&>(*target), kBatchRecords<T>);
+  }
+  bool serializable() const override { return Serializable<T>; }
+};
+
+// Creates the key-group writer of a keyBy edge: (channels, maxParallelism, metrics).
+using KeyedWriterFactory = std::function<std::unique_ptr<OutputBase>(
+    const std::vector<ChannelBase*>&, int, TaskMetrics*)>;
+
+}  // namespace weir::detail

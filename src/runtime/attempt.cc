@@ -1,0 +1,223 @@
+#include "runtime/attempt.h"
+
+#include <map>
+
+#include "runtime/checkpoint_restore.h"
+
+namespace weir::runtime {
+
+using namespace weir::detail;
+
+namespace {
+
+using Kind = Transformation::Kind;
+using Vertex = JobPlan::Vertex;
+
+// The operator of the fused run from `head` to `tail`, which may start after the first
+// node of the run the API recorded (fusedFrom).
+std::unique_ptr<StreamOperator> createFused(const JobPlan& plan, int head, int tail) {
+  const auto& nodes = plan.graph.nodes;
+  auto node = [&](int id) -> const Transformation& { return *nodes[static_cast<size_t>(id)]; };
+  std::vector<std::string> names;  // head to tail
+  int id = tail;
+  for (;; id = node(id).inputs[0]) {
+    names.insert(names.begin(), node(id).name);
+    if (id == head) break;
+  }
+  size_t first = 0;  // head's place in the recorded run
+  for (; id != node(tail).fusedFrom; id = node(id).inputs[0]) ++first;
+  auto op = node(tail).createFused(std::move(names), first);
+  if (!op)
+    throw Error(ErrorCode::kInvalidJob,
+                "internal: no fused operator for '" + node(head).name + "' to '" + node(tail).name + "'");
+  return op;
+}
+
+}  // namespace
+
+std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& restoreFrom,
+                                      checkpoint::CheckpointCoordinator* coordinator) {
+  const StreamGraph& graph = plan.graph;
+  const auto& nodes = graph.nodes;
+  const auto& edges = plan.edges;
+  const auto& inEdges = plan.inEdges;
+  const auto& outEdges = plan.outEdges;
+  const auto& vertexOf = plan.vertexOf;
+  const auto& parallelism = plan.parallelism;
+  auto attempt = std::make_shared<Attempt>();
+  CheckpointRestore restore(plan, restoreFrom);
+  // Per edge: channels[p * consumerParallelism + c], or channels[p] for forward edges.
+  std::vector<std::vector<ChannelBase*>> channelsOf(edges.size());
+
+  // Tasks first: channels need their consumer's signal.
+  std::vector<std::vector<StreamTask*>> subtasksOf(plan.vertices.size());
+  for (size_t v = 0; v < plan.vertices.size(); ++v) {
+    for (int s = 0; s < plan.vertices[v].parallelism; ++s) {
+      auto task = std::make_unique<StreamTask>();
+      task->vertex = static_cast<int>(v);
+      task->index = s;
+      task->parallelism = plan.vertices[v].parallelism;
+      task->maxParallelism = graph.maxParallelism;
+      task->bufferTimeout = graph.bufferTimeout;
+      task->coordinator = coordinator;
+      task->checkpointConfig = &graph.checkpointConfig;
+      task->checkpointClock = coordinator ? &coordinator->clock() : nullptr;
+      subtasksOf[v].push_back(task.get());
+      attempt->tasks.push_back(std::move(task));
+    }
+  }
+  for (size_t ei = 0; ei < edges.size(); ++ei) {
+    const auto& e = edges[ei];
+    if (e.chained) continue;
+    int pp = parallelism[static_cast<size_t>(e.producer)];
+    int cp = parallelism[static_cast<size_t>(e.consumer)];
+    auto& consumers = subtasksOf[static_cast<size_t>(vertexOf[static_cast<size_t>(e.consumer)])];
+    auto& producers = subtasksOf[static_cast<size_t>(vertexOf[static_cast<size_t>(e.producer)])];
+    bool forward = e.partitioner == PartitionerKind::kForward;
+    for (int p = 0; p < pp; ++p) {
+      for (int c = 0; c < cp; ++c) {
+        if (forward && c != p) continue;
+        StreamTask* consumer = consumers[static_cast<size_t>(c)];
+        auto channel = e.type->createChannel(graph.buffersPerChannel, &consumer->signal);
+        channel->setProducer(&producers[static_cast<size_t>(p)]->signal);
+        channelsOf[ei].push_back(channel.get());
+        consumer->inputChannels.push_back(channel.get());
+        attempt->channels.push_back(std::move(channel));
+      }
+    }
+  }
+
+  // Split enumerators, one per source (they validate the source's configuration).
+  std::map<int, TrackingSplitEnumerator*> enumeratorOf;
+  for (auto& vertex : plan.vertices) {
+    const auto& head = *nodes[static_cast<size_t>(vertex.nodes[0])];
+    if (!vertex.isSource || !head.createEnumerator) continue;
+    auto enumerator = restore.enumeratorFor(head, vertex.parallelism);
+    enumeratorOf[head.id] = enumerator.get();
+    attempt->enumerators.push_back(std::move(enumerator));
+  }
+
+  // Operators, outputs and inputs of every subtask.
+  for (auto& taskPtr : attempt->tasks) {
+    StreamTask& task = *taskPtr;
+    const Vertex& vertex = plan.vertices[static_cast<size_t>(task.vertex)];
+    std::map<int, StreamOperator*> operatorOf;
+    for (int id : vertex.nodes) {
+      const auto& node = *nodes[static_cast<size_t>(id)];
+      int fusedTail = plan.fusedTail[static_cast<size_t>(id)];
+      auto op = fusedTail < 0 ? node.createOperator() : createFused(plan, id, fusedTail);
+      task.contexts.push_back(std::make_unique<RuntimeContext>(node.name, task.index, vertex.parallelism,
+                                                               graph.maxParallelism));
+      task.contexts.back()->setStateBackend(graph.stateBackend);
+      task.contexts.back()->setClock(graph.clock);
+      task.contexts.back()->setProcessingTimeService(&task.processingTime);
+      task.contexts.back()->setAutoWatermarkInterval(graph.autoWatermarkInterval);
+      task.contexts.back()->setRestored(restore.stateOf(id, task.index, vertex.parallelism));
+      task.operatorIds.push_back(plan.operatorIds[static_cast<size_t>(id)]);
+      op->setup(task.contexts.back().get(), &task.metrics);
+      operatorOf[id] = op.get();
+      if (node.kind == Kind::kSource) {
+        task.source = static_cast<SourceOperatorBase*>(op.get());
+        task.source->setAutoWatermarkInterval(graph.autoWatermarkInterval);
+        auto it = enumeratorOf.find(id);
+        task.source->setEnumerator(it == enumeratorOf.end() ? nullptr : it->second);
+      }
+      task.operators.push_back(std::move(op));
+    }
+    // Wire each member's outputs: chained consumers directly, the rest through writers. A
+    // fused run's head gives its tail's output; the members after it get nothing.
+    for (int id : vertex.nodes) {
+      if (plan.fusedAway[static_cast<size_t>(id)]) continue;
+      StreamOperator* op = operatorOf.at(id);
+      if (int tail = plan.fusedTail[static_cast<size_t>(id)]; tail >= 0) id = tail;
+      const auto& node = *nodes[static_cast<size_t>(id)];
+      std::map<int, std::vector<OutputBase*>> targetsByTag;
+      std::map<int, std::shared_ptr<const StreamType>> typeByTag;
+      for (size_t ei : outEdges[static_cast<size_t>(id)]) {
+        const auto& e = edges[ei];
+        typeByTag[e.sideOutputTag] = e.type;
+        if (e.chained) {
+          targetsByTag[e.sideOutputTag].push_back(operatorOf.at(e.consumer)->input());
+          continue;
+        }
+        int cp = parallelism[static_cast<size_t>(e.consumer)];
+        std::vector<ChannelBase*> channels;
+        if (e.partitioner == PartitionerKind::kForward) {
+          channels.push_back(channelsOf[ei][static_cast<size_t>(task.index)]);
+        } else {
+          for (int c = 0; c < cp; ++c) channels.push_back(channelsOf[ei][static_cast<size_t>(task.index * cp + c)]);
+        }
+        auto writer = e.partitioner == PartitionerKind::kKeyGroup
+                          ? e.keyedWriter(channels, graph.maxParallelism, &task.metrics)
+                          : e.type->createWriter(e.partitioner, channels, &task.metrics);
+        targetsByTag[e.sideOutputTag].push_back(writer.get());
+        task.writers.push_back(dynamic_cast<ChannelWriterBase*>(writer.get()));
+        task.outputs.push_back(std::move(writer));
+      }
+      auto combine = [&](int tag, const StreamType& type) -> OutputBase* {
+        auto& targets = targetsByTag[tag];
+        if (targets.size() == 1) return targets[0];
+        auto out = targets.empty() ? type.createNullOutput() : type.createFanOut(targets);
+        task.outputs.push_back(std::move(out));
+        return task.outputs.back().get();
+      };
+      if (!node.isSink) op->setOutput(combine(-1, *node.outputType));
+      for (auto& [tag, type] : typeByTag) {
+        if (tag >= 0) op->addSideOutput(tag, type->createSideOutput(combine(tag, *type)));
+      }
+    }
+    if (!task.source) {
+      int head = vertex.nodes[0];
+      task.headInput = operatorOf.at(head)->input();
+      int channelCount = 0;
+      for (size_t ei : inEdges[static_cast<size_t>(head)]) {
+        const auto& e = edges[ei];
+        int pp = parallelism[static_cast<size_t>(e.producer)];
+        channelCount += e.partitioner == PartitionerKind::kForward ? 1 : pp;
+      }
+      task.valve = std::make_unique<time::WatermarkValve>(channelCount, task.headInput,
+                                                          &task.metrics.currentInputWatermark);
+      for (size_t ei : inEdges[static_cast<size_t>(head)]) {
+        const auto& e = edges[ei];
+        int cp = parallelism[static_cast<size_t>(head)];
+        int pp = parallelism[static_cast<size_t>(e.producer)];
+        for (int p = 0; p < pp; ++p) {
+          ChannelBase* channel = nullptr;
+          if (e.partitioner == PartitionerKind::kForward) {
+            if (p == task.index) channel = channelsOf[ei][static_cast<size_t>(p)];
+          } else {
+            channel = channelsOf[ei][static_cast<size_t>(p * cp + task.index)];
+          }
+          if (channel) {
+            OutputBase* target = e.inputIndex == 0 ? task.headInput : operatorOf.at(head)->secondInput();
+            task.inputs.push_back(e.type->createInput(channel, target, &task.metrics));
+            task.inputOrigins.push_back({plan.operatorIds[static_cast<size_t>(e.producer)] + "/" +
+                                             std::to_string(e.inputIndex),
+                                         e.partitioner, e.keyGroupOf});
+          }
+        }
+      }
+      if (auto* restored = task.contexts.front()->restored()) {
+        task.restoredChannelState = std::move(restored->channelState);
+        task.channelStateRescaled = restored->channelStateRescaled;
+        // Refused here, not when replayed: a task failure would restart from it forever.
+        for (const auto& [oldSubtask, element] : task.restoredChannelState)
+          parseInFlight(task.inputOrigins, task.operators.front()->name(), element, task.channelStateRescaled);
+      }
+    }
+    // Records in flight to an operator that no longer heads a chain (its input became a
+    // chained forward edge) have no channel to arrive through.
+    for (size_t i = task.source ? 0 : 1; i < task.contexts.size(); ++i) {
+      auto* restored = task.contexts[i]->restored();
+      if (restored != nullptr && !restored->channelState.empty())
+        throw Error(ErrorCode::kCheckpoint,
+                    "the checkpoint holds records in flight to '" + task.contexts[i]->getTaskName() +
+                        "', whose input is chained now; restore it with the parallelisms it was taken at");
+    }
+  }
+
+  return attempt;
+}
+
+
+}  // namespace weir::runtime

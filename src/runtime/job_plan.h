@@ -1,0 +1,79 @@
+// The job plan: what the runtime works out once from a StreamGraph and builds every
+// attempt from — which operators run, their parallelism, the physical edges between
+// them with their partitioners, the chains (vertices) and fused runs, and the ids their
+// state has in checkpoints. Flink's JobGraph, with its chaining.
+#pragma once
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "weir/detail/runtime/channel.h"
+#include "weir/detail/runtime/stream_graph.h"
+
+namespace weir::runtime {
+
+// A stream between two operators after union, partition and side-output nodes are
+// resolved away.
+struct PhysicalEdge {
+  int producer = 0;
+  int consumer = 0;
+  int sideOutputTag = -1;  // -1: the main output
+  int inputIndex = 0;      // which input of a two-input consumer
+  std::shared_ptr<const detail::StreamType> type;
+  bool explicitPartitioner = false;
+  detail::PartitionerKind partitioner = detail::PartitionerKind::kForward;
+  detail::KeyedWriterFactory keyedWriter;
+  std::function<int(const void*, int)> keyGroupOf;  // kKeyGroup
+  bool chained = false;
+};
+
+// A vertex as the REST API and the Web UI show it.
+struct VertexInfo {
+  struct Input {
+    int vertex = 0;            // index of the upstream vertex
+    std::string shipStrategy;  // FORWARD, REBALANCE, HASH, ...
+  };
+  std::string id;  // 32 hex digits, stable for the same graph
+  std::string name;
+  std::vector<std::string> uids;  // of the chained operators that have one
+  int parallelism = 0;
+  bool isSource = false;
+  bool isSink = false;
+  std::vector<Input> inputs;
+};
+
+struct JobPlan {
+  // An operator chain: the operators one subtask runs, head first.
+  struct Vertex {
+    std::string name;
+    int parallelism = 0;
+    std::vector<int> nodes;  // chain members, in id order; nodes[0] is the head
+    bool isSource = false;
+    bool isSink = false;
+  };
+
+  // Plans `graph`. Throws weir::Error (kInvalidJob, kInvalidArgument) for a graph that
+  // cannot run.
+  static JobPlan create(const detail::StreamGraph& graph);
+
+  detail::StreamGraph graph;
+  std::vector<Vertex> vertices;
+  std::vector<VertexInfo> vertexInfo;  // per vertex
+  std::vector<PhysicalEdge> edges;
+  std::vector<std::vector<size_t>> inEdges, outEdges;  // per node
+  std::vector<int> vertexOf;                           // per node; -1 when it does not run
+  std::vector<int> parallelism;                        // per node
+  std::vector<std::string> operatorIds;                // per node: uid, or derived from the graph
+  // Fusion (fused_operator.h): per node, the last node of the fused run it heads, or -1;
+  // and whether it is a later member of one (its operator is made but gets no records).
+  std::vector<int> fusedTail;
+  std::vector<bool> fusedAway;
+  bool checkpointing = false;
+};
+
+// 32 hex digits of a 128-bit value (job and vertex ids).
+std::string hex128(uint64_t hi, uint64_t lo);
+
+}  // namespace weir::runtime
