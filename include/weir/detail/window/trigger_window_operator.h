@@ -17,7 +17,7 @@
 #include "weir/detail/window/merging_window_set.h"
 #include "weir/detail/state/state_factory.h"
 #include "weir/detail/time/timer_queue.h"
-#include "weir/detail/window/window_operator.h"
+#include "weir/detail/window/window_operator_base.h"
 #include "weir/evictor.h"
 #include "weir/trigger.h"
 

@@ -1,0 +1,130 @@
+// The window functions of the keyed window operators as policies: what a window's
+// contents (its accumulator) are, how a record is added and two windows' contents merged,
+// and what firing a window hands the user's function — reduce(), aggregate(),
+// aggregate() with a ProcessWindowFunction, and process().
+#pragma once
+
+#include <iterator>
+#include <optional>
+#include <span>
+#include <type_traits>
+#include <vector>
+
+#include "weir/clock.h"
+#include "weir/detail/operators/function_traits.h"
+#include "weir/error.h"
+#include "weir/functions.h"
+#include "weir/windows.h"
+
+namespace weir::detail {
+
+// Whether window function F overrides clear(Context&); if not, its windows need not
+// be told when they go.
+template <class F>
+constexpr bool overridesClear() {
+  if constexpr (requires { F::kOverridesClear; }) return F::kOverridesClear;
+  else return !std::is_same_v<decltype(&F::clear), decltype(&F::FunctionBase::clear)>;
+}
+
+// A policy whose function clears per-window state when a window goes.
+template <class Policy>
+concept ClearsWindows = Policy::kClears;
+
+// A policy that keeps a window's records (its accumulator is their vector).
+template <class Policy>
+concept KeepsRecords = Policy::kKeepsRecords;
+
+// What the policies with a ProcessWindowFunction share: its context, and clear().
+template <class F>
+struct ProcessFunctionPolicy {
+  static constexpr bool kClears = overridesClear<F>();
+  F fn;
+  template <class W>
+  static typename F::Context context(const W& window, int64_t watermark, const Clock& clock,
+                                     WindowFunctionState<W>* state) {
+    return typename F::Context(window, watermark, clock, state);
+  }
+  template <class W>
+  void clear(const W& window, int64_t watermark, const Clock& clock, WindowFunctionState<W>* state) {
+    auto ctx = context(window, watermark, clock, state);
+    fn.clear(ctx);
+  }
+};
+
+// Session windows merge, so a window function has no per-window state there (as in Flink).
+[[noreturn]] inline void throwNoWindowStateOnSessions() {
+  throw Error(ErrorCode::kState,
+              "windowState(): session windows merge, so they have no per-window state; use globalState()");
+}
+
+// reduce(): the accumulator is the reduced record.
+template <class T, class F>
+struct ReduceWindowPolicy {
+  using Acc = std::optional<T>;
+  using Out = T;
+  F fn;
+  Acc create() { return std::nullopt; }
+  void add(Acc& acc, const T& value) { acc = acc ? callReduce(fn, *acc, value) : value; }
+  void merge(Acc& into, Acc& from) {
+    if (from) add(into, *from);
+  }
+  template <class K, class W>
+  void fire(const K&, const W&, Acc& acc, int64_t, const Clock&, WindowFunctionState<W>*, Collector<T>& out) {
+    out.collect(*acc);
+  }
+};
+
+// aggregate(): an AggregateFunction's accumulator.
+template <class T, class A>
+struct AggregateWindowPolicy {
+  using Acc = typename A::AccumulatorType;
+  using Out = typename A::OutputType;
+  A fn;
+  Acc create() { return fn.createAccumulator(); }
+  void add(Acc& acc, const T& value) { acc = fn.add(value, std::move(acc)); }
+  void merge(Acc& into, Acc& from) { into = fn.merge(std::move(into), from); }
+  template <class K, class W>
+  void fire(const K&, const W&, Acc& acc, int64_t, const Clock&, WindowFunctionState<W>*, Collector<Out>& out) {
+    out.collect(fn.getResult(acc));
+  }
+};
+
+// aggregate(agg, processWindowFunction): the accumulator's result is the one element the
+// ProcessWindowFunction sees, with the key and the window.
+template <class T, class A, class F>
+struct AggregateProcessWindowPolicy : ProcessFunctionPolicy<F> {
+  using Acc = typename A::AccumulatorType;
+  using Out = typename F::OutputType;
+  A agg;
+  Acc create() { return agg.createAccumulator(); }
+  void add(Acc& acc, const T& value) { acc = agg.add(value, std::move(acc)); }
+  void merge(Acc& into, Acc& from) { into = agg.merge(std::move(into), from); }
+  template <class K, class W>
+  void fire(const K& key, const W& window, Acc& acc, int64_t watermark, const Clock& clock,
+            WindowFunctionState<W>* state, Collector<Out>& out) {
+    typename A::OutputType result = agg.getResult(acc);
+    auto ctx = this->context(window, watermark, clock, state);
+    this->fn.process(key, ctx, std::span<const typename A::OutputType>(&result, 1), out);
+  }
+};
+
+// process(): keeps the window's records and hands them to a ProcessWindowFunction.
+template <class T, class F>
+struct ProcessWindowPolicy : ProcessFunctionPolicy<F> {
+  static constexpr bool kKeepsRecords = true;
+  using Acc = std::vector<T>;
+  using Out = typename F::OutputType;
+  Acc create() { return {}; }
+  void add(Acc& acc, const T& value) { acc.push_back(value); }
+  void merge(Acc& into, Acc& from) {
+    into.insert(into.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  }
+  template <class K, class W>
+  void fire(const K& key, const W& window, Acc& acc, int64_t watermark, const Clock& clock,
+            WindowFunctionState<W>* state, Collector<Out>& out) {
+    auto ctx = this->context(window, watermark, clock, state);
+    this->fn.process(key, ctx, std::span<const T>(acc), out);
+  }
+};
+
+}  // namespace weir::detail
