@@ -136,7 +136,8 @@ class DataStream {
   // Stamps every record with `strategy`'s timestamp assigner (records keep theirs without
   // one) and emits the strategy's watermarks, which replace the upstream ones (only the
   // final watermark of a bounded input passes). Periodic watermarks are emitted as
-  // records pass, at most every autoWatermarkInterval; withIdleness is not applied here.
+  // records pass, at most every autoWatermarkInterval; with withIdleness(d) the stream is
+  // marked idle after d of processing time without records (env.setClock's clock).
   SingleOutputStreamOperator<T> assignTimestampsAndWatermarks(WatermarkStrategy<T> strategy) {
     return addOperator<T>("Timestamps/Watermarks", [strategy] {
       return std::make_unique<detail::TimestampsAndWatermarksOperator<T>>(strategy);

@@ -36,10 +36,14 @@ void StreamTask::awaitUploads() {
   uploadCv.wait(lock, [&] { return pendingUploads == 0; });
 }
 
+// Polls the source; the processing-time timers of the chain (an
+// assignTimestampsAndWatermarks with idleness, say) fire between polls.
 void StreamTask::runSource() {
+  const Clock& clock = *contexts.front()->clock();
   while (true) {
     mailbox.runPending();
     if (stopRequested) break;
+    if (!processingTime.empty()) processingTime.fireDue(clock.currentTimeMillis());
     if (!outputAvailable()) {  // checkpoint triggers and mail go on meanwhile
       flushOutputs();
       metrics.backPressured([&] { signal.wait(); });
@@ -52,11 +56,13 @@ void StreamTask::runSource() {
     if (status == InputStatus::NOTHING_AVAILABLE) {
       flushOutputs();
       auto wake = std::min(source->nextPollTime(), nextWatermark);
+      if (!processingTime.empty()) wake = std::min(wake, now + clock.sleepUntil(processingTime.nextDue()));
       metrics.idle([&] { signal.waitUntil(wake); });
     } else {
       flushIfDue(now);
     }
   }
+  processingTime.quiesce();
   source->endInput();
 }
 

@@ -5,6 +5,8 @@
 #include <map>
 #include <mutex>
 
+#include "support/event_time_test_events.h"
+#include "support/gated_source.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -268,6 +270,56 @@ TEST(Watermarks, SplitRunsThatDoNotMatchTheRecordsFailTheJob) {
               std::string::npos)
         << e.what();
     EXPECT_NE(std::string(e.what()).find("interleaved"), std::string::npos) << e.what();
+  }
+}
+
+struct CountEvents : AggregateFunction<event_time_test::Event, int64_t, int64_t> {
+  int64_t createAccumulator() override { return 0; }
+  int64_t add(const event_time_test::Event&, int64_t acc) override { return acc + 1; }
+  int64_t getResult(const int64_t& acc) override { return acc; }
+  int64_t merge(int64_t a, const int64_t& b) override { return a + b; }
+};
+
+// assignTimestampsAndWatermarks applies withIdleness as Flink does: an input that sends
+// nothing for the timeout (of the job's processing time) is marked idle, and the windows
+// downstream follow the other input's watermark instead of waiting for it forever.
+TEST(Watermarks, AssignTimestampsAndWatermarksMarksAQuietStreamIdle) {
+  using event_time_test::punctuated;
+  using ET = event_time_test::Event;
+  for (bool idleness : {false, true}) {
+    auto clock = std::make_shared<ManualClock>(0);
+    StreamExecutionEnvironment env;
+    env.setParallelism(1).setClock(clock);
+    test::GatedSource<ET> busy, quiet;
+    CollectSink<int64_t> counts;
+    auto quietStrategy = idleness ? punctuated(0).withIdleness(1s) : punctuated(0);
+    auto a = env.fromSource(busy, WatermarkStrategy<ET>::noWatermarks(), "busy").assignTimestampsAndWatermarks(punctuated(0));
+    auto b = env.fromSource(quiet, WatermarkStrategy<ET>::noWatermarks(), "quiet").assignTimestampsAndWatermarks(quietStrategy);
+    a.unionWith(b)
+        .keyBy([](const ET& e) { return e.key; })
+        .window(TumblingEventTimeWindows::of(10ms))
+        .aggregate(CountEvents{})
+        .sinkTo(counts);
+    quiet.push({{7, 1, 0}});
+    std::vector<ET> events;
+    for (int64_t t = 1; t <= 50; ++t) events.push_back({7, t, t});
+    busy.push(events);
+    auto client = env.executeAsync("idle input");
+    test::waitUntil([&] { return test::recordsIn(client, "Window") == 51; }, "every record at the window");
+    // The quiet input's watermark is 0 (its record at 1, bound 0): nothing fires yet.
+    EXPECT_TRUE(counts.getResults().empty());
+    clock->advance(1500ms);  // past the idle timeout
+    if (idleness) {
+      test::waitUntil([&] { return counts.getResults().size() == 5; }, "the windows the busy input's watermark closes");
+      // [0, 10) has the quiet record and the busy ones at 1-9, [10, 50) ten each: the busy
+      // input's watermark (49) closes them all; [50, 60) stays open.
+      EXPECT_EQ(counts.getResults(), (std::vector<int64_t>{10, 10, 10, 10, 10}));
+    }
+    quiet.close();
+    busy.close();
+    client.wait();
+    // Without idleness every window waited for the end of both inputs.
+    EXPECT_EQ(counts.getResults(), (std::vector<int64_t>{10, 10, 10, 10, 10, 1}));
   }
 }
 

@@ -1,6 +1,10 @@
 // assignTimestampsAndWatermarks: stamps every record with the strategy's timestamp and
 // sends the strategy's watermarks in place of those from upstream (as Flink's
-// TimestampsAndWatermarksOperator, which also passes on only the final one).
+// TimestampsAndWatermarksOperator, which also passes on only the final one). With
+// withIdleness(d), the stream is marked idle once no record came for d of the job's
+// processing time (checked by a processing-time timer, as Flink's
+// WatermarksWithIdleness), so it does not hold back the watermark downstream; the next
+// record or watermark marks it active again.
 #pragma once
 
 #include <chrono>
@@ -9,12 +13,13 @@
 #include <vector>
 
 #include "weir/detail/operators/stream_operator.h"
+#include "weir/detail/time/processing_time_service.h"
 #include "weir/watermark_strategy.h"
 
 namespace weir::detail {
 
 template <class T>
-class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
+class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>, private ProcessingTimeCallback {
   using SteadyClock = std::chrono::steady_clock;
 
  public:
@@ -29,9 +34,19 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
     if (strategy_.generator()) generator_ = this->callUser([&] { return strategy_.generator()(); });
     interval_ = this->context().getAutoWatermarkInterval();
     nextPeriodic_ = SteadyClock::now() + interval_;
+    idleTimeout_ = strategy_.idleTimeout().count();
+    if (generator_ && idleTimeout_ > 0) {
+      lastRecord_ = this->context().clock()->currentTimeMillis();
+      scheduleIdleCheck();
+    }
   }
 
   void processBatch(std::span<T> records, Timestamps timestamps) override {
+    if (idleTimeout_ > 0 && !records.empty()) {
+      lastRecord_ = this->context().clock()->currentTimeMillis();
+      output_.markActive();
+      if (!idleCheckPending_) scheduleIdleCheck();
+    }
     if (strategy_.assigner()) {
       stamps_.resize(records.size());
       this->callUser([&] { strategy_.assigner()(std::span<const T>(records.data(), records.size()), stamps_); });
@@ -61,26 +76,54 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
   }
 
  private:
-  // What the generator writes to: watermarks that move forward go downstream.
+  // ProcessingTimeCallback: the idleness check is due. Idle once no record came for the
+  // timeout (a periodic watermark is not emitted then, as in Flink); otherwise checks
+  // again when the timeout after the last record ends.
+  void onProcessingTime(int64_t time) override {
+    idleCheckPending_ = false;
+    if (time + 1 - lastRecord_ >= idleTimeout_) {
+      this->callUser([&] { output_.markIdle(); });
+      return;  // the next record schedules the check again
+    }
+    scheduleIdleCheck();
+  }
+  // Asks to be called once the clock reads lastRecord_ + the timeout.
+  void scheduleIdleCheck() {
+    idleCheckPending_ = true;
+    this->context().processingTimeService().registerTimer(lastRecord_ + idleTimeout_ - 1, this);
+  }
+
+  // What the generator writes to: watermarks that move forward go downstream; idleness
+  // and activity only when they change.
   struct Output final : WatermarkOutput {
     detail::Output<T>* out = nullptr;
     int64_t watermark = kMinWatermark;
     int64_t pending = kMinWatermark;
     bool defer = false;
+    bool idle = false;
     void emitWatermark(int64_t w) override {
       if (defer) {
         pending = std::max(pending, w);
         return;
       }
       if (w <= watermark) return;
+      markActive();
       watermark = w;
       out->processWatermark(w);
     }
     void flush() {
       if (pending > watermark) emitWatermark(pending);
     }
-    void markIdle() override { out->processIdleness(true); }
-    void markActive() override { out->processIdleness(false); }
+    void markIdle() override {
+      if (idle) return;
+      idle = true;
+      out->processIdleness(true);
+    }
+    void markActive() override {
+      if (!idle) return;
+      idle = false;
+      out->processIdleness(false);
+    }
   };
 
   WatermarkStrategy<T> strategy_;
@@ -89,6 +132,9 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T> {
   Output output_;
   std::chrono::milliseconds interval_{200};
   SteadyClock::time_point nextPeriodic_{};
+  int64_t idleTimeout_ = 0;         // ms of processing time; 0: never idle
+  int64_t lastRecord_ = 0;          // the job clock when the last record came
+  bool idleCheckPending_ = false;   // a processing-time timer is registered
 };
 
 }  // namespace weir::detail
