@@ -109,6 +109,47 @@ TEST_P(TtlTest, MapEntriesExpireOneByOne) {
   for ([[maybe_unused]] const auto& k : map.keys()) ADD_FAILURE() << "an expired key was listed";
 }
 
+// Iterating a TTL map checks each entry as get() does (Flink's TtlMapState): an expired
+// entry is cleaned up on the way — returned once under ReturnExpiredIfNotCleanedUp, then
+// gone — and it leaves the backend's entries.
+TEST_P(TtlTest, MapIterationCleansUpTheExpiredEntriesItReaches) {
+  auto config = StateTtlConfig::newBuilder(100ms).returnExpiredIfNotCleanedUp().disableCleanupInBackground().build();
+  auto& map = h_.context().getMapState(withTtl(MapStateDescriptor<std::string, int>("m"), config));
+  h_.setKey("a");
+  map.put("x", 1);
+  at(60);
+  map.put("y", 2);
+  at(110);
+  EXPECT_EQ(entries("m"), 2u);
+  std::map<std::string, int> first, second;
+  for (const auto& [k, v] : map.entries()) first[k] = v;
+  EXPECT_EQ(first, (std::map<std::string, int>{{"x", 1}, {"y", 2}})) << "the expired x is shown once";
+  for (const auto& [k, v] : map.entries()) second[k] = v;
+  EXPECT_EQ(second, (std::map<std::string, int>{{"y", 2}})) << "the first iteration cleaned x up";
+  EXPECT_EQ(entries("m"), 1u);
+}
+
+// Under OnReadAndWrite every entry an iteration returns is read, so its time to live
+// starts again, as a get() would.
+TEST_P(TtlTest, MapIterationRefreshesWhatItReturnsUnderOnReadAndWrite) {
+  auto config = StateTtlConfig::newBuilder(100ms).updateTtlOnReadAndWrite().build();
+  auto& map = h_.context().getMapState(withTtl(MapStateDescriptor<std::string, int>("m"), config));
+  h_.setKey("a");
+  map.put("x", 1);
+  at(90);
+  std::vector<std::string> keys;
+  for (const auto& k : map.keys()) keys.push_back(k);
+  EXPECT_EQ(keys, std::vector<std::string>{"x"});
+  at(150);  // 150 ms after the write, 60 after the iteration read it
+  EXPECT_EQ(map.get("x"), 1) << "the iteration at 90 refreshed x";
+  at(249);
+  EXPECT_EQ(map.get("x"), 1) << "and so did the get at 150";
+  at(349);
+  std::vector<int> values;
+  for (int v : map.values()) values.push_back(v);
+  EXPECT_TRUE(values.empty()) << "expired 100 ms after the last read";
+}
+
 TEST_P(TtlTest, ReducingAndAggregatingStartOverAfterExpiry) {
   auto& sum = h_.context().getReducingState(
       withTtl(ReducingStateDescriptor<int64_t>("sum", [](const int64_t& a, const int64_t& b) { return a + b; }),

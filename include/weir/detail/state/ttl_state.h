@@ -252,48 +252,65 @@ class TtlMapState final : public TtlStateBase, public MapState<UK, UV> {
   }
   void clear() override { typed_.clear(); }
 
-  // Iteration skips expired entries (with ReturnExpiredIfNotCleanedUp it shows them) but
-  // neither removes nor refreshes them, so it never changes the map it walks.
+  // Iteration checks each entry as get() does (Flink's TtlMapState): an expired one is
+  // cleaned up (returned this once under ReturnExpiredIfNotCleanedUp, else skipped), and
+  // under OnReadAndWrite each entry returned is refreshed. The changes are applied when
+  // the iteration ends or its iterable goes, so the walk never sees the map change under
+  // it; only entries the walk reached change.
   StateIterable<std::pair<UK, UV>> entries() override {
-    return filtered<std::pair<UK, UV>>([](std::pair<UK, TtlValue<UV>>& kv) {
+    return checked<std::pair<UK, UV>>([](std::pair<UK, TtlValue<UV>>& kv) {
       return std::pair<UK, UV>(std::move(kv.first), std::move(kv.second.value));
     });
   }
   StateIterable<UK> keys() override {
-    return filtered<UK>([](std::pair<UK, TtlValue<UV>>& kv) { return std::move(kv.first); });
+    return checked<UK>([](std::pair<UK, TtlValue<UV>>& kv) { return std::move(kv.first); });
   }
   StateIterable<UV> values() override {
-    return filtered<UV>([](std::pair<UK, TtlValue<UV>>& kv) { return std::move(kv.second.value); });
+    return checked<UV>([](std::pair<UK, TtlValue<UV>>& kv) { return std::move(kv.second.value); });
   }
 
  private:
   template <class E, class Project>
-  StateIterable<E> filtered(Project project) {
+  StateIterable<E> checked(Project project) {
     class Cursor final : public StateIterable<E>::Cursor {
      public:
-      Cursor(StateIterable<std::pair<UK, TtlValue<UV>>> inner, TtlPolicy policy, Project project)
-          : inner_(std::move(inner)), it_(inner_.begin()), policy_(policy), now_(policy.now()), project_(project) {}
+      Cursor(TtlMapState& owner, Project project)
+          : owner_(owner), inner_(owner.typed_.entries()), it_(inner_.begin()), now_(owner.policy_.now()),
+            project_(project) {}
+      ~Cursor() override { apply(); }
       bool next(E& element) override {
+        const TtlPolicy& policy = owner_.policy_;
         for (; it_ != inner_.end(); ++it_) {
-          if (policy_.returnExpired || !policy_.expired(it_->second.lastAccess, now_)) {
-            auto kv = *it_;
-            ++it_;
-            element = project_(kv);
-            return true;
-          }
+          auto kv = *it_;
+          const bool expired = policy.expired(kv.second.lastAccess, now_);
+          if (expired) expired_.push_back(kv.first);
+          else if (policy.updateOnRead) refreshed_.emplace_back(kv.first, kv.second.value);
+          if (expired && !policy.returnExpired) continue;
+          ++it_;
+          element = project_(kv);
+          return true;
         }
+        apply();
         return false;
       }
 
      private:
+      void apply() {
+        for (const UK& k : expired_) owner_.typed_.remove(k);
+        for (auto& [k, v] : refreshed_) owner_.typed_.put(k, TtlValue<UV>{std::move(v), now_});
+        expired_.clear();
+        refreshed_.clear();
+      }
+      TtlMapState& owner_;
       StateIterable<std::pair<UK, TtlValue<UV>>> inner_;
       typename StateIterable<std::pair<UK, TtlValue<UV>>>::iterator it_;
-      TtlPolicy policy_;
       int64_t now_;
       Project project_;
+      std::vector<UK> expired_;                   // reached and expired: removed
+      std::vector<std::pair<UK, UV>> refreshed_;  // reached under OnReadAndWrite: refreshed
     };
     sweepOnAccess();
-    return StateIterable<E>(std::make_unique<Cursor>(typed_.entries(), policy_, project));
+    return StateIterable<E>(std::make_unique<Cursor>(*this, project));
   }
 
   MapState<UK, TtlValue<UV>>& typed_;
