@@ -5,8 +5,11 @@
 //
 // Like Flink's streaming WordCount, it emits the updated count of a word each time the
 // word is seen; the last line for a word is its total.
+#include <unistd.h>
+
 #include <cctype>
 #include <cstdio>
+#include <filesystem>
 
 #include "cli/job_options.h"
 #include "cli/interrupt.h"
@@ -33,7 +36,20 @@ struct Tokenizer : RichFlatMapFunction<std::string, WordCount> {
   }
 };
 
+// The output folder, made if missing: a path that can never take part files is a bad
+// option (exit code 2) before the job starts, not a failure of every attempt.
+void prepareOutput(const std::string& output) {
+  std::error_code ec;
+  if (std::filesystem::exists(output, ec) && !std::filesystem::is_directory(output, ec))
+    throw Error(ErrorCode::kInvalidArgument, "--output '" + output + "' is a file; give a folder for the part files");
+  std::filesystem::create_directories(output, ec);
+  if (ec) throw Error(ErrorCode::kInvalidArgument, "--output '" + output + "' cannot be made: " + ec.message());
+  if (::access(output.c_str(), W_OK | X_OK) != 0)
+    throw Error(ErrorCode::kInvalidArgument, "--output '" + output + "' is not writable");
+}
+
 int runWordCount(const JobOptions& options, const std::string& input, const std::string& output) {
+  if (!output.empty()) prepareOutput(output);
   StreamExecutionEnvironment env;
   configure(env, options, 1);
 

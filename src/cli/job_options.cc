@@ -1,4 +1,8 @@
 #include "cli/job_options.h"
+
+#include <charconv>
+#include <cstdint>
+
 #include "weir/stream_execution_environment.h"
 
 namespace weir::cli {
@@ -11,6 +15,21 @@ void configure(StreamExecutionEnvironment& env, const JobOptions& options, int p
   if (options.checkpoint.isCheckpointingEnabled()) env.getCheckpointConfig() = options.checkpoint;
   if (options.restartStrategy) env.setRestartStrategy(*options.restartStrategy);
   if (!options.restorePath.empty()) env.setRestorePath(options.restorePath);
+}
+
+void requireWholeNumbers(CLI::App& app) {
+  static const CLI::Validator wholeNumber(
+      [](std::string& text) -> std::string {
+        int64_t value = 0;
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+        if (ec == std::errc::result_out_of_range) return "'" + text + "' is out of range";
+        if (ec != std::errc() || end != text.data() + text.size()) return "'" + text + "' is not a whole number";
+        return {};
+      },
+      "", "whole number");
+  for (CLI::Option* option : app.get_options([](const CLI::Option* o) { return o->get_type_name() == "INT"; }))
+    option->check(wholeNumber);
+  for (CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; })) requireWholeNumbers(*sub);
 }
 
 }  // namespace weir::cli

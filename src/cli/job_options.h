@@ -43,6 +43,11 @@ struct Example {
   std::function<std::function<int(const JobOptions&)>(CLI::App&)> setup;
 };
 
+// Makes every integer option of `app` and its subcommands refuse what is not a whole
+// number in range ("1e20", "12abc", 2^63) with an error naming the option, where the
+// command-line parser would round or cap it.
+void requireWholeNumbers(CLI::App& app);
+
 Example wordCountExample();
 Example clickCountExample();
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <algorithm>
 #include <cstring>
+#include <filesystem>
 #include <string>
 
 #include "cli/checkpoint_commands.h"
@@ -111,6 +112,7 @@ int run(int argc, char** argv) {
     control = [&checkpointPath, &dryRun] { return weir::cli::cleanCheckpoints(checkpointPath, dryRun); };
   });
 
+  weir::cli::requireWholeNumbers(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -143,6 +145,10 @@ int run(int argc, char** argv) {
       if (stateBackend != "rocksdb")
         return usageError(std::string(incremental ? "--incremental-checkpoints" : "--rocksdb-local-dir") +
                           " needs --state-backend rocksdb");
+      std::error_code ec;
+      if (!rocksdbDir.empty() && !std::filesystem::is_directory(rocksdbDir, ec))
+        return usageError("--rocksdb-local-dir '" + rocksdbDir + "' " +
+                          (std::filesystem::exists(rocksdbDir, ec) ? "is not a folder" : "does not exist"));
       weir::EmbeddedRocksDBStateBackend::Options rocks;
       rocks.localDirectory = rocksdbDir;
       rocks.incrementalCheckpoints = incremental;

@@ -75,7 +75,9 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
     } else {
       std::error_code ec;
       if (!std::filesystem::is_directory(root, ec))
-        throw Error(ErrorCode::kInvalidArgument, "checkpoint directory '" + root + "' does not exist");
+        throw Error(ErrorCode::kInvalidArgument, "checkpoint directory '" + root + "' " +
+                                                     (std::filesystem::exists(root, ec) ? "is not a folder"
+                                                                                        : "does not exist"));
       if (::access(root.c_str(), W_OK | X_OK) != 0)
         throw Error(ErrorCode::kInvalidArgument, "checkpoint directory '" + root + "' is not writable");
     }

@@ -83,6 +83,23 @@ TEST(Cli, BadCommandLinesGiveOneLineAndExitCode2) {
   expectUsageError("cancel 0123", "not a job id");
   expectUsageError("run clicks --state-backend leveldb", "unknown state backend 'leveldb'");
   expectUsageError("run clicks --rocksdb-local-dir /tmp", "--rocksdb-local-dir needs --state-backend rocksdb");
+  // Numbers the parser would otherwise round or cap at 2^63 - 1.
+  expectUsageError("run clicks --events 1e20", "--events");
+  expectUsageError("run clicks --events 99999999999999999999", "--events");
+  expectUsageError("run clicks --users 12abc", "--users");
+  expectUsageError("run clicks --checkpoint-interval 1e30 --no-rest", "--checkpoint-interval");
+  expectUsageError("run clicks --parallelism 2.5", "--parallelism");
+  // Paths that can never work are refused before the job starts.
+  auto file = fs::temp_directory_path() / ("weir-cli-file-" + std::to_string(::getpid()));
+  std::ofstream(file) << "x\n";
+  expectUsageError("run clicks --checkpoint-interval 10 --checkpoint-dir " + file.string() + " --no-rest",
+                   "is not a folder");
+  expectUsageError("run clicks --state-backend rocksdb --rocksdb-local-dir /no/such/dir --no-rest",
+                   "--rocksdb-local-dir '/no/such/dir' does not exist");
+  expectUsageError("run clicks --state-backend rocksdb --rocksdb-local-dir " + file.string() + " --no-rest",
+                   "is not a folder");
+  expectUsageError("run wordcount --input README.md --output " + file.string() + " --no-rest", "--output");
+  fs::remove(file);
 }
 
 TEST(Cli, JobControlWithoutAServerSaysSoInOneLine) {
