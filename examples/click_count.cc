@@ -63,7 +63,9 @@ class ClicksPerUser : public KeyedProcessFunction<int64_t, Click, UserCount> {
   ValueState<int64_t>* count_ = nullptr;
 };
 
-// Keeps the latest count of every user; the writers of all subtasks merge at the end.
+// Keeps the latest count of every user, and how many counts it received; the writers of
+// all subtasks merge at the end. Both are operator state, so a restart or a resumed run
+// goes on from the last checkpoint, as the counts in keyed state do.
 class LatestCountSink : public Sink<UserCount> {
  public:
   std::unique_ptr<SinkWriter<UserCount>> createWriter(RuntimeContext&) const override {
@@ -73,22 +75,48 @@ class LatestCountSink : public Sink<UserCount> {
     std::lock_guard lock(shared_->mutex);
     return {shared_->latest.begin(), shared_->latest.end()};
   }
+  // Every count the sink received, over all its runs: one per click.
+  int64_t received() const {
+    std::lock_guard lock(shared_->mutex);
+    return shared_->received;
+  }
 
  private:
   struct Shared {
     std::mutex mutex;
     std::unordered_map<int64_t, int64_t> latest;  // guarded by mutex
+    int64_t received = 0;                         // guarded by mutex
   };
-  struct Writer : SinkWriter<UserCount> {
+  struct Writer : SinkWriter<UserCount>, CheckpointedFunction {
     explicit Writer(std::shared_ptr<Shared> s) : shared(std::move(s)) {}
-    void write(const UserCount& c) override { latest[c.first] = c.second; }
+    void initializeState(FunctionInitializationContext& context) override {
+      auto& store = context.getOperatorStateStore();
+      latestState = &store.getListState(ListStateDescriptor<UserCount>("latest counts"));
+      receivedState = &store.getListState(ListStateDescriptor<int64_t>("received"));
+      // After a rescale a user's counts may come from several old writers: the highest
+      // is the latest, as counts only grow.
+      for (const auto& [user, count] : latestState->get()) latest[user] = std::max(latest[user], count);
+      for (int64_t n : receivedState->get()) received += n;
+    }
+    void snapshotState(const FunctionSnapshotContext&) override {
+      latestState->update({latest.begin(), latest.end()});
+      receivedState->update({received});
+    }
+    void write(const UserCount& c) override {
+      latest[c.first] = c.second;
+      ++received;
+    }
     void flush(bool endOfInput) override {
       if (!endOfInput) return;
       std::lock_guard lock(shared->mutex);
-      for (auto& [user, count] : latest) shared->latest[user] = count;
+      for (auto& [user, count] : latest) shared->latest[user] = std::max(shared->latest[user], count);
+      shared->received += received;
     }
     std::shared_ptr<Shared> shared;
     std::unordered_map<int64_t, int64_t> latest;
+    int64_t received = 0;
+    ListState<UserCount>* latestState = nullptr;
+    ListState<int64_t>* receivedState = nullptr;
   };
   std::shared_ptr<Shared> shared_ = std::make_shared<Shared>();
 };
@@ -154,12 +182,27 @@ int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
   for (size_t i = 0; i < top; ++i)
     std::printf("  %2zu. user %-8lld %s clicks\n", i + 1, static_cast<long long>(counts[i].first),
                 withThousands(static_cast<uint64_t>(counts[i].second)).c_str());
-  // Every generated click must be counted exactly once (also after `weir stop`).
+  // Every click must be counted exactly once, also across restarts and resumed runs: each
+  // click updates one user's count, so the latest counts add up to the counts the sink
+  // received. Within one run without restarts the source's own count must match too, and
+  // a run that was not stopped early generated every event.
+  const int64_t received = sink.received();
+  if (total != received) {
+    std::fprintf(stderr, "weir: the latest counts add up to %lld events, but the sink received %lld counts\n",
+                 static_cast<long long>(total), static_cast<long long>(received));
+    return 1;
+  }
+  const JobMetrics metrics = client.getMetrics();
   uint64_t generated = 0;
-  for (auto& v : client.getMetrics().vertices) generated += v.numSourceRecords;
-  if (static_cast<uint64_t>(total) != generated) {
+  for (auto& v : metrics.vertices) generated += v.numSourceRecords;
+  if (metrics.numRestarts == 0 && options.restorePath.empty() && static_cast<uint64_t>(total) != generated) {
     std::fprintf(stderr, "weir: counted %lld events, but the source generated %llu\n", static_cast<long long>(total),
                  static_cast<unsigned long long>(generated));
+    return 1;
+  }
+  if (total > clicks.events) {
+    std::fprintf(stderr, "weir: counted %lld events, but the source generates %lld\n", static_cast<long long>(total),
+                 static_cast<long long>(clicks.events));
     return 1;
   }
   return 0;
