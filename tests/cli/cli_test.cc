@@ -242,8 +242,9 @@ TEST(Cli, BadCheckpointOptionsNameTheOption) {
   EXPECT_NE(r.err.find("/no/such/folder"), std::string::npos) << r.err;
 }
 
-// Runs `weir args` with stdout appended to `out` and stderr to `err`; returns its pid.
-pid_t spawnWeir(const std::string& args, const fs::path& out, const fs::path& err) {
+// Runs `weir args` with stdout appended to `out` and stderr to `err` (in folder `cwd`
+// when given); returns its pid.
+pid_t spawnWeir(const std::string& args, const fs::path& out, const fs::path& err, const fs::path& cwd = {}) {
   pid_t pid = ::fork();
   if (pid == 0) {
     int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -252,6 +253,7 @@ pid_t spawnWeir(const std::string& args, const fs::path& out, const fs::path& er
     ::dup2(errFd, 2);
     // exec: the shell becomes weir, so the pid is weir's.
     std::string command = "exec " + std::string(WEIR_BINARY) + " " + args;
+    if (!cwd.empty()) command = "cd '" + cwd.string() + "' && " + command;
     ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
   }
@@ -385,6 +387,112 @@ TEST(Cli, AJobKilledTenTimesResumesFromItsLatestCheckpoint) {
   }
   EXPECT_EQ(last, truth);
   fs::remove_all(dir);
+}
+
+// The last count printed for each word (print mode) in `out`.
+std::map<std::string, int64_t> lastCounts(const fs::path& out) {
+  std::map<std::string, int64_t> last;
+  std::ifstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    auto open = line.rfind("(\"");
+    auto comma = open == std::string::npos ? open : line.find("\", ", open);
+    if (open == std::string::npos || comma == std::string::npos) continue;
+    last[line.substr(open + 2, comma - open - 2)] = std::stoll(line.substr(comma + 3));
+  }
+  return last;
+}
+
+// A word count over one large file, killed once its first checkpoint completed: what
+// the resume tests start from.
+struct KilledWordCount {
+  fs::path dir = fs::temp_directory_path() / ("weir-resume-" + std::to_string(::getpid()));
+  std::map<std::string, int64_t> truth;
+  std::string options;
+  bool killed = false;
+
+  KilledWordCount() {
+    fs::remove_all(dir);
+    fs::create_directories(dir / "checkpoints");
+    std::mt19937 rng(7);
+    std::ofstream file(dir / "in.txt");
+    for (int line = 0; line < 300000; ++line) {
+      for (int w = 0; w < 5; ++w) {
+        std::string word = "w" + std::to_string(std::uniform_int_distribution<int>(0, 199)(rng));
+        ++truth[word];
+        file << word << (w == 4 ? "\n" : " ");
+      }
+    }
+    file.close();
+    options = " --no-rest -p 2 --checkpoint-interval 20 --checkpoint-dir " + (dir / "checkpoints").string() +
+              " --restore latest --restart-strategy none";
+    // Started with the input spelled relative to its folder.
+    pid_t pid = spawnWeir("run wordcount --input in.txt" + options, dir / "out.txt", dir / "err.txt", dir);
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    auto completed = [&] {
+      for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints"))
+        if (e.path().filename() == "_metadata") return true;
+      return false;
+    };
+    while (!completed() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    killed = WIFSIGNALED(status);
+  }
+  ~KilledWordCount() { fs::remove_all(dir); }
+  // Resumes with the input spelled `input`; returns the exit code and stderr.
+  std::pair<int, std::string> resume(const std::string& input) {
+    pid_t pid = spawnWeir("run wordcount --input " + input + options, dir / "out.txt", dir / "err.txt");
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    std::ifstream errIn(dir / "err.txt");
+    std::string err((std::istreambuf_iterator<char>(errIn)), {});
+    return {WIFEXITED(status) ? WEXITSTATUS(status) : -1, err};
+  }
+};
+
+// The same file spelled another way is the same split: the resumed job reads on from
+// the checkpoint and every count is exact (it read the file again from its start, and
+// doubled the counts, when splits were known by the path as typed).
+TEST(Cli, AJobResumedWithTheInputSpelledAnotherWayReadsNothingTwice) {
+  KilledWordCount run;
+  ASSERT_TRUE(run.killed) << "the run ended before it was killed; make the input larger";
+  auto [code, err] = run.resume((run.dir / "." / "in.txt").string());
+  ASSERT_EQ(code, 0) << err;
+  EXPECT_NE(err.find("resuming from checkpoint"), std::string::npos) << err;
+  EXPECT_EQ(lastCounts(run.dir / "out.txt"), run.truth);
+}
+
+// A file the checkpoint was reading that is gone or changed since is an error naming it,
+// never a silent re-read or a read of other bytes at the old offset.
+TEST(Cli, AResumedJobWhoseFileIsGoneOrChangedSaysSo) {
+  {
+    KilledWordCount run;
+    ASSERT_TRUE(run.killed);
+    fs::remove(run.dir / "in.txt");
+    std::ofstream(run.dir / "other.txt") << "x\n";
+    auto [code, err] = run.resume((run.dir / "other.txt").string());
+    EXPECT_EQ(code, 1) << err;
+    EXPECT_NE(err.find((run.dir / "in.txt").string() + "', which the restored checkpoint was reading"),
+              std::string::npos) << err;
+    EXPECT_NE(err.find("is gone"), std::string::npos) << err;
+  }
+  {
+    KilledWordCount run;
+    ASSERT_TRUE(run.killed);
+    std::ofstream(run.dir / "in.txt", std::ios::app) << "one more line\n";
+    auto [code, err] = run.resume((run.dir / "in.txt").string());
+    EXPECT_EQ(code, 1) << err;
+    EXPECT_NE(err.find("changed since the restored checkpoint"), std::string::npos) << err;
+  }
+}
+
+// An input of one endless line stops at the max line length with an error, instead of
+// taking all memory.
+TEST(Cli, AnEndlessLineIsAnErrorNotUnboundedMemory) {
+  Result r = weir("run wordcount --input /dev/zero --no-rest");
+  EXPECT_EQ(r.exitCode, 1) << r.err;
+  EXPECT_NE(r.err.find("of '/dev/zero' is longer than 8388608 bytes"), std::string::npos) << r.err;
 }
 
 }  // namespace

@@ -6,6 +6,9 @@
 #include <cstring>
 #include <deque>
 #include <filesystem>
+#include <optional>
+#include <sys/stat.h>
+
 #include <system_error>
 
 #include "weir/error.h"
@@ -16,11 +19,31 @@ namespace fs = std::filesystem;
 
 namespace {
 
+// A file, by its canonical path: the same file however the input spells it.
 struct FileSplit final : SourceSplit {
   explicit FileSplit(std::string p) : path(std::move(p)) {}
   std::string splitId() const override { return path; }
   std::string path;
 };
+
+// What tells a file's content apart from another's at the same path: a file rewritten
+// or replaced since a checkpoint has another inode, size or modification time.
+struct FileIdentity {
+  uint64_t inode = 0;
+  int64_t size = 0;
+  int64_t mtimeNanos = 0;
+  bool operator==(const FileIdentity&) const = default;
+  std::string text() const {
+    return std::to_string(inode) + " " + std::to_string(size) + " " + std::to_string(mtimeNanos);
+  }
+};
+
+std::optional<FileIdentity> identityOf(std::FILE* file) {
+  struct stat st {};
+  if (::fstat(::fileno(file), &st) != 0) return std::nullopt;
+  return FileIdentity{static_cast<uint64_t>(st.st_ino), static_cast<int64_t>(st.st_size),
+                      static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
+}
 
 Error ioError(const std::string& what, const std::string& path, int err) {
   return Error(ErrorCode::kIo, "file source: cannot " + what + " '" + path + "': " + std::strerror(err));
@@ -34,8 +57,8 @@ bool skipped(const fs::path& p) {
 // Reads lines from the files it is handed, one file at a time, through a large buffer.
 class LineReader final : public SourceReader<std::string> {
  public:
-  LineReader(SplitEnumerator* enumerator, int subtask, Counter bytesIn)
-      : enumerator_(enumerator), subtask_(subtask), bytesIn_(bytesIn) {
+  LineReader(SplitEnumerator* enumerator, int subtask, Counter bytesIn, size_t maxLineLength)
+      : enumerator_(enumerator), subtask_(subtask), bytesIn_(bytesIn), maxLineLength_(maxLineLength) {
     buffer_.resize(kChunk);
   }
   ~LineReader() override { closeFile(); }
@@ -54,6 +77,8 @@ class LineReader final : public SourceReader<std::string> {
         continue;
       }
       // No full line in the buffer: keep the partial line and read more.
+      // (+1: a "\r" before the "\n" to come is no part of the line)
+      if (partial_.size() + static_cast<size_t>(end - begin) > maxLineLength_ + 1) lineTooLong(lineOffset());
       partial_.append(begin, end);
       pos_ = len_ = 0;
       size_t n = std::fread(buffer_.data(), 1, buffer_.size(), file_);
@@ -74,41 +99,70 @@ class LineReader final : public SourceReader<std::string> {
 
   void close() override { closeFile(); }
 
-  // "offset path" of the file being read (the offset of its next line), then those of
-  // restored files not begun yet.
+  // "offset inode size mtime path" of the file being read (the offset of its next line),
+  // then those of restored files not begun yet.
   std::vector<std::string> snapshotState(int64_t) override {
     std::vector<std::string> out;
-    if (file_) out.push_back(std::to_string(fileOffset_ - len_ + pos_ - partial_.size()) + " " + path_);
-    for (const auto& [offset, path] : restored_) out.push_back(std::to_string(offset) + " " + path);
+    if (file_) out.push_back(std::to_string(lineOffset()) + " " + identity_.text() + " " + path_);
+    for (const auto& r : restored_) out.push_back(std::to_string(r.offset) + " " + r.identity.text() + " " + r.path);
     return out;
   }
   void addSplits(std::vector<std::string> splits) override {
     for (const auto& s : splits) {
-      auto space = s.find(' ');
-      if (space == std::string::npos) throw Error(ErrorCode::kCheckpoint, "file source: bad split state '" + s + "'");
-      restored_.emplace_back(std::stoll(s.substr(0, space)), s.substr(space + 1));
+      Restored r;
+      int consumed = 0;
+      unsigned long long inode = 0;
+      long long offset = 0, size = 0, mtime = 0;
+      if (std::sscanf(s.c_str(), "%lld %llu %lld %lld %n", &offset, &inode, &size, &mtime, &consumed) != 4 ||
+          consumed <= 0 || static_cast<size_t>(consumed) >= s.size() || offset < 0)
+        throw Error(ErrorCode::kCheckpoint, "file source: bad split state '" + s + "'");
+      r.offset = offset;
+      r.identity = FileIdentity{inode, size, mtime};
+      r.path = s.substr(static_cast<size_t>(consumed));
+      restored_.push_back(std::move(r));
     }
   }
 
  private:
   static constexpr size_t kChunk = 1 << 20;
 
+  // A file a restored checkpoint was reading: where, and what it was then.
+  struct Restored {
+    int64_t offset = 0;
+    FileIdentity identity;
+    std::string path;
+  };
+
+  // The offset of the line being read in the current file.
+  uint64_t lineOffset() const { return fileOffset_ - len_ + pos_ - partial_.size(); }
+  [[noreturn]] void lineTooLong(uint64_t offset) const {
+    throw Error(ErrorCode::kSerialization, "file source: the line at offset " + std::to_string(offset) + " of '" +
+                                               path_ + "' is longer than " + std::to_string(maxLineLength_) +
+                                               " bytes, the longest the source reads (FileSource::Builder::setMaxLineLength)");
+  }
+
   void emit(std::vector<std::string>& out, const char* b, const char* e) {
+    const uint64_t start = lineOffset();
     if (!partial_.empty() && b != partial_.data()) {
       partial_.append(b, e);
       b = partial_.data();
       e = b + partial_.size();
     }
     if (e > b && e[-1] == '\r') --e;
+    if (static_cast<size_t>(e - b) > maxLineLength_) lineTooLong(start);
     out.emplace_back(b, e);
     partial_.clear();
   }
 
+  // A restored file goes on where the checkpoint was, if it is still the file it was
+  // then; a file gone or changed since fails the job naming it (docs/api.md).
   bool openNext() {
     long offset = 0;
+    std::optional<FileIdentity> expected;
     if (!restored_.empty()) {
-      offset = static_cast<long>(restored_.front().first);
-      path_ = std::move(restored_.front().second);
+      offset = static_cast<long>(restored_.front().offset);
+      expected = restored_.front().identity;
+      path_ = std::move(restored_.front().path);
       restored_.pop_front();
     } else {
       auto split = enumerator_->nextSplit(subtask_);
@@ -116,7 +170,19 @@ class LineReader final : public SourceReader<std::string> {
       path_ = static_cast<FileSplit&>(*split).path;
     }
     file_ = std::fopen(path_.c_str(), "rb");
+    if (!file_ && expected && errno == ENOENT)
+      throw Error(ErrorCode::kCheckpoint, "file source: '" + path_ + "', which the restored checkpoint was reading at offset " +
+                                              std::to_string(offset) + ", is gone; it cannot be resumed");
     if (!file_) throw ioError("open", path_, errno);
+    auto identity = identityOf(file_);
+    if (!identity) throw ioError("look at", path_, errno);
+    identity_ = *identity;
+    if (expected && !(*expected == identity_))
+      throw Error(ErrorCode::kCheckpoint,
+                  "file source: '" + path_ + "' changed since the restored checkpoint read it to offset " +
+                      std::to_string(offset) + " (it was " + std::to_string(expected->size) + " bytes, inode " +
+                      std::to_string(expected->inode) + "; it is " + std::to_string(identity_.size) + " bytes, inode " +
+                      std::to_string(identity_.inode) + ", or modified since); it cannot be resumed");
     if (offset > 0 && std::fseek(file_, offset, SEEK_SET) != 0) throw ioError("seek in", path_, errno);
     fileOffset_ = static_cast<uint64_t>(offset);
     pos_ = len_ = 0;
@@ -132,17 +198,24 @@ class LineReader final : public SourceReader<std::string> {
   SplitEnumerator* enumerator_;
   int subtask_;
   Counter bytesIn_;
+  size_t maxLineLength_;
   std::FILE* file_ = nullptr;
   std::string path_;
+  FileIdentity identity_;  // of the file being read
   std::vector<char> buffer_;
   size_t pos_ = 0;
   size_t len_ = 0;
   uint64_t fileOffset_ = 0;  // of the byte after the buffer's last
   std::string partial_;
-  std::deque<std::pair<int64_t, std::string>> restored_;
+  std::deque<Restored> restored_;
 };
 
 }  // namespace
+
+FileSource FileSource::Builder::build() const {
+  if (maxLineLength_ == 0) throw Error(ErrorCode::kInvalidArgument, "file source: the max line length must be positive");
+  return FileSource(path_, maxLineLength_);
+}
 
 std::unique_ptr<SplitEnumerator> FileSource::createEnumerator(int) const {
   std::error_code ec;
@@ -160,10 +233,18 @@ std::unique_ptr<SplitEnumerator> FileSource::createEnumerator(int) const {
       }
       if (it->is_regular_file()) files.push_back(it->path().string());
     }
-    std::sort(files.begin(), files.end());
   } else {
     files.push_back(path_);
   }
+  // One spelling of every file: the same file is the same split however the input names
+  // it (./in.txt, $PWD/in.txt, a link to it), so a resumed job never reads it again.
+  for (auto& f : files) {
+    std::string canonical = fs::canonical(f, ec).string();
+    if (ec) throw ioError("resolve", f, ec.value());
+    f = std::move(canonical);
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
   std::deque<std::unique_ptr<SourceSplit>> splits;
   for (auto& f : files) {
     // Fail before the job starts rather than halfway through it.
@@ -177,7 +258,7 @@ std::unique_ptr<SplitEnumerator> FileSource::createEnumerator(int) const {
 
 std::unique_ptr<SourceReader<std::string>> FileSource::createReader(const SourceReaderContext& context) const {
   return std::make_unique<LineReader>(context.enumerator, context.subtaskIndex,
-                                      context.metricGroup.getIOMetricGroup().getNumBytesInCounter());
+                                      context.metricGroup.getIOMetricGroup().getNumBytesInCounter(), maxLineLength_);
 }
 
 }  // namespace weir

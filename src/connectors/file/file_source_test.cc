@@ -133,5 +133,59 @@ TEST_F(FileSourceTest, AnUnreadableFileIsReportedByName) {
   EXPECT_THROW(readAll(path, 1), Error);
 }
 
+// A file is one split however the input spells it: a relative path, an absolute one, a
+// link to it. (A resumed job skips the files its checkpoint had by their split ids.)
+TEST_F(FileSourceTest, AFileIsOneSplitHoweverThePathSpellsIt) {
+  auto path = write("in.txt", "a\n");
+  fs::create_symlink(path, dir_ / "link.txt");
+  auto idOf = [](const std::string& p) {
+    auto enumerator = FileSource::forRecordStreamFormat(TextLineInputFormat(), p).build().createEnumerator(1);
+    auto split = enumerator->nextSplit(0);
+    EXPECT_EQ(enumerator->nextSplit(0), nullptr);
+    return split->splitId();
+  };
+  const std::string canonical = fs::canonical(path).string();
+  EXPECT_EQ(idOf(path), canonical);
+  EXPECT_EQ(idOf((dir_ / "." / "in.txt").string()), canonical);
+  EXPECT_EQ(idOf((dir_ / "link.txt").string()), canonical);
+  auto cwd = fs::current_path();
+  fs::current_path(dir_);
+  EXPECT_EQ(idOf("in.txt"), canonical);
+  fs::current_path(cwd);
+}
+
+// A line longer than the max line length fails the job naming the file and the line's
+// offset, instead of buffering it whole (a file of one endless line, /dev/zero, grew
+// without bound).
+TEST_F(FileSourceTest, ALineLongerThanTheMaxFailsNamingTheFileAndOffset) {
+  std::string content = "short\n" + std::string(5000, 'x') + "\nafter\n";
+  auto path = write("long.txt", content);
+  for (size_t max : {size_t{100}, size_t{4999}}) {
+    StreamExecutionEnvironment env;
+    CollectSink<std::string> sink;
+    env.fromSource(FileSource::forRecordStreamFormat(TextLineInputFormat(), path).setMaxLineLength(max).build(),
+                   WatermarkStrategy<std::string>::noWatermarks(), "files")
+        .sinkTo(sink);
+    try {
+      env.execute();
+      FAIL() << "no error with max " << max;
+    } catch (const JobExecutionError& e) {
+      std::string what = e.what();
+      EXPECT_NE(what.find("the line at offset 6 of '" + fs::canonical(path).string() + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find("longer than " + std::to_string(max) + " bytes"), std::string::npos) << what;
+    }
+  }
+  // At exactly its length the line is read, also with "\r\n" after it.
+  write("long.txt", "short\r\n" + std::string(5000, 'x') + "\r\nafter\n");
+  StreamExecutionEnvironment env;
+  CollectSink<std::string> sink;
+  env.fromSource(FileSource::forRecordStreamFormat(TextLineInputFormat(), path).setMaxLineLength(5000).build(),
+                 WatermarkStrategy<std::string>::noWatermarks(), "files")
+      .sinkTo(sink);
+  env.execute();
+  EXPECT_EQ(sink.getResults(), (std::vector<std::string>{"short", std::string(5000, 'x'), "after"}));
+  EXPECT_THROW(FileSource::forRecordStreamFormat(TextLineInputFormat(), path).setMaxLineLength(0).build(), Error);
+}
+
 }  // namespace
 }  // namespace weir
