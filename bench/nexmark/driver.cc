@@ -39,7 +39,7 @@ void sinkQuery(const std::string& query, DataStream<Event> events) {
   else if (query == "q4") q4(events).sinkTo(DiscardingSink<Q4Result>());
   else if (query == "q9") q9(events).sinkTo(DiscardingSink<AuctionBid>());
   else if (query == "q15") q15(events).sinkTo(DiscardingSink<Q15Result>());
-  else if (query == "q16") q16(events).sinkTo(DiscardingSink<Q15Result>());
+  else if (query == "q16") q16(events).sinkTo(DiscardingSink<Q16Result>());
   else if (query == "q17") q17(events).sinkTo(DiscardingSink<Q17Result>());
   else if (query == "q18") q18(events).sinkTo(DiscardingSink<Bid>());
   else if (query == "q19") q19(events).sinkTo(DiscardingSink<Bid>());
@@ -148,8 +148,9 @@ uint64_t baselineQ2(const GeneratorConfig& c) {
   }
   return sum;
 }
-// Windows by end, each folded once the bounded-out-of-orderness watermark passes it.
-template <class Window, class Add, class Fold>
+// Windows by end, each folded once the bounded-out-of-orderness watermark passes it
+// (its last millisecond, or with `kThroughEnd` its end as well).
+template <class Window, bool kThroughEnd = false, class Add, class Fold>
 uint64_t windowedBaseline(const GeneratorConfig& c, Add add, Fold fold) {
   std::map<int64_t, Window> windows;
   int64_t highest = std::numeric_limits<int64_t>::min();
@@ -159,7 +160,7 @@ uint64_t windowedBaseline(const GeneratorConfig& c, Add add, Fold fold) {
     highest = std::max(highest, e.dateTime());
     if (e.bid) add(windows, *e.bid);
     int64_t watermark = highest - c.maxDelayMs - 1;
-    while (!windows.empty() && windows.begin()->first - 1 <= watermark) {
+    while (!windows.empty() && windows.begin()->first - (kThroughEnd ? 0 : 1) <= watermark) {
       sum += fold(windows.begin()->second);
       windows.erase(windows.begin());
     }
@@ -184,18 +185,27 @@ uint64_t baselineQ5(const GeneratorConfig& c) {
         return sum;
       });
 }
+// q7: a window's bids at its highest price, and the bids at exactly its end at that
+// price; folded once the watermark has passed the end, when those have all come.
 uint64_t baselineQ7(const GeneratorConfig& c) {
-  using Highest = std::vector<Bid>;
-  return windowedBaseline<Highest>(
+  struct Highest {
+    std::vector<Bid> bids;  // at the highest price of the window
+    std::vector<Bid> atEnd;  // at exactly its end, any price
+  };
+  return windowedBaseline<Highest, true>(
       c,
       [](std::map<int64_t, Highest>& windows, const Bid& b) {
-        Highest& h = windows[b.dateTime - b.dateTime % kQ7Window + kQ7Window];
+        const int64_t end = b.dateTime - b.dateTime % kQ7Window + kQ7Window;
+        std::vector<Bid>& h = windows[end].bids;
         if (!h.empty() && b.price > h[0].price) h.clear();
         if (h.empty() || b.price == h[0].price) h.push_back(b);
+        if (end - kQ7Window == b.dateTime) windows[b.dateTime].atEnd.push_back(b);
       },
       [](const Highest& h) {
         uint64_t sum = 0;
-        for (const Bid& b : h) sum += static_cast<uint64_t>(b.auction + b.price);
+        for (const Bid& b : h.bids) sum += static_cast<uint64_t>(b.auction + b.price);
+        for (const Bid& b : h.atEnd)
+          if (!h.bids.empty() && b.price == h.bids[0].price) sum += static_cast<uint64_t>(b.auction + b.price);
         return sum;
       });
 }

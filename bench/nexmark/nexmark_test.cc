@@ -3,7 +3,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
+#include <iomanip>
+#include <limits>
 #include <map>
 #include <regex>
 #include <set>
@@ -167,8 +170,7 @@ std::vector<T> sorted(std::vector<T> v) {
 // The query's output on the small stream, in arrival order (a key's records come from
 // one subtask, in order), or sorted.
 template <class T, class Build>
-std::vector<T> runUnsorted(Build build, int parallelism) {
-  GeneratorConfig c = smallConfig();
+std::vector<T> runUnsorted(Build build, int parallelism, const GeneratorConfig& c = smallConfig()) {
   StreamExecutionEnvironment env;
   env.setParallelism(parallelism);
   CollectSink<T> sink;
@@ -177,13 +179,13 @@ std::vector<T> runUnsorted(Build build, int parallelism) {
   return sink.getResults();
 }
 template <class T, class Build>
-std::vector<T> run(Build build, int parallelism) {
-  return sorted(runUnsorted<T>(build, parallelism));
+std::vector<T> run(Build build, int parallelism, const GeneratorConfig& c = smallConfig()) {
+  return sorted(runUnsorted<T>(build, parallelism, c));
 }
 
-std::vector<Bid> allBids() {
+std::vector<Bid> allBids(const GeneratorConfig& c = smallConfig()) {
   std::vector<Bid> out;
-  for (const Event& e : allEvents(smallConfig()))
+  for (const Event& e : allEvents(c))
     if (e.bid) out.push_back(*e.bid);
   return out;
 }
@@ -240,17 +242,32 @@ TEST(NexmarkQueries, Q5HotItemsMatchABruteForce) {
   for (int p : {1, 2}) EXPECT_EQ(run<Q5Result>([](auto e) { return q5(e); }, p), sorted(expected)) << "parallelism " << p;
 }
 
-TEST(NexmarkQueries, Q7HighestBidsMatchABruteForce) {
-  std::map<int64_t, std::vector<Bid>> best;  // window end -> bids at the highest price
-  for (const Bid& b : allBids()) {
-    auto& v = best[b.dateTime - b.dateTime % kQ7Window + kQ7Window];
-    if (!v.empty() && b.price > v[0].price) v.clear();
-    if (v.empty() || b.price == v[0].price) v.push_back(b);
+// q7 by its SQL: B1 holds each 10 s tumbling window's MAX(price) with its window_end; a
+// bid joins every B1 row with its price whose [window_end - 10 s, window_end] holds its
+// dateTime, both ends included. Rows: (window end, bid), dateTime >= 0.
+std::vector<Q7Result> q7BySql(const std::vector<Bid>& bids) {
+  std::map<int64_t, int64_t> maxPrice;  // window_end -> MAX(price)
+  for (const Bid& b : bids) {
+    auto [it, fresh] = maxPrice.try_emplace(b.dateTime - b.dateTime % kQ7Window + kQ7Window, b.price);
+    it->second = std::max(it->second, b.price);
   }
-  std::vector<Q7Result> expected;
-  for (auto& [end, v] : best)
-    for (const Bid& b : v) expected.push_back({b, end});
-  EXPECT_EQ(run<Q7Result>([](auto e) { return q7(e); }, 2), sorted(expected));
+  std::vector<Q7Result> rows;
+  for (const Bid& b : bids)
+    for (auto [end, price] : maxPrice)
+      if (b.price == price && end - kQ7Window <= b.dateTime && b.dateTime <= end) rows.push_back({b, end});
+  return rows;
+}
+
+// 25 s of events: three windows and one before them (of the first events, delayed), so
+// three window ends that the last stage joins across.
+TEST(NexmarkQueries, Q7HighestBidsMatchABruteForce) {
+  GeneratorConfig c = smallConfig();
+  c.events = 250'000;
+  auto expected = q7BySql(allBids(c));
+  std::set<int64_t> windows;
+  for (const Q7Result& r : expected) windows.insert(r.windowEnd);
+  ASSERT_EQ(windows.size(), 4u);
+  EXPECT_EQ(run<Q7Result>([](auto e) { return q7(e); }, 2, c), sorted(expected));
 }
 
 TEST(NexmarkQueries, Q8NewUsersMatchABruteForce) {
@@ -388,7 +405,7 @@ TEST(NexmarkQueries, Q9WinningBidsAndQ4AveragesMatchABruteForce) {
                                                 [](const Q4Result& r) { return r.category; });
   ASSERT_EQ(averages.size(), sums.size());
   for (auto& [category, sc] : sums)
-    EXPECT_EQ(averages[category].average, static_cast<double>(sc.first) / static_cast<double>(sc.second)) << category;
+    EXPECT_EQ(averages[category].average, sc.first / sc.second) << category;  // AVG(BIGINT) truncates
 }
 
 TEST(NexmarkQueries, Q17DailyStatsEndAtABruteForcesTotals) {
@@ -402,7 +419,7 @@ TEST(NexmarkQueries, Q17DailyStatsEndAtABruteForcesTotals) {
     r.minPrice = std::min(r.minPrice, b.price);
     r.maxPrice = std::max(r.maxPrice, b.price);
     r.sumPrice += b.price;
-    r.avgPrice = static_cast<double>(r.sumPrice) / static_cast<double>(r.totalBids);
+    r.avgPrice = r.sumPrice / r.totalBids;  // AVG(BIGINT) truncates
   }
   EXPECT_EQ(dayOf(1'436'918'400'000), "2015-07-15");
   auto got = lastPerKey<Q17Result, std::pair<int64_t, std::string>>(
@@ -411,14 +428,31 @@ TEST(NexmarkQueries, Q17DailyStatsEndAtABruteForcesTotals) {
   EXPECT_EQ(got, expected);
 }
 
+// DATE_FORMAT(dateTime, 'HH:mm'), UTC.
+std::string hourMinuteOf(int64_t dateTime) {
+  using namespace std::chrono;
+  sys_time<milliseconds> t{milliseconds(dateTime)};
+  hh_mm_ss<milliseconds> time(t - floor<days>(t));
+  char text[8];
+  std::snprintf(text, sizeof text, "%02d:%02d", static_cast<int>(time.hours().count()),
+                static_cast<int>(time.minutes().count()));
+  return text;
+}
+
+// 100 events a second, so that the 60,000 events span ten minutes (and the first ones,
+// delayed, the day before).
 TEST(NexmarkQueries, Q15AndQ16DistinctCountsEndAtABruteForcesTotals) {
-  // Per key: the bids, and the sets of bidders and auctions, in total and per band.
+  GeneratorConfig c = smallConfig();
+  c.eventRate = 100;
+  // Per key: the bids, and the sets of bidders and auctions, in total and per band; for
+  // q16 the latest minute.
   struct Sets {
     int64_t bids[4] = {0, 0, 0, 0};
     std::set<int64_t> bidders[4], auctions[4];
+    std::string minute;
   };
   std::map<std::pair<std::string, std::string>, Sets> perChannel, perDay;  // (channel or "", day)
-  for (const Bid& b : allBids()) {
+  for (const Bid& b : allBids(c)) {
     int band = b.price < 10'000 ? 1 : b.price < 1'000'000 ? 2 : 3;
     for (Sets* s : {&perChannel[{b.channel, dayOf(b.dateTime)}], &perDay[{"", dayOf(b.dateTime)}]}) {
       for (int i : {0, band}) {
@@ -426,26 +460,32 @@ TEST(NexmarkQueries, Q15AndQ16DistinctCountsEndAtABruteForcesTotals) {
         s->bidders[i].insert(b.bidder);
         s->auctions[i].insert(b.auction);
       }
+      s->minute = std::max(s->minute, hourMinuteOf(b.dateTime));
     }
   }
-  auto rows = [](const std::map<std::pair<std::string, std::string>, Sets>& sets) {
-    std::map<std::pair<std::string, std::string>, Q15Result> out;
-    for (auto& [key, s] : sets) {
-      auto n = [](const std::set<int64_t>& v) { return static_cast<int64_t>(v.size()); };
-      out[key] = {key.first, key.second, s.bids[0], s.bids[1], s.bids[2], s.bids[3],
-                  n(s.bidders[0]), n(s.bidders[1]), n(s.bidders[2]), n(s.bidders[3]),
-                  n(s.auctions[0]), n(s.auctions[1]), n(s.auctions[2]), n(s.auctions[3])};
-    }
-    return out;
-  };
-  auto key = [](const Q15Result& r) { return std::pair<std::string, std::string>{r.channel, r.day}; };
-  EXPECT_EQ((lastPerKey<Q15Result, std::pair<std::string, std::string>>(
-                runUnsorted<Q15Result>([](auto e) { return q15(e); }, 2), key)),
-            rows(perDay));
-  auto channels = rows(perChannel);
+  auto n = [](const std::set<int64_t>& v) { return static_cast<int64_t>(v.size()); };
+  std::map<std::string, Q15Result> days;
+  for (auto& [key, s] : perDay)
+    days[key.second] = {key.second, s.bids[0], s.bids[1], s.bids[2], s.bids[3],
+                        n(s.bidders[0]), n(s.bidders[1]), n(s.bidders[2]), n(s.bidders[3]),
+                        n(s.auctions[0]), n(s.auctions[1]), n(s.auctions[2]), n(s.auctions[3])};
+  std::map<std::pair<std::string, std::string>, Q16Result> channels;
+  std::set<std::string> minutes;
+  for (auto& [key, s] : perChannel) {
+    channels[key] = {key.first, key.second, s.minute, s.bids[0], s.bids[1], s.bids[2], s.bids[3],
+                     n(s.bidders[0]), n(s.bidders[1]), n(s.bidders[2]), n(s.bidders[3]),
+                     n(s.auctions[0]), n(s.auctions[1]), n(s.auctions[2]), n(s.auctions[3])};
+    minutes.insert(s.minute);
+  }
+  ASSERT_EQ(days.size(), 2u);  // 2015-07-14 (delayed first events) and 2015-07-15
+  EXPECT_EQ((lastPerKey<Q15Result, std::string>(runUnsorted<Q15Result>([](auto e) { return q15(e); }, 2, c),
+                                                [](const Q15Result& r) { return r.day; })),
+            days);
   ASSERT_GT(channels.size(), 1000u);
-  EXPECT_EQ((lastPerKey<Q15Result, std::pair<std::string, std::string>>(
-                runUnsorted<Q15Result>([](auto e) { return q16(e); }, 2), key)),
+  ASSERT_GE(minutes.size(), 10u);
+  EXPECT_EQ((lastPerKey<Q16Result, std::pair<std::string, std::string>>(
+                runUnsorted<Q16Result>([](auto e) { return q16(e); }, 2, c),
+                [](const Q16Result& r) { return std::pair<std::string, std::string>{r.channel, r.day}; })),
             channels);
 }
 
@@ -503,15 +543,337 @@ TEST(NexmarkQueries, Q21AndQ22ParseUrlsLikeARegexAndASplit) {
     std::smatch m;
     if (auto k = known.find(b.channel); k != known.end()) q21Expected.push_back({b.auction, b.bidder, b.price, b.channel, k->second});
     else if (std::regex_search(b.url, m, channelId)) q21Expected.push_back({b.auction, b.bidder, b.price, b.channel, m[2]});
+    // SPLIT_INDEX: every part between slashes, empty ones too (none for an empty url);
+    // NULL past the last.
     std::vector<std::string> parts;
-    std::stringstream url(b.url);
-    for (std::string part; std::getline(url, part, '/');) parts.push_back(part);
-    auto at = [&](size_t i) { return i < parts.size() ? parts[i] : std::string(); };
+    if (!b.url.empty()) {
+      parts.emplace_back();
+      for (char ch : b.url) {
+        if (ch == '/') parts.emplace_back();
+        else parts.back() += ch;
+      }
+    }
+    auto at = [&](size_t i) { return i < parts.size() ? std::optional<std::string>(parts[i]) : std::nullopt; };
     q22Expected.push_back({b.auction, b.bidder, b.price, b.channel, at(3), at(4), at(5)});
   }
   ASSERT_GT(q21Expected.size(), 1000u);
   EXPECT_EQ(run<Q21Result>([](auto e) { return q21(e); }, 2), sorted(q21Expected));
   EXPECT_EQ(run<Q22Result>([](auto e) { return q22(e); }, 2), sorted(q22Expected));
+}
+
+// ---- Hand-made streams: each SQL rule at its edges, against rows worked out from the
+// SQL text (bench/nexmark/README.md quotes the rules). ----
+
+std::string sqlRow(const auto& row);
+
+// A column's value as SQL shows it: a number, a quoted string, NULL; a nested struct (q7's
+// bid) in braces.
+template <class V>
+std::string sqlValue(const V& v) {
+  if constexpr (std::is_same_v<V, std::string>) {
+    return "'" + v + "'";
+  } else if constexpr (requires { v.has_value(); }) {
+    return v.has_value() ? sqlValue(*v) : "NULL";
+  } else if constexpr (std::is_floating_point_v<V>) {
+    std::ostringstream s;
+    s << std::setprecision(17) << v;
+    return s.str();
+  } else if constexpr (std::is_arithmetic_v<V>) {
+    return std::to_string(v);
+  } else {
+    return "{" + sqlRow(v) + "}";
+  }
+}
+
+// A result record as a row: its columns in order, "name=value, name=value, ...".
+std::string sqlRow(const auto& row) {
+  std::string out;
+  detail::forEachField(row, [&](std::string_view name, const auto& value) {
+    out += (out.empty() ? "" : ", ") + std::string(name) + "=" + sqlValue(value);
+  });
+  return out;
+}
+
+template <class T>
+std::vector<std::string> sqlRows(const std::vector<T>& records) {
+  std::vector<std::string> rows;
+  for (const T& r : records) rows.push_back(sqlRow(r));
+  return rows;
+}
+
+Event bidAt(int64_t auction, int64_t price, int64_t dateTime, std::string channel = "Google", int64_t bidder = 1,
+            std::string url = "") {
+  Event e;
+  e.bid = Bid{auction, bidder, price, std::move(channel), std::move(url), dateTime, ""};
+  return e;
+}
+Event auctionAt(int64_t id, int64_t category, int64_t start, int64_t expires) {
+  Event e;
+  e.auction = Auction{id, "item", "", 1, 1, start, expires, 1000, category, ""};
+  return e;
+}
+
+template <class S>
+struct RecordOf;
+template <class T>
+struct RecordOf<DataStream<T>> {
+  using type = T;
+};
+
+// The query's output on `events` (in this order, with their dateTime as event time and
+// up to 3 s out of order), in arrival order: with parallelism 1, the order emitted.
+template <class Build, class T = typename RecordOf<std::invoke_result_t<Build&, DataStream<Event>>>::type>
+std::vector<T> runOn(std::vector<Event> events, Build build, int parallelism = 1) {
+  StreamExecutionEnvironment env;
+  env.setParallelism(parallelism);
+  CollectSink<T> sink;
+  auto strategy = WatermarkStrategy<Event>::forBoundedOutOfOrderness(std::chrono::milliseconds(3'000))
+                      .withTimestampAssigner([](const Event& e) { return e.dateTime(); });
+  build(env.fromCollection(std::move(events)).assignTimestampsAndWatermarks(strategy)).sinkTo(sink);
+  env.execute("hand-made");
+  return sink.getResults();
+}
+
+// (window end, auction, price, dateTime) of each row, sorted.
+std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>> q7Rows(const std::vector<Q7Result>& results) {
+  std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>> rows;
+  for (const Q7Result& r : results) rows.push_back({r.windowEnd, r.bid.auction, r.bid.price, r.bid.dateTime});
+  std::sort(rows.begin(), rows.end());
+  return rows;
+}
+
+// A bid at exactly a window's end (the next window's first millisecond) at that window's
+// highest price belongs to its result too, and still counts in its own window.
+TEST(NexmarkHandMade, Q7KeepsABidAtExactlyTheWindowEndAtItsHighestPrice) {
+  std::vector<Event> events{
+      bidAt(1, 100, 1'000),
+      bidAt(2, 300, 5'000),
+      bidAt(4, 300, 10'000),  // [0 s, 10 s]'s highest price, at its end: in its result
+      bidAt(3, 300, 9'999),   // arrives after it, out of order
+      bidAt(5, 200, 10'000),  // at the end, another price: not in [0 s, 10 s)'s result
+      bidAt(9, 300, 10'001),  // the highest price, 1 ms past the end: not in it
+      bidAt(1, 500, 15'000),
+      bidAt(6, 500, 20'000),  // [10 s, 20 s)'s highest, at its end; and [20 s, 30 s)'s own highest
+      bidAt(7, 500, 25'000),
+      bidAt(8, 500, 30'000),  // [20 s, 30 s)'s highest at its end, and the only bid of [30 s, 40 s)
+      bidAt(11, 900, 40'000), // above [30 s, 40 s)'s highest: only in its own window
+      bidAt(10, 700, 60'000), // [50 s, 60 s) has no bids, so no highest price to join
+  };
+  const std::vector<std::tuple<int64_t, int64_t, int64_t, int64_t>> expected{
+      {10'000, 2, 300, 5'000},  {10'000, 3, 300, 9'999},  {10'000, 4, 300, 10'000},
+      {20'000, 1, 500, 15'000}, {20'000, 6, 500, 20'000},
+      {30'000, 6, 500, 20'000}, {30'000, 7, 500, 25'000}, {30'000, 8, 500, 30'000},
+      {40'000, 8, 500, 30'000},
+      {50'000, 11, 900, 40'000},
+      {70'000, 10, 700, 60'000},
+  };
+  std::vector<Bid> bids;
+  for (const Event& e : events) bids.push_back(*e.bid);
+  ASSERT_EQ(q7Rows(q7BySql(bids)), expected);  // the brute force reads the SQL the same way
+  for (int p : {1, 2}) EXPECT_EQ(q7Rows(runOn(events, [](auto e) { return q7(e); }, p)), expected) << "p " << p;
+}
+
+// Fails once, in a map before q7, after a checkpoint taken while q7's last stage held a
+// window's result (waiting for the next window's first-millisecond bids) has completed.
+struct FailWhileQ7Holds : RichMapFunction<Event, Event>, CheckpointedFunction, CheckpointListener {
+  static inline std::atomic<int64_t> armingCheckpoint{0};
+  static inline std::atomic<bool> armed{false}, thrown{false}, restored{false};
+  static void reset() {
+    armingCheckpoint = 0;
+    armed = thrown = restored = false;
+  }
+  int64_t seen = std::numeric_limits<int64_t>::min();  // the latest event time through here
+  Event map(const Event& e) override {
+    // Until the watermark passes 30 s - 1 ms, the stage holds [10 s, 20 s)'s result.
+    if (armed && !thrown && e.dateTime() < 3 * kQ7Window) {
+      thrown = true;
+      throw std::runtime_error("injected failure");
+    }
+    seen = std::max(seen, e.dateTime());
+    return e;
+  }
+  // `seen` is operator state, so that a restore from a checkpoint shows (isRestored).
+  void initializeState(FunctionInitializationContext& context) override {
+    state_ = &context.getOperatorStateStore().getListState(ListStateDescriptor<int64_t>("seen"));
+    for (int64_t t : state_->get()) seen = std::max(seen, t);
+    if (context.isRestored()) restored = true;
+  }
+  // Each bid is followed by the watermark just below it, so past 22 s the watermark has
+  // passed 20 s - 1 ms ahead of this checkpoint's barrier: [10 s, 20 s) has fired.
+  void snapshotState(const FunctionSnapshotContext& context) override {
+    state_->update({seen});
+    int64_t none = 0;
+    if (seen >= 2 * kQ7Window + 2'000) armingCheckpoint.compare_exchange_strong(none, context.getCheckpointId());
+  }
+  void notifyCheckpointComplete(int64_t id) override {
+    if (armingCheckpoint != 0 && id >= armingCheckpoint) armed = true;
+  }
+
+ private:
+  ListState<int64_t>* state_ = nullptr;
+};
+
+// A watermark right after each record (the stream is in order): a checkpoint barrier
+// after a record is after its watermark.
+struct WatermarkPerRecord : WatermarkGenerator<Event> {
+  void onEvent(const Event&, int64_t timestamp, WatermarkOutput& output) override { output.emitWatermark(timestamp - 1); }
+  void onPeriodicEmit(WatermarkOutput&) override {}
+};
+
+// Bid i at i * 100 ms, 100 a window; in each window the bids at its first millisecond and
+// 5 s in bid the highest price, so each window's result has the next one's first bid.
+Event recoveryBid(int64_t i) { return bidAt(i % 7 + 1, i % 50 == 0 ? 2'000 : 1'000 + (i * 37) % 900, i * 100); }
+
+// What q7's last stage holds between two windows is in its checkpoints: restarted from one
+// taken while it held a window's result, the job gives every row of the SQL.
+TEST(NexmarkHandMade, Q7RestoresTheWindowItHoldsFromACheckpoint) {
+  constexpr int64_t kBids = 400;  // 40 s
+  FailWhileQ7Holds::reset();
+  StreamExecutionEnvironment env;
+  env.setParallelism(2).setRestartStrategy(RestartStrategy::fixedDelayRestart(1, std::chrono::milliseconds(0)));
+  env.enableCheckpointing(std::chrono::milliseconds(10));
+  CollectSink<Q7Result> sink;
+  auto source = env.fromSource(DataGeneratorSource(recoveryBid, kBids, RateLimiterStrategy::perSecond(300)),
+                               WatermarkStrategy<Event>::forGenerator([] { return std::make_unique<WatermarkPerRecord>(); })
+                                   .withTimestampAssigner([](const Event& e) { return e.dateTime(); }),
+                               "bids");
+  source.setParallelism(1);
+  auto failing = source.map(FailWhileQ7Holds{});
+  failing.setParallelism(1);
+  q7(failing).sinkTo(sink);
+  env.execute("q7 restored");
+  ASSERT_TRUE(FailWhileQ7Holds::thrown) << "no checkpoint completed in time: the failure was not injected";
+  EXPECT_TRUE(FailWhileQ7Holds::restored);
+  std::vector<Bid> bids;
+  for (int64_t i = 0; i < kBids; ++i) bids.push_back(*recoveryBid(i).bid);
+  auto expected = q7Rows(q7BySql(bids));
+  // Per window: its bids at 0 s and 5 s, and the next window's at 0 s (none after 40 s).
+  ASSERT_EQ(expected.size(), 4u * 3 - 1);
+  auto got = q7Rows(sink.getResults());
+  got.erase(std::unique(got.begin(), got.end()), got.end());  // rows emitted again after the restart
+  EXPECT_EQ(got, expected);
+}
+
+// AVG of a BIGINT is a BIGINT: the sum divided by the count, truncated toward zero.
+TEST(NexmarkHandMade, Q4AverageIsABigintTruncated) {
+  std::vector<Event> events{
+      auctionAt(1, 10, 0, 10'000), auctionAt(2, 10, 0, 20'000), auctionAt(3, 11, 0, 15'000),
+      bidAt(1, 3, 1'000),
+      bidAt(2, 6, 2'000),
+      bidAt(2, 5, 3'000),
+      bidAt(3, 7, 15'000),    // at the expiry: BETWEEN includes it
+      bidAt(2, 100, 20'001),  // after the expiry: not in auction 2's MAX
+  };
+  // Auctions close at 10 s (category 10: MAX 3), 15 s (11: 7), 20 s (10: MAX 6).
+  EXPECT_EQ(sqlRows(runOn(events, [](auto e) { return q4(e); })),
+            (std::vector<std::string>{"category=10, average=3", "category=11, average=7",
+                                      "category=10, average=4"}));  // (3 + 6) / 2 = 4.5
+}
+
+constexpr int64_t kDay = 86'400'000;
+constexpr int64_t kJuly15 = 1'436'918'400'000;  // 2015-07-15T00:00:00Z
+
+// q17's columns in the SELECT list's order (avg_price before sum_price), its average a
+// BIGINT truncated; a day is DATE_FORMAT(dateTime, 'yyyy-MM-dd').
+TEST(NexmarkHandMade, Q17ColumnsAndBigintAverage) {
+  std::vector<Event> events{
+      bidAt(7, 9'999, kJuly15 + 1'000),
+      bidAt(7, 10'000, kJuly15 + 2'000),
+      bidAt(7, 1'000'000, kJuly15 + 3'000),
+      bidAt(7, 5, kJuly15 + kDay),      // 2015-07-16 00:00:00.000
+      bidAt(7, 2, kJuly15 + kDay - 1),  // 2015-07-15 23:59:59.999, 1 ms out of order
+  };
+  EXPECT_EQ(sqlRows(runOn(events, [](auto e) { return q17(e); })),
+            (std::vector<std::string>{
+                "auction=7, day='2015-07-15', totalBids=1, rank1Bids=1, rank2Bids=0, rank3Bids=0, minPrice=9999, "
+                "maxPrice=9999, avgPrice=9999, sumPrice=9999",
+                "auction=7, day='2015-07-15', totalBids=2, rank1Bids=1, rank2Bids=1, rank3Bids=0, minPrice=9999, "
+                "maxPrice=10000, avgPrice=9999, sumPrice=19999",
+                "auction=7, day='2015-07-15', totalBids=3, rank1Bids=1, rank2Bids=1, rank3Bids=1, minPrice=9999, "
+                "maxPrice=1000000, avgPrice=339999, sumPrice=1019999",
+                "auction=7, day='2015-07-16', totalBids=1, rank1Bids=1, rank2Bids=0, rank3Bids=0, minPrice=5, "
+                "maxPrice=5, avgPrice=5, sumPrice=5",
+                "auction=7, day='2015-07-15', totalBids=4, rank1Bids=2, rank2Bids=1, rank3Bids=1, minPrice=2, "
+                "maxPrice=1000000, avgPrice=255000, sumPrice=1020001",
+            }));
+}
+
+// q16's third column is max(DATE_FORMAT(dateTime, 'HH:mm')) of its channel and day;
+// q15's SELECT has neither the channel nor the minute.
+TEST(NexmarkHandMade, Q16HasTheLatestMinuteAndQ15Not) {
+  constexpr int64_t kMinute = 60'000, kHour = 60 * kMinute;
+  std::vector<Event> events{
+      bidAt(1, 100, kJuly15 + 5 * kMinute + 30'000, "Google", 1),   // 00:05:30
+      bidAt(1, 20'000, kJuly15 + 13 * kHour + 7 * kMinute, "Google", 2),  // 13:07:00
+      bidAt(2, 100, kJuly15 + 10 * kHour - 1, "Google", 1),         // 09:59:59.999: the max stays 13:07
+      bidAt(3, 2'000'000, kJuly15 + kDay - 1, "channel-7", 3),      // 23:59:59.999
+      bidAt(1, 100, kJuly15 + kDay, "Google", 1),                   // 2015-07-16 00:00
+  };
+  EXPECT_EQ(sqlRows(runOn(events, [](auto e) { return q16(e); })),
+            (std::vector<std::string>{
+                "channel='Google', day='2015-07-15', minute='00:05', totalBids=1, rank1Bids=1, rank2Bids=0, "
+                "rank3Bids=0, totalBidders=1, rank1Bidders=1, rank2Bidders=0, rank3Bidders=0, totalAuctions=1, "
+                "rank1Auctions=1, rank2Auctions=0, rank3Auctions=0",
+                "channel='Google', day='2015-07-15', minute='13:07', totalBids=2, rank1Bids=1, rank2Bids=1, "
+                "rank3Bids=0, totalBidders=2, rank1Bidders=1, rank2Bidders=1, rank3Bidders=0, totalAuctions=1, "
+                "rank1Auctions=1, rank2Auctions=1, rank3Auctions=0",
+                "channel='Google', day='2015-07-15', minute='13:07', totalBids=3, rank1Bids=2, rank2Bids=1, "
+                "rank3Bids=0, totalBidders=2, rank1Bidders=1, rank2Bidders=1, rank3Bidders=0, totalAuctions=2, "
+                "rank1Auctions=2, rank2Auctions=1, rank3Auctions=0",
+                "channel='channel-7', day='2015-07-15', minute='23:59', totalBids=1, rank1Bids=0, rank2Bids=0, "
+                "rank3Bids=1, totalBidders=1, rank1Bidders=0, rank2Bidders=0, rank3Bidders=1, totalAuctions=1, "
+                "rank1Auctions=0, rank2Auctions=0, rank3Auctions=1",
+                "channel='Google', day='2015-07-16', minute='00:00', totalBids=1, rank1Bids=1, rank2Bids=0, "
+                "rank3Bids=0, totalBidders=1, rank1Bidders=1, rank2Bidders=0, rank3Bidders=0, totalAuctions=1, "
+                "rank1Auctions=1, rank2Auctions=0, rank3Auctions=0",
+            }));
+  EXPECT_EQ(sqlRows(runOn(events, [](auto e) { return q15(e); })),
+            (std::vector<std::string>{
+                "day='2015-07-15', totalBids=1, rank1Bids=1, rank2Bids=0, rank3Bids=0, totalBidders=1, "
+                "rank1Bidders=1, rank2Bidders=0, rank3Bidders=0, totalAuctions=1, rank1Auctions=1, "
+                "rank2Auctions=0, rank3Auctions=0",
+                "day='2015-07-15', totalBids=2, rank1Bids=1, rank2Bids=1, rank3Bids=0, totalBidders=2, "
+                "rank1Bidders=1, rank2Bidders=1, rank3Bidders=0, totalAuctions=1, rank1Auctions=1, "
+                "rank2Auctions=1, rank3Auctions=0",
+                "day='2015-07-15', totalBids=3, rank1Bids=2, rank2Bids=1, rank3Bids=0, totalBidders=2, "
+                "rank1Bidders=1, rank2Bidders=1, rank3Bidders=0, totalAuctions=2, rank1Auctions=2, "
+                "rank2Auctions=1, rank3Auctions=0",
+                "day='2015-07-15', totalBids=4, rank1Bids=2, rank2Bids=1, rank3Bids=1, totalBidders=3, "
+                "rank1Bidders=1, rank2Bidders=1, rank3Bidders=1, totalAuctions=3, rank1Auctions=2, "
+                "rank2Auctions=1, rank3Auctions=1",
+                "day='2015-07-16', totalBids=1, rank1Bids=1, rank2Bids=0, rank3Bids=0, totalBidders=1, "
+                "rank1Bidders=1, rank2Bidders=0, rank3Bidders=0, totalAuctions=1, rank1Auctions=1, "
+                "rank2Auctions=0, rank3Auctions=0",
+            }));
+}
+
+// SPLIT_INDEX(url, '/', i) is Flink's SqlFunctionUtils.splitIndex: commons-lang's
+// splitByWholeSeparatorPreserveAllTokens keeps every empty part (between two slashes, or
+// after a last one), an empty string has no parts, and an index past the last part is
+// NULL.
+TEST(NexmarkHandMade, Q22PartsPastTheLastAreNull) {
+  const std::vector<std::string> urls{
+      "https://www.nexmark.com/a/b/c/item.htm?query=1",
+      "https://www.nexmark.com/a",
+      "https://www.nexmark.com/a/",
+      "https://www.nexmark.com/a//c",
+      "https://www.nexmark.com",
+      "",
+      "///",
+  };
+  std::vector<Event> events;
+  for (size_t i = 0; i < urls.size(); ++i) events.push_back(bidAt(static_cast<int64_t>(i), 100, 1'000, "Google", 1, urls[i]));
+  const std::string bid = "bidder=1, price=100, channel='Google', ";
+  EXPECT_EQ(sqlRows(runOn(events, [](auto e) { return q22(e); })),
+            (std::vector<std::string>{
+                "auction=0, " + bid + "dir1='a', dir2='b', dir3='c'",
+                "auction=1, " + bid + "dir1='a', dir2=NULL, dir3=NULL",
+                "auction=2, " + bid + "dir1='a', dir2='', dir3=NULL",
+                "auction=3, " + bid + "dir1='a', dir2='', dir3='c'",
+                "auction=4, " + bid + "dir1=NULL, dir2=NULL, dir3=NULL",
+                "auction=5, " + bid + "dir1=NULL, dir2=NULL, dir3=NULL",
+                "auction=6, " + bid + "dir1='', dir2=NULL, dir3=NULL",
+            }));
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <functional>
 #include <set>
+#include <string_view>
 
 namespace weir::nexmark {
 
@@ -122,12 +123,16 @@ DataStream<Q5Result> q5(DataStream<Event> events) {
 
 namespace {
 
-// The highest price seen and every bid at that price.
+// q7's SQL joins each window's highest price to the bids made from its start to its end,
+// both included: a bid at exactly a window's end (the next window's first millisecond)
+// at that price is in its result too. So beside the highest price seen and every bid at
+// that price, a window's aggregate keeps the bids at its first millisecond, at any price.
 struct HighestBids {
   int64_t price = -1;
   std::vector<Bid> bids;
+  std::vector<Bid> opening;
 };
-WEIR_STRUCT(HighestBids, price, bids);
+WEIR_STRUCT(HighestBids, price, bids, opening);
 
 void keepHighest(HighestBids& acc, const Bid& b) {
   if (b.price > acc.price) {
@@ -137,33 +142,89 @@ void keepHighest(HighestBids& acc, const Bid& b) {
   if (b.price == acc.price) acc.bids.push_back(b);
 }
 
+// The tumbling windows start at multiples of their size (offset 0).
+bool opensQ7Window(int64_t dateTime) { return dateTime % kQ7Window == 0; }
+
+void mergeHighest(HighestBids& a, const HighestBids& b) {
+  for (const Bid& bid : b.bids) keepHighest(a, bid);
+  a.opening.insert(a.opening.end(), b.opening.begin(), b.opening.end());
+}
+
 struct HighestOfAuction : AggregateFunction<Bid, HighestBids, HighestBids> {
   HighestBids createAccumulator() override { return {}; }
   HighestBids add(const Bid& b, HighestBids acc) override {
     keepHighest(acc, b);
+    if (opensQ7Window(b.dateTime)) acc.opening.push_back(b);
     return acc;
   }
   HighestBids getResult(const HighestBids& acc) override { return acc; }
   HighestBids merge(HighestBids a, const HighestBids& b) override {
-    for (const Bid& bid : b.bids) keepHighest(a, bid);
+    mergeHighest(a, b);
     return a;
   }
 };
 
 struct HighestOfAll : AggregateFunction<HighestBids, HighestBids, HighestBids> {
   HighestBids createAccumulator() override { return {}; }
-  HighestBids add(const HighestBids& in, HighestBids acc) override { return merge(std::move(acc), in); }
+  HighestBids add(const HighestBids& in, HighestBids acc) override {
+    mergeHighest(acc, in);
+    return acc;
+  }
   HighestBids getResult(const HighestBids& acc) override { return acc; }
   HighestBids merge(HighestBids a, const HighestBids& b) override {
-    for (const Bid& bid : b.bids) keepHighest(a, bid);
+    mergeHighest(a, b);
     return a;
   }
 };
 
+// What q7's last stage gets of a window, keyed by the end of the window whose result it
+// is part of: the window's highest price and bids, or (`opening`) the bids at the
+// window's first millisecond, for the window before it, whose end that is.
+struct Q7Part {
+  int64_t windowEnd = 0;
+  bool opening = false;
+  int64_t price = -1;
+  std::vector<Bid> bids;
+};
+WEIR_STRUCT(Q7Part, windowEnd, opening, price, bids);
+
+// Per window end: the window's highest bids and, at its highest price, the next window's
+// bids at exactly that end, emitted when the watermark passes the end of the next window.
+// Both parts have come by then: windowAll emits a window's result before it passes the
+// watermark that fired it on. Both are keyed state, so a checkpoint keeps them.
+struct HighestUpToTheEnd : KeyedProcessFunction<int64_t, Q7Part, Q7Result> {
+  void open() override {
+    highest_ = &getRuntimeContext().getState(ValueStateDescriptor<Q7Part>("highest"));
+    atEnd_ = &getRuntimeContext().getState(ValueStateDescriptor<std::vector<Bid>>("bids at the end"));
+  }
+  void processElement(const Q7Part& part, Context& ctx, Collector<Q7Result>&) override {
+    if (part.opening) atEnd_->update(part.bids);
+    else highest_->update(part);
+    ctx.timerService().registerEventTimeTimer(part.windowEnd + kQ7Window - 1);
+  }
+  void onTimer(int64_t, OnTimerContext& ctx, Collector<Q7Result>& out) override {
+    const int64_t end = ctx.getCurrentKey();
+    if (auto highest = highest_->value()) {  // none: the window had no bids, so no highest price
+      for (Bid& b : highest->bids) out.collect({std::move(b), end});
+      if (auto atEnd = atEnd_->value())
+        for (Bid& b : *atEnd)
+          if (b.price == highest->price) out.collect({std::move(b), end});
+    }
+    highest_->clear();
+    atEnd_->clear();
+  }
+
+ private:
+  ValueState<Q7Part>* highest_ = nullptr;
+  ValueState<std::vector<Bid>>* atEnd_ = nullptr;
+};
+
 }  // namespace
 
-// q7: per tumbling 10 s window, the bids with the highest price. Each auction's highest
-// bids first (in parallel), then the highest of those in one instance.
+// q7: per tumbling 10 s window, the bids with its highest price made in it or at exactly
+// its end. Each auction's highest bids (and bids at the window's first millisecond) first,
+// in parallel; then the highest of those in one instance; then per window end, the
+// window's result joined with the next window's first-millisecond bids.
 DataStream<Q7Result> q7(DataStream<Event> events) {
   return bids(events)
       .keyBy([](const Bid& b) { return b.auction; })
@@ -172,11 +233,16 @@ DataStream<Q7Result> q7(DataStream<Event> events) {
       .name("q7 Highest per Auction")
       .windowAll(TumblingEventTimeWindows::of(milliseconds(kQ7Window)))
       .aggregate(HighestOfAll{})
-      .process<Q7Result>([](const HighestBids& h, ProcessFunction<HighestBids, Q7Result>::Context& ctx,
-                            Collector<Q7Result>& out) {
-        for (const Bid& b : h.bids) out.collect({b, *ctx.timestamp() + 1});
+      .process<Q7Part>([](const HighestBids& h, ProcessFunction<HighestBids, Q7Part>::Context& ctx,
+                          Collector<Q7Part>& out) {
+        const int64_t end = *ctx.timestamp() + 1;
+        out.collect({end, false, h.price, h.bids});
+        if (!h.opening.empty()) out.collect({end - kQ7Window, true, -1, h.opening});
       })
-      .name("q7 Highest");
+      .name("q7 Highest")
+      .keyBy([](const Q7Part& p) { return p.windowEnd; })
+      .process(HighestUpToTheEnd{})
+      .name("q7 Highest up to the End");
 }
 
 // q8: the people who opened an auction in the same tumbling 10 s window as they
@@ -362,7 +428,7 @@ struct RunningAverage : KeyedProcessFunction<int64_t, std::pair<int64_t, int64_t
     sum += categoryPrice.second;
     ++count;
     sum_->update({sum, count});
-    out.collect({categoryPrice.first, static_cast<double>(sum) / static_cast<double>(count)});
+    out.collect({categoryPrice.first, sum / count});  // AVG(BIGINT): truncated toward zero
   }
 
  private:
@@ -403,23 +469,37 @@ int priceBand(int64_t price) { return price < 10'000 ? 1 : price < 1'000'000 ? 2
 
 namespace {
 
+// `minute` becomes DATE_FORMAT(dateTime, 'HH:mm') (UTC) if that is later.
+void keepLatestMinute(std::string& minute, int64_t dateTime) {
+  constexpr int64_t kDayMs = 86'400'000;
+  int64_t ms = dateTime % kDayMs;
+  if (ms < 0) ms += kDayMs;
+  const int64_t hour = ms / 3'600'000, min = ms / 60'000 % 60;
+  const char text[5] = {static_cast<char>('0' + hour / 10), static_cast<char>('0' + hour % 10), ':',
+                        static_cast<char>('0' + min / 10), static_cast<char>('0' + min % 10)};
+  if (std::string_view(text, 5) > minute) minute.assign(text, 5);
+}
+
 // Per key (a day, or a channel and a day): bids, and distinct bidders and auctions, in
-// total and per price band. Which bands each bidder and auction was seen in is a bit
-// mask in map state; the updated row is emitted with every bid.
-template <class K>
-struct DistinctCounts : KeyedProcessFunction<K, Bid, Q15Result> {
-  using Base = KeyedProcessFunction<K, Bid, Q15Result>;
+// total and per price band (and for q16 the latest minute). Which bands each bidder and
+// auction was seen in is a bit mask in map state; the updated row is emitted with every
+// bid.
+template <class K, class R>
+struct DistinctCounts : KeyedProcessFunction<K, Bid, R> {
+  using Base = KeyedProcessFunction<K, Bid, R>;
+  static constexpr bool kPerChannel = std::is_same_v<R, Q16Result>;
   void open() override {
-    counts_ = &this->getRuntimeContext().getState(ValueStateDescriptor<Q15Result>("counts"));
+    counts_ = &this->getRuntimeContext().getState(ValueStateDescriptor<R>("counts"));
     bidders_ = &this->getRuntimeContext().getMapState(MapStateDescriptor<int64_t, int32_t>("bidders"));
     auctions_ = &this->getRuntimeContext().getMapState(MapStateDescriptor<int64_t, int32_t>("auctions"));
   }
-  void processElement(const Bid& b, typename Base::Context&, Collector<Q15Result>& out) override {
-    Q15Result r = counts_->value().value_or(Q15Result{});
+  void processElement(const Bid& b, typename Base::Context&, Collector<R>& out) override {
+    R r = counts_->value().value_or(R{});
     if (r.totalBids == 0) {
       r.day = dayOf(b.dateTime);
-      if constexpr (!std::is_same_v<K, std::string>) r.channel = b.channel;
+      if constexpr (kPerChannel) r.channel = b.channel;
     }
+    if constexpr (kPerChannel) keepLatestMinute(r.minute, b.dateTime);
     const int band = priceBand(b.price);
     ++r.totalBids;
     (band == 1 ? r.rank1Bids : band == 2 ? r.rank2Bids : r.rank3Bids) += 1;
@@ -440,7 +520,7 @@ struct DistinctCounts : KeyedProcessFunction<K, Bid, Q15Result> {
     if (!(mask & (1 << band))) (band == 1 ? rank1 : band == 2 ? rank2 : rank3) += 1;
     seen.put(id, updated);
   }
-  ValueState<Q15Result>* counts_ = nullptr;
+  ValueState<R>* counts_ = nullptr;
   MapState<int64_t, int32_t>* bidders_ = nullptr;
   MapState<int64_t, int32_t>* auctions_ = nullptr;
 };
@@ -455,7 +535,7 @@ struct DailyAuctionStats : KeyedProcessFunction<std::pair<int64_t, std::string>,
     r.minPrice = std::min(r.minPrice, b.price);
     r.maxPrice = std::max(r.maxPrice, b.price);
     r.sumPrice += b.price;
-    r.avgPrice = static_cast<double>(r.sumPrice) / static_cast<double>(r.totalBids);
+    r.avgPrice = r.sumPrice / r.totalBids;  // AVG(BIGINT): truncated toward zero
     stats_->update(r);
     out.collect(std::move(r));
   }
@@ -530,15 +610,15 @@ struct JoinCategory10 : KeyedCoProcessFunction<int64_t, Bid, Auction, AuctionBid
 DataStream<Q15Result> q15(DataStream<Event> events) {
   return bids(events)
       .keyBy([](const Bid& b) { return dayOf(b.dateTime); })
-      .process(DistinctCounts<std::string>{})
+      .process(DistinctCounts<std::string, Q15Result>{})
       .name("q15 Distinct per Day");
 }
 
-// q16: q15 per channel and day.
-DataStream<Q15Result> q16(DataStream<Event> events) {
+// q16: q15 per channel and day, with the latest minute of a bid.
+DataStream<Q16Result> q16(DataStream<Event> events) {
   return bids(events)
       .keyBy([](const Bid& b) { return std::pair<std::string, std::string>{b.channel, dayOf(b.dateTime)}; })
-      .process(DistinctCounts<std::pair<std::string, std::string>>{})
+      .process(DistinctCounts<std::pair<std::string, std::string>, Q16Result>{})
       .name("q16 Distinct per Channel and Day");
 }
 
@@ -586,11 +666,16 @@ std::optional<std::string> channelIdOf(const std::string& url) {
   return std::nullopt;
 }
 
-std::string splitIndex(const std::string& s, int index) {
+// Flink's SPLIT_INDEX (SqlFunctionUtils.splitIndex) splits with commons-lang's
+// StringUtils.splitByWholeSeparatorPreserveAllTokens, which keeps every part, empty ones
+// too (between two slashes, before the first, after the last), and returns no part at all
+// for an empty string; an index past the last part gives NULL.
+std::optional<std::string> splitIndex(const std::string& s, int index) {
+  if (s.empty() || index < 0) return std::nullopt;
   size_t start = 0;
   for (int i = 0; i < index; ++i) {
     start = s.find('/', start);
-    if (start == std::string::npos) return "";
+    if (start == std::string::npos) return std::nullopt;
     ++start;
   }
   size_t end = s.find('/', start);

@@ -43,7 +43,8 @@ struct Q5Result {
 };
 WEIR_STRUCT(Q5Result, auction, count, windowEnd);
 
-// q7: a bid with the highest price of its tumbling window.
+// q7: a bid with the highest price of its tumbling window, made in the window or at
+// exactly its end (the SQL's BETWEEN window_end - 10 s AND window_end).
 struct Q7Result {
   Bid bid;
   int64_t windowEnd = 0;
@@ -95,10 +96,11 @@ struct Q3Result {
 };
 WEIR_STRUCT(Q3Result, name, city, state, id);
 
-// q4: the running average closing price of a category.
+// q4: the running average closing price of a category: AVG of a BIGINT, a BIGINT (the
+// sum divided by the count, truncated toward zero).
 struct Q4Result {
   int64_t category = 0;
-  double average = 0;
+  int64_t average = 0;
   bool operator==(const Q4Result&) const = default;
 };
 WEIR_STRUCT(Q4Result, category, average);
@@ -111,7 +113,8 @@ struct AuctionBid {
 };
 WEIR_STRUCT(AuctionBid, auction, bid);
 
-// q17: the running statistics of an auction's bids on one day.
+// q17: the running statistics of an auction's bids on one day, in the SQL's column order
+// (avg_price before sum_price); the average is a BIGINT, truncated toward zero.
 struct Q17Result {
   int64_t auction = 0;
   std::string day;
@@ -121,24 +124,36 @@ struct Q17Result {
   int64_t rank3Bids = 0;  // price >= 1,000,000
   int64_t minPrice = 0;
   int64_t maxPrice = 0;
+  int64_t avgPrice = 0;
   int64_t sumPrice = 0;
-  double avgPrice = 0;
   bool operator==(const Q17Result&) const = default;
 };
-WEIR_STRUCT(Q17Result, auction, day, totalBids, rank1Bids, rank2Bids, rank3Bids, minPrice, maxPrice, sumPrice, avgPrice);
+WEIR_STRUCT(Q17Result, auction, day, totalBids, rank1Bids, rank2Bids, rank3Bids, minPrice, maxPrice, avgPrice, sumPrice);
 
-// q15 (per day) and q16 (per channel and day): bids, distinct bidders and distinct
-// auctions, in total and per price band (rank 1: price < 10,000; rank 2: < 1,000,000;
-// rank 3: the rest).
+// q15: per day, bids, distinct bidders and distinct auctions, in total and per price band
+// (rank 1: price < 10,000; rank 2: < 1,000,000; rank 3: the rest).
 struct Q15Result {
-  std::string channel;  // q16 only
   std::string day;
   int64_t totalBids = 0, rank1Bids = 0, rank2Bids = 0, rank3Bids = 0;
   int64_t totalBidders = 0, rank1Bidders = 0, rank2Bidders = 0, rank3Bidders = 0;
   int64_t totalAuctions = 0, rank1Auctions = 0, rank2Auctions = 0, rank3Auctions = 0;
   bool operator==(const Q15Result&) const = default;
 };
-WEIR_STRUCT(Q15Result, channel, day, totalBids, rank1Bids, rank2Bids, rank3Bids, totalBidders, rank1Bidders,
+WEIR_STRUCT(Q15Result, day, totalBids, rank1Bids, rank2Bids, rank3Bids, totalBidders, rank1Bidders, rank2Bidders,
+            rank3Bidders, totalAuctions, rank1Auctions, rank2Auctions, rank3Auctions);
+
+// q16: q15's columns per channel and day, and the latest minute (HH:mm, UTC) of a bid of
+// the channel that day (max(DATE_FORMAT(dateTime, 'HH:mm'))).
+struct Q16Result {
+  std::string channel;
+  std::string day;
+  std::string minute;
+  int64_t totalBids = 0, rank1Bids = 0, rank2Bids = 0, rank3Bids = 0;
+  int64_t totalBidders = 0, rank1Bidders = 0, rank2Bidders = 0, rank3Bidders = 0;
+  int64_t totalAuctions = 0, rank1Auctions = 0, rank2Auctions = 0, rank3Auctions = 0;
+  bool operator==(const Q16Result&) const = default;
+};
+WEIR_STRUCT(Q16Result, channel, day, minute, totalBids, rank1Bids, rank2Bids, rank3Bids, totalBidders, rank1Bidders,
             rank2Bidders, rank3Bidders, totalAuctions, rank1Auctions, rank2Auctions, rank3Auctions);
 
 // q21: a bid and the channel id its channel or url names.
@@ -152,15 +167,15 @@ struct Q21Result {
 };
 WEIR_STRUCT(Q21Result, auction, bidder, price, channel, channelId);
 
-// q22: a bid and the first three directories of its url.
+// q22: a bid and the first three directories of its url (NULL past its last part).
 struct Q22Result {
   int64_t auction = 0;
   int64_t bidder = 0;
   int64_t price = 0;
   std::string channel;
-  std::string dir1;
-  std::string dir2;
-  std::string dir3;
+  std::optional<std::string> dir1;
+  std::optional<std::string> dir2;
+  std::optional<std::string> dir3;
   bool operator==(const Q22Result&) const = default;
 };
 WEIR_STRUCT(Q22Result, auction, bidder, price, channel, dir1, dir2, dir3);
@@ -190,7 +205,7 @@ DataStream<Q3Result> q3(DataStream<Event> events);
 DataStream<AuctionBid> q9(DataStream<Event> events);
 DataStream<Q4Result> q4(DataStream<Event> events);
 DataStream<Q15Result> q15(DataStream<Event> events);
-DataStream<Q15Result> q16(DataStream<Event> events);
+DataStream<Q16Result> q16(DataStream<Event> events);
 DataStream<Q17Result> q17(DataStream<Event> events);
 DataStream<Bid> q18(DataStream<Event> events);
 DataStream<Bid> q19(DataStream<Event> events);
@@ -205,7 +220,8 @@ std::string dayOf(int64_t dateTime);  // yyyy-MM-dd (UTC)
 int priceBand(int64_t price);          // q15, q16, q17: 1, 2 or 3
 // q21's REGEXP_EXTRACT(url, '(&|^)channel_id=([^&]*)', 2), or nullopt.
 std::optional<std::string> channelIdOf(const std::string& url);
-// SPLIT_INDEX(s, '/', i): the i-th piece of `s` split at '/', or "" past the end.
-std::string splitIndex(const std::string& s, int i);
+// SPLIT_INDEX(s, '/', i): the i-th (from 0) part of `s` split at every '/' (empty parts
+// kept), or nullopt (NULL) past the last part; an empty `s` has no parts.
+std::optional<std::string> splitIndex(const std::string& s, int i);
 
 }  // namespace weir::nexmark
