@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "checkpoint/checkpoint_storage.h"
+#include "state/local_folder.h"
 #include "weir/error.h"
 
 namespace weir::cli {
@@ -61,7 +62,12 @@ int inspectCheckpoint(const std::string& path) {
   return 0;
 }
 
-int cleanCheckpoints(const std::string& path, bool dryRun) {
+int cleanCheckpoints(const std::string& path, bool dryRun, const std::string& rocksdbLocalDir) {
+  // The RocksDB working folders of runs that died (kill -9): no checkpoint uses them.
+  if (!dryRun) {
+    for (const auto& folder : state::removeDeadLocalFolders(rocksdbLocalDir))
+      std::printf("removed %s (the RocksDB folder of a run that is gone)\n", folder.c_str());
+  }
   std::vector<checkpoint::CleanedFolder> cleaned;
   try {
     cleaned = checkpoint::cleanCheckpoints(path, dryRun);

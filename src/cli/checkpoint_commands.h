@@ -16,10 +16,11 @@ namespace weir::cli {
 int inspectCheckpoint(const std::string& path);
 
 // Removes (or with `dryRun` lists) what no complete checkpoint under `path` uses, and
-// says how much. Exit code 0 when done, 1 when a running job holds the folder or a
-// checkpoint's metadata is damaged (nothing removed there), 2 when there are no
-// checkpoints at `path`.
-int cleanCheckpoints(const std::string& path, bool dryRun);
+// says how much; also (not dry) the RocksDB working folders of dead runs in
+// `rocksdbLocalDir` ("": $TMPDIR, else /tmp). Exit code 0 when done, 1 when a running job
+// holds the folder or a checkpoint's metadata is damaged (nothing removed there), 2 when
+// there are no checkpoints at `path`.
+int cleanCheckpoints(const std::string& path, bool dryRun, const std::string& rocksdbLocalDir = "");
 
 // The checkpoint and restart options of one `weir run <example>` subcommand.
 class CheckpointOptions {

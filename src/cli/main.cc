@@ -108,8 +108,13 @@ int run(int argc, char** argv) {
   clean->add_option("path", checkpointPath, "A job's checkpoint folder, or a checkpoint directory of job folders")
       ->required();
   clean->add_flag("--dry-run", dryRun, "Only list what would be removed");
-  clean->callback([&control, &checkpointPath, &dryRun] {
-    control = [&checkpointPath, &dryRun] { return weir::cli::cleanCheckpoints(checkpointPath, dryRun); };
+  std::string cleanRocksDir;
+  clean->add_option("--rocksdb-local-dir", cleanRocksDir,
+                    "Also remove the RocksDB folders of dead runs here (default $TMPDIR or /tmp)");
+  clean->callback([&control, &checkpointPath, &dryRun, &cleanRocksDir] {
+    control = [&checkpointPath, &dryRun, &cleanRocksDir] {
+      return weir::cli::cleanCheckpoints(checkpointPath, dryRun, cleanRocksDir);
+    };
   });
 
   weir::cli::requireWholeNumbers(app);

@@ -25,6 +25,7 @@
 
 #include "core/thread_name.h"
 #include "state/rocksdb_options.h"
+#include "state/local_folder.h"
 #include "weir/detail/state/operator_snapshot.h"
 #include "weir/detail/state/rocksdb_state.h"
 #include "weir/detail/state/ttl_state.h"
@@ -215,11 +216,6 @@ class Column final : public RocksDBColumn {
   rocksdb::WriteOptions writeOptions_;
 };
 
-std::string sanitize(const std::string& owner) {
-  std::string out;
-  for (char c : owner) out += (std::isalnum(static_cast<unsigned char>(c)) || c == '-' || c == '_') ? c : '_';
-  return out.substr(0, 64);
-}
 
 RocksDBOptions rocksDBOptions(const EmbeddedRocksDBStateBackend::Options& options, const SharedMemory& memory) {
   RocksDBOptions out;
@@ -245,28 +241,6 @@ RocksDBOptions rocksDBOptions(const EmbeddedRocksDBStateBackend::Options& option
 
 
 namespace {
-
-// A new folder under `base` ("": $TMPDIR, or /tmp), named after the process and `what`.
-std::string newLocalFolder(std::string base, const std::string& what) {
-  if (base.empty()) {
-    const char* tmp = std::getenv("TMPDIR");
-    base = tmp != nullptr && *tmp != '\0' ? tmp : "/tmp";
-  }
-  std::error_code ec;
-  if (!fs::is_directory(base, ec)) {
-    throw Error(ErrorCode::kIo, "RocksDB local directory '" + base +
-                                    "' does not exist or is not a folder; create it or choose another one");
-  }
-  static std::atomic<int> counter{0};
-  std::string folder = (fs::path(base) / ("weir-rocksdb-" + std::to_string(::getpid()) + "-" +
-                                          std::to_string(counter++) + "-" + sanitize(what)))
-                           .string();
-  if (!fs::create_directory(folder, ec) || ec) {
-    throw Error(ErrorCode::kIo, "cannot create the RocksDB folder '" + folder + "': " +
-                                    (ec ? ec.message() : std::string("it already exists")));
-  }
-  return folder;
-}
 
 // Puts a checkpoint's files into `folder` under RocksDB's names: SST files, which
 // RocksDB never changes, hard-linked when the file system allows, the rest copied.
@@ -298,7 +272,8 @@ void scanCheckpoint(const RestoredRocksDB& from, KeyGroupRange range, const std:
                     const std::function<void(const std::string& column, std::string_view key, std::string_view value)>&
                         visit) {
   if (range.size() == 0) return;
-  const std::string folder = newLocalFolder(localDirectory, "restore");
+  const state::LocalFolder local(localDirectory, "restore");
+  const std::string& folder = local.path();
   struct Cleanup {
     std::string folder;
     std::unique_ptr<rocksdb::DB> db;
@@ -331,25 +306,16 @@ class Instance final : public RocksDBInstance {
  public:
   Instance(const EmbeddedRocksDBStateBackend::Options& options, const std::string& owner)
       : memory_(sharedMemory(options)), localDirectory_(options.localDirectory),
-        directory_(newLocalFolder(options.localDirectory, owner)), incremental_(options.incrementalCheckpoints) {
+        local_(options.localDirectory, owner), directory_(local_.path()),
+        incremental_(options.incrementalCheckpoints) {
     writeOptions_.disableWAL = true;  // as for the columns' writes
     RocksDBOptions opened = rocksDBOptions(options, *memory_);
     columnOptions_ = opened.column;
     dbOptions_ = opened.db;
-    try {
-      open({rocksdb::kDefaultColumnFamilyName});
-    } catch (...) {
-      std::error_code ec;
-      fs::remove_all(directory_, ec);
-      throw;
-    }
+    open({rocksdb::kDefaultColumnFamilyName});  // (local_ removes the folder if it throws)
   }
 
-  ~Instance() override {
-    close();
-    std::error_code ec;
-    fs::remove_all(directory_, ec);
-  }
+  ~Instance() override { close(); }  // then local_ removes the folder
 
   RocksDBColumn& column(const std::string& name, const RocksDBTtlFilter* ttl) override {
     auto it = columns_.find(name);
@@ -721,7 +687,8 @@ class Instance final : public RocksDBInstance {
 
   std::shared_ptr<SharedMemory> memory_;
   std::string localDirectory_;  // the backend's, where restores make read-only copies
-  std::string directory_;
+  state::LocalFolder local_;    // the instance's folder, removed with it
+  const std::string directory_;
   bool incremental_;
   rocksdb::WriteOptions writeOptions_;
   rocksdb::ColumnFamilyOptions columnOptions_;

@@ -1,5 +1,5 @@
 // What one operator instance contributes to a checkpoint, and what a restored instance
-// starts from. Keyed state is in canonical form (keyed_state_store.h), operator state
+// starts from. Keyed state is in canonical form (keyed_state_backend.h), operator state
 // as serialized list elements (operator_state.h).
 #pragma once
 
