@@ -3,6 +3,7 @@
 #include <signal.h>
 
 #include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -21,6 +22,8 @@ std::optional<JobClient>& currentJob() {
   return job;
 }
 std::atomic<bool> gInterrupted{false};
+// How long a cancellation may take before the process quits anyway.
+constexpr std::chrono::seconds kCancelGrace{5};
 
 }  // namespace
 
@@ -40,6 +43,14 @@ void installInterruptHandler() {
       }
       std::fprintf(stderr, "\nweir: %s received, cancelling the job (again to quit at once)\n",
                    sig == SIGINT ? "interrupt" : "termination signal");
+      // Cancelling ends within a bounded time: what still runs after the grace period
+      // (a write to a disk that hangs, say) does not keep the process.
+      std::thread([] {
+        std::this_thread::sleep_for(kCancelGrace);
+        std::fprintf(stderr, "weir: the job did not finish cancelling within %lld s; quitting\n",
+                     static_cast<long long>(kCancelGrace.count()));
+        std::_Exit(130);
+      }).detach();
       std::lock_guard lock(jobMutex());
       if (currentJob()) currentJob()->cancel();  // else the job is cancelled as it registers
     }

@@ -1,13 +1,17 @@
 #include "weir/file_source.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <deque>
 #include <filesystem>
 #include <optional>
+#include <fcntl.h>
+#include <poll.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <system_error>
 
@@ -38,12 +42,9 @@ struct FileIdentity {
   }
 };
 
-std::optional<FileIdentity> identityOf(std::FILE* file) {
-  struct stat st {};
-  if (::fstat(::fileno(file), &st) != 0) return std::nullopt;
-  return FileIdentity{static_cast<uint64_t>(st.st_ino), static_cast<int64_t>(st.st_size),
-                      static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
-}
+// Opens `path` for reading without blocking: a FIFO without a writer does not hold the
+// task (or the job's start) until one comes.
+int openForReading(const std::string& path) { return ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC); }
 
 Error ioError(const std::string& what, const std::string& path, int err) {
   return Error(ErrorCode::kIo, "file source: cannot " + what + " '" + path + "': " + std::strerror(err));
@@ -63,10 +64,13 @@ class LineReader final : public SourceReader<std::string> {
   }
   ~LineReader() override { closeFile(); }
 
+  // A pipe or device with nothing to read yet returns what it has: the task looks at its
+  // mailbox (a cancellation, a checkpoint) and polls again soon, instead of blocking in a
+  // read that may never return.
   InputStatus pollNext(std::vector<std::string>& out, size_t maxRecords) override {
     size_t produced = 0;
     while (produced < maxRecords) {
-      if (!file_ && !openNext()) return produced > 0 ? InputStatus::MORE_AVAILABLE : InputStatus::END_OF_INPUT;
+      if (fd_ < 0 && !openNext()) return produced > 0 ? InputStatus::MORE_AVAILABLE : InputStatus::END_OF_INPUT;
       char* begin = buffer_.data() + pos_;
       char* end = buffer_.data() + len_;
       auto* nl = static_cast<char*>(std::memchr(begin, '\n', static_cast<size_t>(end - begin)));
@@ -81,11 +85,15 @@ class LineReader final : public SourceReader<std::string> {
       if (partial_.size() + static_cast<size_t>(end - begin) > maxLineLength_ + 1) lineTooLong(lineOffset());
       partial_.append(begin, end);
       pos_ = len_ = 0;
-      size_t n = std::fread(buffer_.data(), 1, buffer_.size(), file_);
+      if (!regular_ && !readable()) return produced > 0 ? InputStatus::MORE_AVAILABLE : InputStatus::NOTHING_AVAILABLE;
+      ssize_t got = ::read(fd_, buffer_.data(), buffer_.size());
+      if (got < 0 && (errno == EAGAIN || errno == EINTR))
+        return produced > 0 ? InputStatus::MORE_AVAILABLE : InputStatus::NOTHING_AVAILABLE;
+      if (got < 0) throw ioError("read", path_, errno);
+      const size_t n = static_cast<size_t>(got);
       fileOffset_ += n;
       bytesIn_.inc(n);
       if (n == 0) {
-        if (std::ferror(file_)) throw ioError("read", path_, errno);
         if (!partial_.empty()) {
           emit(out, partial_.data(), partial_.data() + partial_.size());
           ++produced;
@@ -99,11 +107,15 @@ class LineReader final : public SourceReader<std::string> {
 
   void close() override { closeFile(); }
 
+  std::chrono::steady_clock::time_point nextPollTime() const override {
+    return std::chrono::steady_clock::now() + std::chrono::milliseconds(5);
+  }
+
   // "offset inode size mtime path" of the file being read (the offset of its next line),
   // then those of restored files not begun yet.
   std::vector<std::string> snapshotState(int64_t) override {
     std::vector<std::string> out;
-    if (file_) out.push_back(std::to_string(lineOffset()) + " " + identity_.text() + " " + path_);
+    if (fd_ >= 0) out.push_back(std::to_string(lineOffset()) + " " + identity_.text() + " " + path_);
     for (const auto& r : restored_) out.push_back(std::to_string(r.offset) + " " + r.identity.text() + " " + r.path);
     return out;
   }
@@ -169,21 +181,23 @@ class LineReader final : public SourceReader<std::string> {
       if (!split) return false;
       path_ = static_cast<FileSplit&>(*split).path;
     }
-    file_ = std::fopen(path_.c_str(), "rb");
-    if (!file_ && expected && errno == ENOENT)
+    fd_ = openForReading(path_);
+    if (fd_ < 0 && expected && errno == ENOENT)
       throw Error(ErrorCode::kCheckpoint, "file source: '" + path_ + "', which the restored checkpoint was reading at offset " +
                                               std::to_string(offset) + ", is gone; it cannot be resumed");
-    if (!file_) throw ioError("open", path_, errno);
-    auto identity = identityOf(file_);
-    if (!identity) throw ioError("look at", path_, errno);
-    identity_ = *identity;
+    if (fd_ < 0) throw ioError("open", path_, errno);
+    struct stat st {};
+    if (::fstat(fd_, &st) != 0) throw ioError("look at", path_, errno);
+    regular_ = S_ISREG(st.st_mode);
+    identity_ = FileIdentity{static_cast<uint64_t>(st.st_ino), static_cast<int64_t>(st.st_size),
+                             static_cast<int64_t>(st.st_mtim.tv_sec) * 1'000'000'000 + st.st_mtim.tv_nsec};
     if (expected && !(*expected == identity_))
       throw Error(ErrorCode::kCheckpoint,
                   "file source: '" + path_ + "' changed since the restored checkpoint read it to offset " +
                       std::to_string(offset) + " (it was " + std::to_string(expected->size) + " bytes, inode " +
                       std::to_string(expected->inode) + "; it is " + std::to_string(identity_.size) + " bytes, inode " +
                       std::to_string(identity_.inode) + ", or modified since); it cannot be resumed");
-    if (offset > 0 && std::fseek(file_, offset, SEEK_SET) != 0) throw ioError("seek in", path_, errno);
+    if (offset > 0 && ::lseek(fd_, offset, SEEK_SET) != offset) throw ioError("seek in", path_, errno);
     fileOffset_ = static_cast<uint64_t>(offset);
     pos_ = len_ = 0;
     partial_.clear();
@@ -191,15 +205,24 @@ class LineReader final : public SourceReader<std::string> {
   }
 
   void closeFile() {
-    if (file_) std::fclose(file_);
-    file_ = nullptr;
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+  // A pipe or device: whether a read would not block now. A FIFO that no writer has
+  // opened yet waits (no event); one whose writers are gone reads its end.
+  bool readable() const {
+    pollfd p{fd_, POLLIN, 0};
+    int n = ::poll(&p, 1, 0);
+    return n > 0;
   }
 
   SplitEnumerator* enumerator_;
   int subtask_;
   Counter bytesIn_;
   size_t maxLineLength_;
-  std::FILE* file_ = nullptr;
+  int fd_ = -1;
+  bool regular_ = true;  // a regular file: reads do not block
   std::string path_;
   FileIdentity identity_;  // of the file being read
   std::vector<char> buffer_;
@@ -248,9 +271,9 @@ std::unique_ptr<SplitEnumerator> FileSource::createEnumerator(int) const {
   std::deque<std::unique_ptr<SourceSplit>> splits;
   for (auto& f : files) {
     // Fail before the job starts rather than halfway through it.
-    std::FILE* probe = std::fopen(f.c_str(), "rb");
-    if (!probe) throw ioError("open", f, errno);
-    std::fclose(probe);
+    int probe = openForReading(f);
+    if (probe < 0) throw ioError("open", f, errno);
+    ::close(probe);
     splits.push_back(std::make_unique<FileSplit>(f));
   }
   return std::make_unique<SharedSplitEnumerator>(std::move(splits));
