@@ -1,5 +1,6 @@
 // Triggers, evictors and GlobalWindows against brute forces that replay each key's
-// records in arrival order.
+// records in arrival order. Small cases with exact expected outputs are golden files:
+// tests/golden/window_global_*.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -316,19 +317,6 @@ TEST(Evictors, EvictingAfterTheFunctionKeepsTheRestForTheNextFiring) {
       .sinkTo(sink);
   env.execute();
   EXPECT_EQ(sorted(sink.getResults()), expected);
-}
-
-// GlobalWindows' default trigger never fires: the one window has no end.
-TEST(CountWindows, GlobalWindowsWithoutATriggerNeverFire) {
-  StreamExecutionEnvironment env;
-  CollectSink<int64_t> sink;
-  env.fromElements<int64_t>(1, 2, 3, 4)
-      .keyBy([](int64_t v) { return v % 2; })
-      .window(GlobalWindows::create())
-      .reduce([](int64_t a, int64_t b) { return a + b; })
-      .sinkTo(sink);
-  env.execute();
-  EXPECT_TRUE(sink.getResults().empty());
 }
 
 }  // namespace

@@ -80,15 +80,16 @@ class IntervalJoinFunction final : public KeyedCoProcessFunction<K, IN1, IN2, ty
  private:
   int64_t leftRetention() const { return std::max<int64_t>(bounds_.upper, 0); }
   int64_t rightRetention() const { return bounds_.lower >= 0 ? 0 : saturatingSub(0, bounds_.lower); }
-  // The first watermark after which no partner can come; a record exactly at the
-  // watermark is not late yet (as in Flink), so the buffer keeps it one ms longer.
   static int64_t saturatingSub(int64_t a, int64_t b) {
     __int128 d = static_cast<__int128>(a) - b;
     if (d > std::numeric_limits<int64_t>::max()) return std::numeric_limits<int64_t>::max();
     if (d < std::numeric_limits<int64_t>::min()) return std::numeric_limits<int64_t>::min();
     return static_cast<int64_t>(d);
   }
-  static int64_t cleanupTime(int64_t t, int64_t retention) { return saturatingAdd(saturatingAdd(t, retention), 1); }
+  // When a record at `t` leaves its buffer: once the watermark reaches t + retention, as
+  // Flink's IntervalJoinOperator (its cleanup timer fires at that watermark). A partner
+  // at exactly that time is not late yet, but Flink has dropped the record: no pair.
+  static int64_t cleanupTime(int64_t t, int64_t retention) { return saturatingAdd(t, retention); }
 
   static int64_t timestampOf(typename Base::Context& ctx) {
     if (!ctx.timestamp())

@@ -1,0 +1,332 @@
+// One operator of a job, run by itself: records, watermarks and processing time in, what
+// it emits out (Flink's KeyedOneInputStreamOperatorTestHarness and
+// KeyedTwoInputStreamOperatorTestHarness). The operator is built by the public API, so
+// the test exercises the same path a job does:
+//
+//   StreamExecutionEnvironment env;
+//   OutputTag<Rec> late("late");
+//   auto sums = env.fromElements(Rec{})
+//                   .keyBy(KeyOf{})
+//                   .window(TumblingEventTimeWindows::of(3s))
+//                   .sideOutputLateData(late)
+//                   .reduce(Sum{});
+//   test::OperatorHarness<Rec> harness(sums);       // the operator that made `sums`
+//   harness.captureSideOutput(late);                 // side outputs before open()
+//   harness.open();
+//   harness.processElement(Rec{"key1", 1}, 3999);
+//   harness.processWatermark(3999);
+//   harness.setProcessingTime(5000);                 // fires timers before 5000
+//   harness.output().events();                       // records, watermarks, end of input
+//
+// The operator instance comes from the Transformation the API recorded for `stream`
+// (createOperator()), and is wired as the runtime wires one (src/runtime/attempt.cc):
+// a RuntimeContext of subtask 0 of 1 with the chosen state backend, a ManualClock and a
+// ProcessingTimeService of the harness's own, setup(), setOutput(), addSideOutput(),
+// open(). Time moves only when the test moves it. Records go in one batch per call, as
+// a chain hands them on; a batch of several tests what one record at a time cannot.
+// Single-threaded, like the subtask it stands in for.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "weir/clock.h"
+#include "weir/data_stream.h"
+#include "weir/detail/core/output.h"
+#include "weir/detail/runtime/stream_graph.h"
+#include "weir/detail/state/operator_snapshot.h"
+#include "weir/detail/time/processing_time_service.h"
+#include "weir/key_group.h"
+#include "weir/output_tag.h"
+#include "weir/runtime_context.h"
+#include "weir/state_backend.h"
+
+namespace weir::test {
+
+// One thing an operator emitted: a record (with its timestamp, if it has one), a
+// watermark, a change of idleness, or the end of its input.
+template <class T>
+struct Emitted {
+  enum class Kind { kRecord, kWatermark, kIdle, kActive, kEndOfInput };
+  Kind kind = Kind::kRecord;
+  std::optional<T> record;            // kRecord
+  std::optional<int64_t> timestamp;   // kRecord: none when the stream carries none
+  int64_t watermark = 0;              // kWatermark
+};
+
+// Keeps everything handed to it, in order. A batch must carry a timestamp for every
+// record or none; anything else is an error of the operator, reported as a logic_error.
+template <class T>
+class CapturingOutput final : public detail::Output<T> {
+ public:
+  void processBatch(std::span<T> records, detail::Timestamps timestamps) override {
+    if (!timestamps.empty() && timestamps.size() != records.size())
+      throw std::logic_error("a batch of " + std::to_string(records.size()) + " records came with " +
+                             std::to_string(timestamps.size()) + " timestamps");
+    for (size_t i = 0; i < records.size(); ++i) {
+      Emitted<T> e;
+      e.record = std::move(records[i]);
+      if (!timestamps.empty()) e.timestamp = timestamps[i];
+      events_.push_back(std::move(e));
+    }
+  }
+  void processWatermark(int64_t watermark) override {
+    Emitted<T> e;
+    e.kind = Emitted<T>::Kind::kWatermark;
+    e.watermark = watermark;
+    events_.push_back(std::move(e));
+  }
+  void processIdleness(bool idle) override {
+    Emitted<T> e;
+    e.kind = idle ? Emitted<T>::Kind::kIdle : Emitted<T>::Kind::kActive;
+    events_.push_back(std::move(e));
+  }
+  void endInput() override {
+    Emitted<T> e;
+    e.kind = Emitted<T>::Kind::kEndOfInput;
+    events_.push_back(std::move(e));
+  }
+
+  const std::vector<Emitted<T>>& events() const { return events_; }
+  // The records only, in order.
+  std::vector<T> records() const {
+    std::vector<T> out;
+    for (const auto& e : events_)
+      if (e.kind == Emitted<T>::Kind::kRecord) out.push_back(*e.record);
+    return out;
+  }
+  void clear() { events_.clear(); }
+
+ private:
+  std::vector<Emitted<T>> events_;
+};
+
+// How the harness runs its operator.
+struct HarnessOptions {
+  // Where keyed state lives (default: the heap).
+  std::shared_ptr<const StateBackend> stateBackend = std::make_shared<HashMapStateBackend>();
+  // What the ManualClock reads until setProcessingTime (default 0).
+  int64_t processingTime = 0;
+  // Key groups of the job (default 128, as a job's); the harness is subtask 0 of 1,
+  // so it owns them all.
+  int maxParallelism = 128;
+};
+
+// Runs the operator that produced a stream of OUT, alone. Call captureSideOutput for
+// every side output to keep, then open(); then feed it. One-input operators take
+// processElement / processBatch; two-input ones (connect, intervalJoin) take the first
+// input by those and the second by processElement2 / processBatch2. Throws
+// std::invalid_argument when the stream is not made by an operator or a record's type
+// is not the input's.
+template <class OUT>
+class OperatorHarness {
+ public:
+  explicit OperatorHarness(const DataStream<OUT>& stream, HarnessOptions options = {})
+      : graph_(stream.graph()), node_(graph_->node(stream.id())), options_(std::move(options)),
+        clock_(std::make_shared<ManualClock>(options_.processingTime)) {
+    if (node_.kind != detail::Transformation::Kind::kOperator || !node_.createOperator)
+      throw std::invalid_argument("OperatorHarness: '" + node_.name + "' is not an operator; pass the stream it made");
+    create(nullptr);
+  }
+  OperatorHarness(const OperatorHarness&) = delete;
+  OperatorHarness& operator=(const OperatorHarness&) = delete;
+  ~OperatorHarness() {
+    try {
+      close();
+    } catch (...) {
+      // A failing close() in a destructor has nowhere to go; close() explicitly to see it.
+    }
+  }
+
+  // Keeps what the operator emits to `tag`. Before open().
+  template <class X>
+  CapturingOutput<X>& captureSideOutput(const OutputTag<X>& tag) {
+    if (opened_) throw std::logic_error("OperatorHarness: captureSideOutput after open()");
+    auto capture = std::make_unique<SideCapture<X>>();
+    auto* out = &capture->output;
+    operator_->addSideOutput(tag.index(), capture->wrap());
+    sideOutputs_.emplace_back(tag.index(), std::move(capture));
+    return *out;
+  }
+
+  void open() {
+    operator_->open();
+    opened_ = true;
+  }
+  // Closes the operator (once); the destructor does it otherwise.
+  void close() {
+    if (!opened_) return;
+    opened_ = false;
+    operator_->close();
+  }
+
+  // A record of the (first) input, in a batch of its own; no timestamp: a stream without
+  // them (no WatermarkStrategy upstream).
+  template <class IN>
+  void processElement(IN record, std::optional<int64_t> timestamp = std::nullopt) {
+    std::vector<IN> records;
+    records.push_back(std::move(record));
+    std::vector<int64_t> timestamps;
+    if (timestamp) timestamps.push_back(*timestamp);
+    processBatch(std::move(records), std::move(timestamps));
+  }
+  // Records of the (first) input in one batch; `timestamps` has one per record, or is
+  // empty.
+  template <class IN>
+  void processBatch(std::vector<IN> records, std::vector<int64_t> timestamps = {}) {
+    feed(typedInput<IN>(operator_->input(), "first"), std::move(records), std::move(timestamps));
+  }
+  template <class IN2>
+  void processElement2(IN2 record, std::optional<int64_t> timestamp = std::nullopt) {
+    std::vector<IN2> records;
+    records.push_back(std::move(record));
+    std::vector<int64_t> timestamps;
+    if (timestamp) timestamps.push_back(*timestamp);
+    processBatch2(std::move(records), std::move(timestamps));
+  }
+  template <class IN2>
+  void processBatch2(std::vector<IN2> records, std::vector<int64_t> timestamps = {}) {
+    feed(typedInput<IN2>(operator_->secondInput(), "second"), std::move(records), std::move(timestamps));
+  }
+
+  // The operator's input watermark (both inputs of a two-input operator), as is.
+  void processWatermark(int64_t watermark) {
+    watermark1_ = watermark2_ = watermark;
+    combined_ = watermark;
+    operator_->input()->processWatermark(watermark);
+  }
+  // One input's watermark of a two-input operator: the operator gets the smaller of the
+  // two whenever that moves forward, as the runtime's watermark valve hands it on.
+  void processWatermark1(int64_t watermark) { inputWatermark(watermark1_, watermark); }
+  void processWatermark2(int64_t watermark) { inputWatermark(watermark2_, watermark); }
+  void processIdleness(bool idle) { operator_->input()->processIdleness(idle); }
+
+  // The clock reads `now`: processing-time timers registered for times before it fire
+  // (a timer for t fires once the clock reads t + 1, as in the runtime and in Flink's
+  // SystemProcessingTimeService).
+  void setProcessingTime(int64_t now) {
+    clock_->setTime(now);
+    processingTime_->fireDue(now);
+  }
+  // The input ended: pending processing-time timers are dropped (as the subtask does)
+  // and the operator finishes.
+  void endInput() {
+    processingTime_->quiesce();
+    operator_->input()->endInput();
+  }
+
+  // Checkpoints the operator and replaces it by a new instance restored from that
+  // checkpoint (Flink's snapshot(), close(), initializeState(), open()); outputs and
+  // metrics carry on. Incremental RocksDB checkpoints are not supported here.
+  void snapshotAndRestore() {
+    auto restored = std::make_unique<detail::RestoredOperatorState>();
+    const KeyGroupRange all{0, options_.maxParallelism - 1};
+    restored->keyGroups = all;
+    {
+      // Read and released before the operator closes: a snapshot may hold on to its
+      // state backend (a RocksDB snapshot).
+      detail::OperatorSnapshot snapshot;
+      operator_->snapshotState(++checkpointId_, clock_->currentTimeMillis(), snapshot);
+      if (snapshot.rocksdb)
+        throw std::invalid_argument("OperatorHarness: incremental RocksDB checkpoints cannot be restored here");
+      for (auto& [name, state] : snapshot.keyed) {
+        auto& entries = restored->keyed[name];
+        state->readEntries(all, [&](const detail::StateEntry& e) {
+          entries.push_back({e.keyGroup, std::string(e.key), std::string(e.value)});
+        });
+      }
+      restored->operatorState = std::move(snapshot.operatorState);
+    }
+    close();
+    create(std::move(restored));
+    open();
+  }
+
+  CapturingOutput<OUT>& output() { return output_; }
+  template <class X>
+  CapturingOutput<X>& sideOutput(const OutputTag<X>& tag) {
+    for (auto& [index, capture] : sideOutputs_)
+      if (index == tag.index()) return static_cast<SideCapture<X>&>(*capture).output;
+    throw std::invalid_argument("OperatorHarness: side output '" + tag.getId() + "' is not captured");
+  }
+  // The subtask's counters (numLateRecordsDropped, ...), over every instance.
+  detail::TaskMetrics& metrics() { return metrics_; }
+  ManualClock& clock() { return *clock_; }
+  detail::StreamOperator& op() { return *operator_; }
+
+ private:
+  struct SideCaptureBase {
+    virtual ~SideCaptureBase() = default;
+    virtual std::unique_ptr<detail::SideOutputBase> wrap() = 0;
+  };
+  template <class X>
+  struct SideCapture final : SideCaptureBase {
+    CapturingOutput<X> output;
+    std::unique_ptr<detail::SideOutputBase> wrap() override {
+      return std::make_unique<detail::SideOutput<X>>(&output, detail::kBatchRecords<X>);
+    }
+  };
+
+  // A new operator instance, wired to the outputs (and side outputs captured so far).
+  void create(std::unique_ptr<detail::RestoredOperatorState> restored) {
+    operator_ = node_.createOperator();
+    context_ = std::make_unique<RuntimeContext>(node_.name, 0, 1, options_.maxParallelism);
+    processingTime_ = std::make_unique<detail::ProcessingTimeService>();
+    context_->setStateBackend(options_.stateBackend);
+    context_->setClock(clock_);
+    context_->setProcessingTimeService(processingTime_.get());
+    context_->setRestored(std::move(restored));
+    operator_->setup(context_.get(), &metrics_);
+    if (!node_.isSink) operator_->setOutput(&output_);
+    for (auto& [index, capture] : sideOutputs_) operator_->addSideOutput(index, capture->wrap());
+  }
+
+  template <class IN>
+  static detail::Output<IN>& typedInput(detail::OutputBase* input, const char* which) {
+    auto* typed = dynamic_cast<detail::Output<IN>*>(input);
+    if (typed == nullptr)
+      throw std::invalid_argument(std::string("OperatorHarness: the operator has no ") + which +
+                                  " input of the record type given");
+    return *typed;
+  }
+  template <class IN>
+  static void feed(detail::Output<IN>& input, std::vector<IN> records, std::vector<int64_t> timestamps) {
+    if (!timestamps.empty() && timestamps.size() != records.size())
+      throw std::invalid_argument("OperatorHarness: a batch needs a timestamp for every record or none");
+    input.processBatch(std::span<IN>(records), detail::Timestamps(timestamps));
+  }
+  void inputWatermark(int64_t& input, int64_t watermark) {
+    input = watermark;
+    int64_t combined = std::min(watermark1_, watermark2_);
+    if (combined <= combined_) return;
+    combined_ = combined;
+    operator_->input()->processWatermark(combined);
+  }
+
+  std::shared_ptr<detail::GraphBuilder> graph_;  // keeps node_ alive
+  detail::Transformation& node_;
+  HarnessOptions options_;
+  std::shared_ptr<ManualClock> clock_;
+  detail::TaskMetrics metrics_;
+  CapturingOutput<OUT> output_;
+  std::vector<std::pair<int, std::unique_ptr<SideCaptureBase>>> sideOutputs_;
+  std::unique_ptr<RuntimeContext> context_;
+  std::unique_ptr<detail::ProcessingTimeService> processingTime_;
+  std::unique_ptr<detail::StreamOperator> operator_;
+  bool opened_ = false;
+  int64_t checkpointId_ = 0;
+  int64_t watermark1_ = std::numeric_limits<int64_t>::min();
+  int64_t watermark2_ = std::numeric_limits<int64_t>::min();
+  int64_t combined_ = std::numeric_limits<int64_t>::min();
+};
+
+}  // namespace weir::test
