@@ -2,6 +2,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 #include "weir/weir.h"
@@ -77,6 +78,10 @@ TEST(TextFileSink, AnUnwritableFolderFailsTheJobNamingIt) {
   fs::remove(blocker);
 }
 
+struct TagWithSubtask : RichMapFunction<int, int> {
+  int map(const int& v) override { return v * 10 + getRuntimeContext().getIndexOfThisSubtask(); }
+};
+
 TEST(PrintSink, PrintsOneLinePerRecordWithASubtaskPrefixWhenParallel) {
   testing::internal::CaptureStdout();
   {
@@ -102,13 +107,25 @@ TEST(PrintSink, PrintsOneLinePerRecordWithASubtaskPrefixWhenParallel) {
   testing::internal::CaptureStdout();
   {
     StreamExecutionEnvironment env;
-    env.fromElements(7, 8).rebalance().map([](int v) { return v; }).setParallelism(2).print().setParallelism(2);
+    // Each record carries the subtask that handled it (v * 10 + index), which the print
+    // sink chained to it must show as its prefix (index + 1).
+    env.fromElements(7, 8).rebalance().map(TagWithSubtask{}).setParallelism(2).print().setParallelism(2);
     env.execute();
   }
   std::string out = testing::internal::GetCapturedStdout();
-  // Round robin from one producer: one record to each subtask.
-  EXPECT_TRUE(out == "1> 8\n2> 7\n" || out == "2> 7\n1> 8\n" || out == "1> 7\n2> 8\n" || out == "2> 8\n1> 7\n") << out;
-  EXPECT_EQ(out.size(), 10u);
+  std::stringstream lines(out);
+  std::set<int> values;
+  std::set<int> prefixes;
+  for (std::string line; std::getline(lines, line);) {
+    ASSERT_EQ(line.size(), 5u) << out;
+    int prefix = line[0] - '0', tagged = std::stoi(line.substr(3));
+    EXPECT_EQ(line.substr(1, 2), "> ") << out;
+    EXPECT_EQ(prefix, tagged % 10 + 1) << "the line of subtask " << tagged % 10 + 1 << " has prefix " << prefix;
+    values.insert(tagged / 10);
+    prefixes.insert(prefix);
+  }
+  EXPECT_EQ(values, (std::set<int>{7, 8})) << out;
+  EXPECT_EQ(prefixes, (std::set<int>{1, 2})) << "round robin from one producer: one record to each subtask";
 }
 
 }  // namespace

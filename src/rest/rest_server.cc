@@ -112,11 +112,19 @@ class RestServer::Impl {
     raiseListenBacklog(port_);
     listener_ = std::thread([this] {
       core::nameThisThread("weir REST");
+      // The API can fail after the port was bound (its threads cannot be made): the jobs
+      // run on without it, and stderr says so.
+      std::string why;
       try {
         http_.listen_after_bind();
+      } catch (const std::exception& e) {
+        why = e.what();
       } catch (...) {
-        // Threads could not be created: the API is unavailable, the jobs run on.
+        why = "unknown error";
       }
+      if (!why.empty())
+        std::fprintf(stderr, "weir: the REST API and Web UI at http://%s:%d are not available: %s; the jobs run on\n",
+                     options_.address.c_str(), port_, why.c_str());
       listenerDone_ = true;
     });
     // httplib's stop() is ignored until the listener runs: wait for it, so that a server

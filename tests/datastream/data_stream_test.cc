@@ -312,10 +312,13 @@ TEST(DataStream, RebalanceSpreadsRoundRobin) {
       .setParallelism(4)
       .sinkTo(sink);
   env.execute();
-  std::map<int, int> perSubtask;
-  for (auto& [s, v] : sink.getResults()) perSubtask[s]++;
-  ASSERT_EQ(perSubtask.size(), 4u);
-  for (auto& [s, n] : perSubtask) EXPECT_EQ(n, 1000) << "subtask " << s;
+  // From one producer, record i goes to the subtask after record i - 1's, in a circle:
+  // the subtask of each record follows from the first one's.
+  std::map<int64_t, int> subtaskOf;
+  for (auto& [s, v] : sink.getResults()) EXPECT_TRUE(subtaskOf.emplace(v, s).second) << v << " arrived twice";
+  ASSERT_EQ(subtaskOf.size(), 4000u);
+  const int first = subtaskOf.at(0);
+  for (auto& [v, s] : subtaskOf) ASSERT_EQ(s, (first + v) % 4) << "record " << v;
 }
 
 // The names of the threads that ran `recordThreadName`, as top -H, perf and gdb show them.
@@ -353,15 +356,20 @@ TEST(DataStream, ShuffleReachesEverySubtaskAndLosesNothing) {
       .setParallelism(4)
       .sinkTo(sink);
   env.execute();
-  std::set<int> subtasks;
+  std::map<int, int> perSubtask;
   std::vector<int64_t> values;
   for (auto& [s, v] : sink.getResults()) {
-    subtasks.insert(s);
+    perSubtask[s]++;
     values.push_back(v);
   }
-  EXPECT_EQ(subtasks.size(), 4u);
-  ASSERT_EQ(values.size(), 4000u);
-  EXPECT_EQ(sorted(values).back(), 3999);
+  // Every record exactly once (no loss hidden by a duplicate) ...
+  std::vector<int64_t> expected(4000);
+  for (int64_t i = 0; i < 4000; ++i) expected[static_cast<size_t>(i)] = i;
+  EXPECT_EQ(sorted(values), expected);
+  // ... spread at random over every subtask: each gets about a quarter (1,000 +- 27 by
+  // the binomial's deviation; under 800 or over 1,200 is all but impossible).
+  ASSERT_EQ(perSubtask.size(), 4u);
+  for (auto& [s, n] : perSubtask) EXPECT_TRUE(n > 800 && n < 1200) << "subtask " << s << " got " << n;
 }
 
 TEST(DataStream, BroadcastSendsEveryRecordToEverySubtask) {
@@ -438,6 +446,13 @@ TEST(DataStream, ASubtaskOutOfInputSendsItsPartlyFilledBuffersAtOnce) {
   EXPECT_EQ(sorted(sink.getResults()), (std::vector<int64_t>{10, 20, 30, 40}));
 }
 
+// The subtask a record is in after a forward edge (in a vertex of its own).
+struct WhereAfterForward : RichMapFunction<std::pair<int, int64_t>, std::pair<int, std::pair<int, int64_t>>> {
+  std::pair<int, std::pair<int, int64_t>> map(const std::pair<int, int64_t>& p) override {
+    return {getRuntimeContext().getIndexOfThisSubtask(), p};
+  }
+};
+
 TEST(DataStream, ForwardKeepsRecordsOnTheirSubtask) {
   StreamExecutionEnvironment env;
   env.setParallelism(2);
@@ -448,11 +463,14 @@ TEST(DataStream, ForwardKeepsRecordsOnTheirSubtask) {
       .forward()
       .map([](const std::pair<int, int64_t>& p) { return p; })
       .disableChaining()
-      .map([](const std::pair<int, int64_t>& p) { return std::pair<int, std::pair<int, int64_t>>{-1, p}; })
+      .map(WhereAfterForward{})
       .sinkTo(sink);
   env.execute();
   ASSERT_EQ(sink.getResults().size(), 2000u);
-  for (auto& [unused, p] : sink.getResults()) EXPECT_EQ(p.first, p.second / 1000);
+  for (auto& [after, p] : sink.getResults()) {
+    EXPECT_EQ(p.first, p.second / 1000) << "the source's subtask " << p.first << " made record " << p.second;
+    EXPECT_EQ(after, p.first) << "record " << p.second << " crossed the forward edge to another subtask";
+  }
 }
 
 TEST(DataStream, ForwardBetweenDifferentParallelismIsAnError) {
