@@ -7,6 +7,7 @@
 
 #include <absl/hash/hash.h>
 
+#include <algorithm>
 #include <bit>
 #include <cstdint>
 #include <cstring>
@@ -26,6 +27,14 @@ namespace weir {
 // Default and largest maxParallelism (Flink: 128 by default, 2^15 at most).
 inline constexpr int kDefaultMaxParallelism = 128;
 inline constexpr int kUpperBoundMaxParallelism = 32768;
+
+// Flink's default max parallelism for an operator of parallelism `p` when none is set:
+// min(max(roundUpToPowerOfTwo(p + p / 2), 128), 32768).
+inline int defaultMaxParallelism(int p) {
+  int64_t wanted = static_cast<int64_t>(p) + p / 2, power = 1;
+  while (power < wanted) power *= 2;
+  return static_cast<int>(std::min<int64_t>(std::max<int64_t>(power, kDefaultMaxParallelism), kUpperBoundMaxParallelism));
+}
 
 // A contiguous, inclusive range of key groups [start, end]; empty when end < start.
 struct KeyGroupRange {

@@ -34,9 +34,12 @@ class StreamExecutionEnvironment {
   // Default parallelism of every operator (default 1); at least 1, at most maxParallelism.
   StreamExecutionEnvironment& setParallelism(int parallelism);
   int getParallelism() const;
-  // Number of key groups, the upper bound of any keyed operator's parallelism
-  // (default 128, at most 32768). Fixed for the life of the job's state.
+  // Number of key groups, the upper bound of any keyed operator's parallelism (at most
+  // 32768; see getMaxParallelism for the default). Fixed for the life of the job's state.
   StreamExecutionEnvironment& setMaxParallelism(int maxParallelism);
+  // The max parallelism set, or -1 when none is (then, as in Flink, a job takes the
+  // default of its highest parallelism, min(max(roundUpToPowerOfTwo(p + p/2), 128),
+  // 32768), or on a restore the max parallelism of the checkpoint it restores).
   int getMaxParallelism() const;
   // Buffers (of up to 1024 records and about 32 KiB) each channel may hold before its
   // producer waits (Flink's buffers-per-channel; default 4).

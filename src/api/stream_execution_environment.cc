@@ -5,9 +5,7 @@
 
 namespace weir {
 
-StreamExecutionEnvironment::StreamExecutionEnvironment() : graph_(std::make_shared<detail::GraphBuilder>()) {
-  graph_->graph.maxParallelism = kDefaultMaxParallelism;
-}
+StreamExecutionEnvironment::StreamExecutionEnvironment() : graph_(std::make_shared<detail::GraphBuilder>()) {}
 
 StreamExecutionEnvironment& StreamExecutionEnvironment::setParallelism(int parallelism) {
   if (parallelism < 1)
@@ -27,7 +25,9 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setMaxParallelism(int ma
   return *this;
 }
 
-int StreamExecutionEnvironment::getMaxParallelism() const { return graph_->graph.maxParallelism; }
+int StreamExecutionEnvironment::getMaxParallelism() const {
+  return graph_->graph.maxParallelism > 0 ? graph_->graph.maxParallelism : -1;
+}
 
 StreamExecutionEnvironment& StreamExecutionEnvironment::setBuffersPerChannel(int buffers) {
   if (buffers < 1)

@@ -1,12 +1,10 @@
 #include "checkpoint/checkpoint_coordinator.h"
 
-#include <fcntl.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <filesystem>
 #include <future>
 
+#include "core/sync_point.h"
 #include "core/thread_name.h"
 #include "weir/error.h"
 
@@ -19,27 +17,29 @@ namespace fs = std::filesystem;
 namespace {
 
 // _metadata goes first: a folder whose removal is cut short (the process dies) is no
-// longer a checkpoint, rather than one with files missing.
-void removeFolder(const std::string& folder) {
-  std::error_code ec;
-  if (fs::remove(fs::path(folder) / "_metadata", ec)) {
-    int fd = ::open(folder.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);  // make it last
-    if (fd >= 0) {
-      ::fsync(fd);
-      ::close(fd);
-    }
-  }
-  fs::remove_all(folder, ec);
+// longer a checkpoint, rather than one with files missing. Best effort: what cannot be
+// removed stays (`weir checkpoint clean` removes it later).
+void removeFolder(core::FileSystem& fileSystem, const std::string& folder) {
+  std::error_code ec = fileSystem.remove((fs::path(folder) / "_metadata").string());
+  if (ec && ec != std::errc::no_such_file_or_directory) return;  // the checkpoint stays whole
+  // The removal of _metadata must be durable before a file it names goes.
+  if (!ec && fileSystem.syncDirectory(folder)) return;
+  fileSystem.removeAll(folder);
 }
 
 }  // namespace
 
 CheckpointCoordinator::CheckpointCoordinator(CheckpointConfig config, std::string jobFolder, std::string jobId,
-                                             int maxParallelism, int64_t firstId, std::shared_ptr<const Clock> clock)
+                                             int maxParallelism, int64_t firstId, std::shared_ptr<const Clock> clock,
+                                             std::shared_ptr<core::FileSystem> fileSystem)
     : config_(std::move(config)), jobFolder_(normalPath(jobFolder)), jobId_(std::move(jobId)),
-      maxParallelism_(maxParallelism), clock_(std::move(clock)), nextId_(firstId) {
-  std::error_code ec;
-  fs::create_directories(jobFolder_, ec);
+      maxParallelism_(maxParallelism), clock_(std::move(clock)), fileSystem_(std::move(fileSystem)),
+      nextId_(firstId), shared_(fileSystem_) {
+  // The job folder's name is made durable with the first _metadata (writeMetadata syncs
+  // the folder holding chk-<n>, and this one is under the checkpoint directory, synced
+  // here): a crash before then leaves no checkpoint to lose.
+  std::error_code ec = fileSystem_->createDirectories(jobFolder_);
+  if (!ec) ec = fileSystem_->syncDirectory(fs::path(jobFolder_).parent_path().string());
   if (ec)
     throw Error(ErrorCode::kInvalidArgument,
                 "checkpoint directory: cannot create '" + jobFolder_ + "': " + ec.message());
@@ -122,8 +122,7 @@ int64_t CheckpointCoordinator::tick(bool canTrigger) {
   p.start = now;
   p.folder = (fs::path(jobFolder_) / ("chk-" + std::to_string(p.id))).string();
   nextTrigger_ = now + config_.getCheckpointInterval().count();
-  std::error_code ec;
-  fs::create_directories(p.folder, ec);
+  std::error_code ec = fileSystem_->createDirectories(p.folder);
   const int64_t id = p.id, ts = p.timestampMillis;
   const std::string folder = p.folder;
   pending_.emplace(id, std::move(p));
@@ -158,7 +157,8 @@ void CheckpointCoordinator::acknowledge(int64_t id, Ack ack, Upload upload, std:
       std::string error;
       auto start = std::chrono::steady_clock::now();
       try {
-        files = upload(CheckpointTarget{folder, (fs::path(jobFolder_) / "shared").string(), id, &shared_});
+        files = upload(
+            CheckpointTarget{folder, (fs::path(jobFolder_) / "shared").string(), id, &shared_, fileSystem_.get()});
       } catch (const std::exception& e) {
         error = e.what();
       }
@@ -230,7 +230,7 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, int6
     // After the uploads already queued for it.
     std::lock_guard io(ioMutex_);
     ioQueue_.push_back([this, id = p.id, folder = p.folder] {
-      removeFolder(folder);
+      removeFolder(*fileSystem_, folder);
       shared_.release(id);
     });
   }
@@ -257,7 +257,9 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   lock.unlock();
   std::string error;
   try {
-    writeMetadata(folder, metadata);
+    WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::BeforeMetadataWritten", &id);
+    writeMetadata(folder, metadata, *fileSystem_);
+    WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::AfterMetadataWritten", &id);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -326,9 +328,10 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   Hooks hooks = hooks_;
   lock.unlock();
   // Tell the subtasks first: their commits should not wait on deleting old folders.
+  WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::BeforeNotifyComplete", &id);
   if (hooks.notifySubtasks) hooks.notifySubtasks(p.id, true);
   for (const auto& d : dropped) {
-    removeFolder(d.folder);
+    removeFolder(*fileSystem_, d.folder);
     shared_.release(d.id);
   }
 }
@@ -374,13 +377,12 @@ void CheckpointCoordinator::discardRetained(bool discard) {
     if (discard) retained.swap(retained_);
   }
   for (const auto& d : retained) {
-    removeFolder(d.folder);
+    removeFolder(*fileSystem_, d.folder);
     shared_.release(d.id);
   }
-  std::error_code ec;
-  const fs::path shared = fs::path(jobFolder_) / "shared";
-  if (fs::is_empty(shared, ec)) fs::remove(shared, ec);
-  if (fs::is_empty(jobFolder_, ec)) fs::remove(jobFolder_, ec);
+  // Folders left empty go (remove() leaves a folder that is not).
+  fileSystem_->remove((fs::path(jobFolder_) / "shared").string());
+  fileSystem_->remove(jobFolder_);
   folderLock_.reset();  // the job writes no more checkpoints: the folder may be cleaned
 }
 

@@ -4,6 +4,16 @@
 // checkpoints, and tells every subtask how each checkpoint ended. Up to
 // maxConcurrentCheckpoints are in progress at once; one that completes subsumes (aborts)
 // older ones still in progress.
+//
+// Its files go through a core::FileSystem (POSIX unless a test gives another). Sync
+// points (core/sync_point.h), on the I/O thread, each with a pointer to the checkpoint's
+// id (int64_t*):
+//   CheckpointCoordinator::BeforeMetadataWritten  every subtask's files are written
+//   CheckpointCoordinator::AfterMetadataWritten   _metadata is durable; a callback that
+//                                                 throws fails the checkpoint as a failed
+//                                                 write would
+//   CheckpointCoordinator::BeforeNotifyComplete   the checkpoint is complete; the subtasks
+//                                                 are told next (sinks commit)
 #pragma once
 
 #include <chrono>
@@ -38,8 +48,10 @@ class CheckpointCoordinator {
 
   // `jobFolder` is <checkpoint-dir>/<job-id>, made if missing. `clock` decides when
   // checkpoints are due, when they time out and how long they took (tests move it).
+  // Checkpoints are written to and removed from `fileSystem`.
   CheckpointCoordinator(CheckpointConfig config, std::string jobFolder, std::string jobId, int maxParallelism,
-                        int64_t firstId, std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>());
+                        int64_t firstId, std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>(),
+                        std::shared_ptr<core::FileSystem> fileSystem = core::FileSystem::local());
   ~CheckpointCoordinator();
 
   // An attempt with `subtasks` subtasks starts; each checkpoint needs all of them.
@@ -68,6 +80,7 @@ class CheckpointCoordinator {
   // When checkpoint `id` was triggered (the clock's milliseconds), while it is in progress.
   std::optional<int64_t> triggeredAt(int64_t id) const;
   const Clock& clock() const { return *clock_; }
+  const std::shared_ptr<core::FileSystem>& fileSystem() const { return fileSystem_; }
 
   // The newest completed checkpoint's chk-<n> folder, or "" when none.
   std::string latestCompleted() const;
@@ -136,6 +149,7 @@ class CheckpointCoordinator {
   const std::string jobId_;
   const int maxParallelism_;
   const std::shared_ptr<const Clock> clock_;
+  const std::shared_ptr<core::FileSystem> fileSystem_;
 
   mutable std::mutex mutex_;
   Hooks hooks_;                        // guarded by mutex_

@@ -7,14 +7,10 @@
 #include <xxhash.h>
 
 #include <algorithm>
-#include <cerrno>
 #include <cstdio>
-#include <cstring>
 #include <filesystem>
-#include <fstream>
 #include <random>
 #include <set>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -34,8 +30,8 @@ constexpr std::string_view kStateMagic = "WEIRSTAT";
 constexpr std::string_view kMetadataMagic = "WEIR-CHECKPOINT";
 constexpr uint64_t kStateFormatVersion = 1;
 
-Error ioError(const std::string& what, const std::string& path, int err) {
-  return Error(ErrorCode::kIo, "checkpoint: cannot " + what + " '" + path + "': " + std::strerror(err));
+Error ioError(const std::string& what, const std::string& path, std::error_code ec) {
+  return Error(ErrorCode::kIo, "checkpoint: cannot " + what + " '" + path + "': " + ec.message());
 }
 Error corrupt(const std::string& path, const std::string& why) {
   return Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' " + why);
@@ -47,27 +43,24 @@ std::string hex(uint64_t v) {
   return buf;
 }
 
-void fsyncDirectory(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY);
-  if (fd < 0) throw ioError("open folder", dir, errno);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  if (rc != 0) throw ioError("sync folder", dir, err);
+void fsyncDirectory(core::FileSystem& fileSystem, const std::string& dir) {
+  if (auto ec = fileSystem.syncDirectory(dir)) throw ioError("sync folder", dir, ec);
 }
 
 // Streams bytes to a temporary file, checksumming them; commit() makes the file appear
 // under its name whole, or not at all.
 class AtomicFileWriter {
  public:
-  explicit AtomicFileWriter(std::string path) : path_(std::move(path)), temp_(path_ + ".inprogress") {
-    fd_ = ::open(temp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-    if (fd_ < 0) throw ioError("create", temp_, errno);
+  AtomicFileWriter(core::FileSystem& fileSystem, std::string path)
+      : fileSystem_(fileSystem), path_(std::move(path)), temp_(path_ + ".inprogress") {
+    std::error_code ec;
+    file_ = fileSystem_.openForWrite(temp_, core::FileSystem::WriteMode::kTruncate, ec);
+    if (!file_) throw ioError("create", temp_, ec);
     XXH3_64bits_reset(&hash_);
   }
   ~AtomicFileWriter() {
-    if (fd_ >= 0) ::close(fd_);
-    if (!committed_) ::unlink(temp_.c_str());
+    file_.reset();
+    if (!committed_) fileSystem_.remove(temp_);
   }
 
   DataOutput& out() { return out_; }
@@ -77,15 +70,13 @@ class AtomicFileWriter {
   }
   void commit() {
     flush();
-    if (::fsync(fd_) != 0) throw ioError("sync", temp_, errno);
-    if (::close(fd_) != 0) {
-      fd_ = -1;
-      throw ioError("close", temp_, errno);
-    }
-    fd_ = -1;
-    if (::rename(temp_.c_str(), path_.c_str()) != 0) throw ioError("rename", temp_, errno);
+    if (auto ec = file_->sync()) throw ioError("sync", temp_, ec);
+    auto ec = file_->close();
+    file_.reset();
+    if (ec) throw ioError("close", temp_, ec);
+    if (auto ec = fileSystem_.rename(temp_, path_)) throw ioError("rename", temp_, ec);
     committed_ = true;
-    fsyncDirectory(fs::path(path_).parent_path().string());
+    fsyncDirectory(fileSystem_, fs::path(path_).parent_path().string());
   }
   uint64_t size() const { return size_; }
   uint64_t checksum() { return XXH3_64bits_digest(&hash_); }
@@ -94,79 +85,62 @@ class AtomicFileWriter {
   void flush() {
     std::string_view data = out_.data();
     XXH3_64bits_update(&hash_, data.data(), data.size());
-    size_t done = 0;
-    while (done < data.size()) {
-      ssize_t n = ::write(fd_, data.data() + done, data.size() - done);
-      if (n < 0) {
-        if (errno == EINTR) continue;
-        throw ioError("write", temp_, errno);
-      }
-      done += static_cast<size_t>(n);
-    }
+    if (auto ec = file_->append(data)) throw ioError("write", temp_, ec);
     size_ += data.size();
     out_.clear();
   }
 
+  core::FileSystem& fileSystem_;
   std::string path_;
   std::string temp_;
-  int fd_ = -1;
+  std::unique_ptr<core::WritableFile> file_;
   bool committed_ = false;
   uint64_t size_ = 0;
   DataOutput out_;
   XXH3_state_t hash_;
 };
 
-std::string readWholeFile(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' is missing or unreadable");
-  std::ostringstream buffer;
-  buffer << in.rdbuf();
-  return std::move(buffer).str();
+std::string readWholeFile(core::FileSystem& fileSystem, const std::string& path) {
+  std::string bytes;
+  if (auto ec = fileSystem.readFile(path, bytes))
+    throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' is missing or unreadable: " + ec.message());
+  return bytes;
 }
 
 // Size and XXH3-64 of a file, read in chunks.
-std::pair<uint64_t, uint64_t> sizeAndChecksum(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' is missing: " + std::strerror(errno));
+std::pair<uint64_t, uint64_t> sizeAndChecksum(core::FileSystem& fileSystem, const std::string& path) {
+  std::error_code ec;
+  auto file = fileSystem.openForRead(path, ec);
+  if (!file) throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' is missing: " + ec.message());
   XXH3_state_t hash;
   XXH3_64bits_reset(&hash);
   std::vector<char> buffer(1 << 20);
   uint64_t size = 0;
   while (true) {
-    ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      int err = errno;
-      ::close(fd);
-      throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' cannot be read: " + std::strerror(err));
-    }
+    size_t n = 0;
+    if ((ec = file->read(size, buffer.size(), buffer.data(), n)))
+      throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' cannot be read: " + ec.message());
     if (n == 0) break;
-    XXH3_64bits_update(&hash, buffer.data(), static_cast<size_t>(n));
-    size += static_cast<uint64_t>(n);
+    XXH3_64bits_update(&hash, buffer.data(), n);
+    size += n;
   }
-  ::close(fd);
   return {size, XXH3_64bits_digest(&hash)};
 }
 
 // Copies `from` to `to` (atomically, like every checkpoint file); returns its size and
 // checksum.
-SharedFiles::File copyFile(const std::string& from, const std::string& to) {
-  int fd = ::open(from.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) throw ioError("open", from, errno);
-  struct Closer {
-    int fd;
-    ~Closer() { ::close(fd); }
-  } closer{fd};
-  AtomicFileWriter file(to);
+SharedFiles::File copyFile(core::FileSystem& fileSystem, const std::string& from, const std::string& to) {
+  std::error_code ec;
+  auto in = fileSystem.openForRead(from, ec);
+  if (!in) throw ioError("open", from, ec);
+  AtomicFileWriter file(fileSystem, to);
   std::vector<char> buffer(1 << 20);
-  while (true) {
-    ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      throw ioError("read", from, errno);
-    }
+  for (uint64_t offset = 0;;) {
+    size_t n = 0;
+    if ((ec = in->read(offset, buffer.size(), buffer.data(), n))) throw ioError("read", from, ec);
     if (n == 0) break;
-    file.out().writeRaw(buffer.data(), static_cast<size_t>(n));
+    offset += n;
+    file.out().writeRaw(buffer.data(), n);
     file.maybeFlush();
   }
   file.commit();
@@ -200,17 +174,16 @@ void uploadRocksDB(const CheckpointTarget& target, const RocksDBCheckpoint& chec
         info.rocksdb.push_back(std::move(f));
         continue;
       }
-      std::error_code ec;
-      fs::create_directories(target.sharedFolder, ec);
-      if (ec) throw ioError("create folder", target.sharedFolder, ec.value());
+      // Its name in the job folder is made durable with _metadata (writeMetadata).
+      if (auto ec = target.fileSystem->createDirectories(target.sharedFolder))
+        throw ioError("create folder", target.sharedFolder, ec);
       f.stored = uniquePrefix() + "-" + name;
       const std::string path = (fs::path(target.sharedFolder) / f.stored).string();
       SharedFiles::File file;
       try {
-        file = copyFile(from, path);
+        file = copyFile(*target.fileSystem, from, path);
       } catch (...) {  // it may be there, renamed, when syncing its folder failed
-        std::error_code ec;
-        fs::remove(path, ec);
+        target.fileSystem->remove(path);
         throw;
       }
       target.shared->add(target.checkpointId, path, file);
@@ -219,7 +192,7 @@ void uploadRocksDB(const CheckpointTarget& target, const RocksDBCheckpoint& chec
       f.checksum = file.checksum;
     } else {
       f.stored = info.file + "-" + name;
-      SharedFiles::File file = copyFile(from, (fs::path(target.folder) / f.stored).string());
+      SharedFiles::File file = copyFile(*target.fileSystem, from, (fs::path(target.folder) / f.stored).string());
       f.size = file.size;
       f.checksum = file.checksum;
     }
@@ -254,8 +227,7 @@ void SharedFiles::release(int64_t id) {
     it->second.users.erase(id);
     if (!it->second.users.empty()) continue;
     files_.erase(it);
-    std::error_code ec;
-    fs::remove(path, ec);
+    fileSystem_->remove(path);
   }
   uses_.erase(uses);
 }
@@ -279,7 +251,7 @@ void writeStateFile(const CheckpointTarget& target, OperatorSnapshot& snapshot, 
     snapshot.rocksdb.reset();
   }
   if (snapshot.rocksdb) snapshot.rocksdb->fallback.clear();  // its RocksDB snapshot goes at once
-  AtomicFileWriter file((fs::path(target.folder) / info.file).string());
+  AtomicFileWriter file(*target.fileSystem, (fs::path(target.folder) / info.file).string());
   DataOutput& out = file.out();
   out.writeRaw(kStateMagic.data(), kStateMagic.size());
   out.writeVarint(kStateFormatVersion);
@@ -323,12 +295,10 @@ void writeStateFile(const CheckpointTarget& target, OperatorSnapshot& snapshot, 
 namespace {
 
 // The first `size` bytes of a file (all of it if shorter).
-std::string readPrefix(const std::string& path, size_t size) {
-  std::ifstream in(path, std::ios::binary);
-  if (!in) throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' is missing or unreadable");
-  std::string bytes(size, '\0');
-  in.read(bytes.data(), static_cast<std::streamsize>(size));
-  bytes.resize(static_cast<size_t>(in.gcount()));
+std::string readPrefix(core::FileSystem& fileSystem, const std::string& path, size_t size) {
+  std::string bytes;
+  if (auto ec = fileSystem.readRange(path, 0, size, bytes))
+    throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' is missing or unreadable: " + ec.message());
   return bytes;
 }
 
@@ -359,12 +329,12 @@ uint64_t parseStateFileHead(std::string_view bytes, const std::string& path,
 // memory can be restored.
 class StateFileReader {
  public:
-  StateFileReader(std::string path, uint64_t offset) : path_(std::move(path)), position_(offset) {
-    fd_ = ::open(path_.c_str(), O_RDONLY | O_CLOEXEC);
-    if (fd_ < 0)
-      throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path_ + "' is missing: " + std::strerror(errno));
+  StateFileReader(core::FileSystem& fileSystem, std::string path, uint64_t offset)
+      : path_(std::move(path)), position_(offset) {
+    std::error_code ec;
+    file_ = fileSystem.openForRead(path_, ec);
+    if (!file_) throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path_ + "' is missing: " + ec.message());
   }
-  ~StateFileReader() { ::close(fd_); }
   StateFileReader(const StateFileReader&) = delete;
   StateFileReader& operator=(const StateFileReader&) = delete;
 
@@ -407,22 +377,16 @@ class StateFileReader {
     start_ = 0;
     size_t have = buffer_.size();
     buffer_.resize(std::max(want, kChunk));
-    while (have < buffer_.size()) {
-      ssize_t n = ::pread(fd_, buffer_.data() + have, buffer_.size() - have, static_cast<off_t>(position_ + have));
-      if (n < 0 && errno == EINTR) continue;
-      if (n < 0)
-        throw Error(ErrorCode::kCheckpoint, "cannot read checkpoint file '" + path_ + "': " + std::strerror(errno));
-      if (n == 0) {
-        ended_ = true;
-        break;
-      }
-      have += static_cast<size_t>(n);
-    }
+    size_t got = 0;
+    if (auto ec = file_->read(position_ + have, buffer_.size() - have, buffer_.data() + have, got))
+      throw Error(ErrorCode::kCheckpoint, "cannot read checkpoint file '" + path_ + "': " + ec.message());
+    have += got;
+    if (have < buffer_.size()) ended_ = true;  // read() returns less only where the file ends
     buffer_.resize(have);
   }
 
   std::string path_;
-  int fd_ = -1;
+  std::unique_ptr<core::ReadableFile> file_;
   uint64_t position_;  // of the first unread byte
   std::string buffer_;
   size_t start_ = 0;  // the first unread byte in buffer_
@@ -453,20 +417,21 @@ void readKeyedSection(StateFileReader& reader, KeyGroupRange range, const StateE
 // operator that takes its timers by name first thus reads the file about twice.)
 class StateFileKeyedStates final : public KeyedStateFile {
  public:
-  StateFileKeyedStates(std::string path, uint64_t offset, KeyGroupRange keyGroups)
-      : path_(std::move(path)), offset_(offset), keyGroups_(keyGroups) {}
+  StateFileKeyedStates(std::shared_ptr<core::FileSystem> fileSystem, std::string path, uint64_t offset,
+                       KeyGroupRange keyGroups)
+      : fileSystem_(std::move(fileSystem)), path_(std::move(path)), offset_(offset), keyGroups_(keyGroups) {}
 
   void read(const std::function<bool(const std::string&)>& wanted, const NamedStateEntryVisitor& visit) override {
     if (indexed_) {
       for (const auto& section : sections_) {
         if (!wanted(section.state)) continue;
-        StateFileReader reader(path_, section.begin);
+        StateFileReader reader(*fileSystem_, path_, section.begin);
         readKeyedSection(reader, keyGroups_, [&](const StateEntry& e) { visit(section.state, e); });
       }
       return;
     }
     sections_.clear();
-    StateFileReader reader(path_, offset_);
+    StateFileReader reader(*fileSystem_, path_, offset_);
     const StateEntryVisitor skip = [](const StateEntry&) {};
     while (reader.next([](DataInput& in) { return in.read<uint8_t>(); }) == 1) {
       std::string state = reader.next([](DataInput& in) { return in.readString(); });
@@ -488,6 +453,7 @@ class StateFileKeyedStates final : public KeyedStateFile {
     std::string state;
     uint64_t begin;  // its first entry
   };
+  std::shared_ptr<core::FileSystem> fileSystem_;
   std::string path_;
   uint64_t offset_;  // where the keyed states begin
   KeyGroupRange keyGroups_;  // the entries wanted from it
@@ -498,7 +464,8 @@ class StateFileKeyedStates final : public KeyedStateFile {
 }  // namespace
 
 void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRange keyGroups,
-                   RestoredOperatorState& out, std::vector<OperatorStateSnapshot>& operatorState) {
+                   RestoredOperatorState& out, std::vector<OperatorStateSnapshot>& operatorState,
+                   std::shared_ptr<core::FileSystem> fileSystem) {
   const std::string path = (fs::path(dir) / info.file).string();
   const bool keyed = keyGroups.size() > 0 && keyGroups.start <= info.keyGroups.end &&
                      info.keyGroups.start <= keyGroups.end;
@@ -511,10 +478,11 @@ void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRa
   // holds it; the keyed states stay in the file until the operator takes them.
   try {
     for (size_t size = 64 * 1024;; size *= 4) {
-      std::string bytes = readPrefix(path, std::min<uint64_t>(size, info.size));
+      std::string bytes = readPrefix(*fileSystem, path, std::min<uint64_t>(size, info.size));
       try {
         uint64_t offset = parseStateFileHead(bytes, path, operatorState);
-        if (keyed) out.keyedFiles.push_back(std::make_unique<StateFileKeyedStates>(path, offset, keyGroups));
+        if (keyed)
+          out.keyedFiles.push_back(std::make_unique<StateFileKeyedStates>(fileSystem, path, offset, keyGroups));
         return;
       } catch (const SerializationError&) {
         if (bytes.size() >= info.size) throw;
@@ -525,7 +493,7 @@ void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRa
   }
 }
 
-void writeMetadata(const std::string& dir, const CheckpointMetadata& m) {
+void writeMetadata(const std::string& dir, const CheckpointMetadata& m, core::FileSystem& fileSystem) {
   nlohmann::json files = nlohmann::json::array();
   for (const auto& f : m.files) {
     files.push_back({{"operatorId", f.operatorId},
@@ -552,7 +520,10 @@ void writeMetadata(const std::string& dir, const CheckpointMetadata& m) {
                         {"maxParallelism", m.maxParallelism},
                         {"files", files}};
   std::string body = doc.dump();
-  AtomicFileWriter file((fs::path(dir) / "_metadata").string());
+  // The job folder names chk-<n> and shared/: both must survive a crash that _metadata
+  // survives.
+  fsyncDirectory(fileSystem, fs::path(dir).parent_path().string());
+  AtomicFileWriter file(fileSystem, (fs::path(dir) / "_metadata").string());
   std::string text = std::string(kMetadataMagic) + "\n" + body + "\nchecksum " +
                      hex(XXH3_64bits(body.data(), body.size())) + "\n";
   file.out().writeRaw(text.data(), text.size());
@@ -572,11 +543,12 @@ std::string checkpointFolder(const std::string& path) {
   return p.string();
 }
 
-CheckpointMetadata readMetadata(const std::string& path) {
+CheckpointMetadata readMetadata(const std::string& path, core::FileSystem& fileSystem) {
   const std::string file = (fs::path(checkpointFolder(path)) / "_metadata").string();
-  std::error_code ec;
-  if (!fs::exists(file, ec)) throw Error(ErrorCode::kCheckpoint, "no checkpoint at '" + path + "': '" + file + "' is missing");
-  std::string text = readWholeFile(file);
+  uint64_t size = 0;
+  if (fileSystem.fileSize(file, size) == std::errc::no_such_file_or_directory)
+    throw Error(ErrorCode::kCheckpoint, "no checkpoint at '" + path + "': '" + file + "' is missing");
+  std::string text = readWholeFile(fileSystem, file);
   auto first = text.find('\n');
   auto last = text.rfind("\nchecksum ");
   if (first == std::string::npos || text.substr(0, first) != kMetadataMagic)
@@ -635,9 +607,9 @@ CheckpointMetadata readMetadata(const std::string& path) {
   return m;
 }
 
-void verifyCheckpoint(const std::string& dir, const CheckpointMetadata& metadata) {
-  auto verify = [](const std::string& path, uint64_t expectedSize, uint64_t expectedChecksum) {
-    auto [size, checksum] = sizeAndChecksum(path);
+void verifyCheckpoint(const std::string& dir, const CheckpointMetadata& metadata, core::FileSystem& fileSystem) {
+  auto verify = [&](const std::string& path, uint64_t expectedSize, uint64_t expectedChecksum) {
+    auto [size, checksum] = sizeAndChecksum(fileSystem, path);
     if (size != expectedSize)
       throw corrupt(path, "has " + std::to_string(size) + " bytes, the checkpoint's metadata says " +
                               std::to_string(expectedSize) + " (truncated or overwritten)");

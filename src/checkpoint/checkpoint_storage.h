@@ -11,16 +11,24 @@
 // state is used. Incremental RocksDB checkpoints keep their SST files in shared/, where
 // later checkpoints refer to them (SharedFiles counts who does); RocksDB's other files
 // (MANIFEST, CURRENT, OPTIONS) are private to their chk-<n> folder.
+//
+// Every byte goes through a core::FileSystem (POSIX unless a test gives another): the
+// one in CheckpointTarget for writing, the one passed for reading. _metadata is written
+// only once every name it depends on is durable: the state files and their folder are
+// synced as they are written, and the job folder (which names chk-<n> and shared/) just
+// before _metadata.
 #pragma once
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <set>
 #include <string>
 #include <vector>
 
+#include "core/file_system.h"
 #include "weir/detail/state/operator_snapshot.h"
 #include "weir/key_group.h"
 
@@ -68,9 +76,11 @@ struct CheckpointMetadata {
 
 // The files in a job's shared/ folder and the checkpoints that use each: completed and
 // retained ones, and those in progress. A file is deleted once the last checkpoint using
-// it is released. Thread-safe.
+// it is released (on `fileSystem`). Thread-safe.
 class SharedFiles {
  public:
+  explicit SharedFiles(std::shared_ptr<core::FileSystem> fileSystem = core::FileSystem::local())
+      : fileSystem_(std::move(fileSystem)) {}
   struct File {
     uint64_t size = 0;
     uint64_t checksum = 0;
@@ -91,6 +101,7 @@ class SharedFiles {
     File file;
     std::set<int64_t> users;
   };
+  const std::shared_ptr<core::FileSystem> fileSystem_;
   mutable std::mutex mutex_;
   std::map<std::string, Entry> files_;               // guarded by mutex_
   std::map<int64_t, std::vector<std::string>> uses_;  // guarded by mutex_; by checkpoint
@@ -102,6 +113,7 @@ struct CheckpointTarget {
   std::string sharedFolder;  // shared/, made when first needed
   int64_t checkpointId = 0;
   SharedFiles* shared = nullptr;
+  core::FileSystem* fileSystem = core::FileSystem::local().get();  // what the files are written to
 };
 
 // Writes `snapshot` (only key groups in `info.keyGroups`) to <folder>/<info.file>, and an
@@ -112,12 +124,14 @@ void writeStateFile(const CheckpointTarget& target, OperatorSnapshot& snapshot, 
 // Where a checkpoint at `dir` keeps RocksDB file `f`.
 std::string rocksDBFilePath(const std::string& dir, const RocksDBFileInfo& f);
 
-// Writes <dir>/_metadata last, atomically.
-void writeMetadata(const std::string& dir, const CheckpointMetadata& metadata);
+// Writes <dir>/_metadata last, atomically, after syncing the folder that holds `dir`.
+// Throws weir::Error (kIo) naming the file.
+void writeMetadata(const std::string& dir, const CheckpointMetadata& metadata,
+                   core::FileSystem& fileSystem = *core::FileSystem::local());
 
 // Reads the _metadata of the checkpoint at `path` (a chk-<n> folder or its _metadata).
 // Throws weir::Error (kCheckpoint) naming the file when it is missing or corrupt.
-CheckpointMetadata readMetadata(const std::string& path);
+CheckpointMetadata readMetadata(const std::string& path, core::FileSystem& fileSystem = *core::FileSystem::local());
 // The chk-<n> folder of `path` (itself, or the folder of a _metadata file), spelled
 // by normalPath.
 std::string checkpointFolder(const std::string& path);
@@ -128,16 +142,20 @@ std::string normalPath(const std::string& path);
 
 // Checks every state file's size and checksum; throws weir::Error (kCheckpoint) naming
 // the first file that is missing, truncated or corrupt.
-void verifyCheckpoint(const std::string& dir, const CheckpointMetadata& metadata);
+void verifyCheckpoint(const std::string& dir, const CheckpointMetadata& metadata,
+                      core::FileSystem& fileSystem = *core::FileSystem::local());
 
 // Adds the part of a verified state file that falls into `keyGroups` to `out`; keyed
 // entries of other key groups are skipped, and RocksDB files are added only when their
 // key groups overlap. Operator state is returned whole in `operatorState` for
-// redistribution.
+// redistribution. Keyed states are read from `fileSystem` when taken.
 void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRange keyGroups,
-                   RestoredOperatorState& out, std::vector<OperatorStateSnapshot>& operatorState);
+                   RestoredOperatorState& out, std::vector<OperatorStateSnapshot>& operatorState,
+                   std::shared_ptr<core::FileSystem> fileSystem = core::FileSystem::local());
 
 // The newest complete checkpoint under `checkpointDir` (any job id), or "" when none.
+// (Like cleanCheckpoints and JobFolderLock, it looks at the local disk directly: it is
+// for tools and for a job about to start, not part of a running job's I/O.)
 std::string findLatestCheckpoint(const std::string& checkpointDir);
 
 // An exclusive lock (flock) on a job's checkpoint folder, held while the job writes

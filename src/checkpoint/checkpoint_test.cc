@@ -34,14 +34,36 @@ TEST(RestartStrategy, FixedDelayRestartsUpToItsAttempts) {
 
 TEST(RestartStrategy, NoRestartAndTheDefaults) {
   EXPECT_EQ(RestartBackoff(RestartStrategy::noRestart()).onFailure(0), std::nullopt);
-  // Flink's defaults: none without checkpointing, fixed delay without limit (1 s) with it.
+  // Flink's defaults (1.19 on): none without checkpointing; with it exponential delay
+  // from 1 s, times 1.5, at most 1 min, reset after 1 h, 10% jitter.
   EXPECT_EQ(RestartStrategy::fallback().resolve(false).kind(), RestartStrategy::Kind::kNone);
   auto withCheckpoints = RestartStrategy::fallback().resolve(true);
-  EXPECT_EQ(withCheckpoints.kind(), RestartStrategy::Kind::kFixedDelay);
-  EXPECT_EQ(withCheckpoints.attempts, std::numeric_limits<int>::max());
-  EXPECT_EQ(withCheckpoints.delay, 1s);
+  EXPECT_EQ(withCheckpoints.kind(), RestartStrategy::Kind::kExponentialDelay);
+  EXPECT_EQ(withCheckpoints.initialBackoff, 1s);
+  EXPECT_EQ(withCheckpoints.maxBackoff, 60s);
+  EXPECT_EQ(withCheckpoints.backoffMultiplier, 1.5);
+  EXPECT_EQ(withCheckpoints.resetBackoffThreshold, 1h);
+  EXPECT_EQ(withCheckpoints.jitterFactor, 0.1);
   // A strategy the user chose stays.
   EXPECT_EQ(RestartStrategy::noRestart().resolve(true).kind(), RestartStrategy::Kind::kNone);
+}
+
+// A cause that comes back on every attempt ends the job after the limit, whatever the
+// strategy allows; numbers in the message (a checkpoint id) do not make causes differ,
+// and another cause starts the count again.
+TEST(RestartStrategy, IdenticalFailuresInARowStopTheRestarts) {
+  RestartBackoff b(RestartStrategy::fixedDelayRestart(100, 5ms).stopAfterIdenticalFailures(3));
+  EXPECT_EQ(b.onFailure(0, "checkpoint 4 failed: no space left"), 5ms);
+  EXPECT_EQ(b.onFailure(10, "checkpoint 5 failed: no space left"), 5ms);
+  EXPECT_EQ(b.onFailure(20, "operator 'x' failed: boom"), 5ms);
+  EXPECT_EQ(b.onFailure(30, "checkpoint 6 failed: no space left"), 5ms);
+  EXPECT_EQ(b.onFailure(40, "checkpoint 7 failed: no space left"), 5ms);
+  EXPECT_EQ(b.onFailure(50, "checkpoint 12 failed: no space left"), std::nullopt);
+  EXPECT_EQ(b.whyNot(), "it failed 3 times in a row with the same cause");
+  // Without a limit (the default), the strategy alone decides.
+  RestartBackoff unlimited(RestartStrategy::fixedDelayRestart(100, 5ms));
+  for (int i = 0; i < 10; ++i) EXPECT_EQ(unlimited.onFailure(i, "the same"), 5ms);
+  EXPECT_THROW(RestartStrategy::noRestart().stopAfterIdenticalFailures(-1), Error);
 }
 
 TEST(RestartStrategy, FailureRateCountsFailuresWithinTheInterval) {

@@ -68,8 +68,28 @@ RestartStrategy RestartStrategy::failureRateRestart(int maxFailuresPerInterval, 
 
 RestartStrategy RestartStrategy::resolve(bool checkpointing) const {
   if (kind_ != Kind::kDefault) return *this;
-  if (!checkpointing) return noRestart();
-  return fixedDelayRestart(std::numeric_limits<int>::max(), std::chrono::seconds(1));
+  RestartStrategy resolved = checkpointing ? exponentialDelayRestart(std::chrono::seconds(1), std::chrono::minutes(1),
+                                                                     1.5, std::chrono::hours(1), 0.1)
+                                           : noRestart();
+  resolved.identicalFailureLimit_ = identicalFailureLimit_;
+  return resolved;
+}
+
+RestartStrategy& RestartStrategy::stopAfterIdenticalFailures(int n) {
+  if (n < 0) throw bad("the identical failure limit must be >= 0, got " + std::to_string(n));
+  identicalFailureLimit_ = n;
+  return *this;
+}
+
+std::string RestartStrategy::name() const {
+  switch (kind_) {
+    case Kind::kDefault: return "default";
+    case Kind::kNone: return "none";
+    case Kind::kFixedDelay: return "fixed-delay";
+    case Kind::kExponentialDelay: return "exponential-delay";
+    case Kind::kFailureRate: return "failure-rate";
+  }
+  return "unknown";
 }
 
 RestartStrategy RestartStrategy::parse(const std::string& text) {
@@ -101,21 +121,27 @@ RestartStrategy RestartStrategy::parse(const std::string& text) {
 
 namespace detail {
 
-std::optional<std::chrono::milliseconds> RestartBackoff::onFailure(int64_t nowMillis) {
+std::optional<std::chrono::milliseconds> RestartBackoff::onFailure(int64_t nowMillis, const std::string& cause) {
   using Millis = std::chrono::milliseconds;
   const auto& s = strategy_;
   std::optional<Millis> result;
+  whyNot_.clear();
   switch (s.kind()) {
     case RestartStrategy::Kind::kDefault:
     case RestartStrategy::Kind::kNone:
+      whyNot_ = "the restart strategy is none";
       break;
     case RestartStrategy::Kind::kFixedDelay:
       if (restarts_ < s.attempts) result = s.delay;
+      else whyNot_ = "fixed-delay allows " + std::to_string(s.attempts) + " restarts";
       break;
     case RestartStrategy::Kind::kFailureRate:
       failures_.push_back(nowMillis);
       while (!failures_.empty() && failures_.front() <= nowMillis - s.failureInterval.count()) failures_.pop_front();
       if (static_cast<int>(failures_.size()) <= s.maxFailuresPerInterval) result = s.delay;
+      else
+        whyNot_ = "failure-rate allows " + std::to_string(s.maxFailuresPerInterval) + " failures in " +
+                  std::to_string(s.failureInterval.count()) + " ms";
       break;
     case RestartStrategy::Kind::kExponentialDelay: {
       if (lastFailure_ < 0 || nowMillis - lastFailure_ >= s.resetBackoffThreshold.count())
@@ -132,6 +158,21 @@ std::optional<std::chrono::milliseconds> RestartBackoff::onFailure(int64_t nowMi
     }
   }
   lastFailure_ = nowMillis;
+  // The same cause again (numbers aside: a checkpoint id or an offset may change).
+  std::string masked;
+  for (char c : cause) {
+    if (c >= '0' && c <= '9') {
+      if (masked.empty() || masked.back() != '#') masked += '#';
+    } else {
+      masked += c;
+    }
+  }
+  identicalInARow_ = masked == lastCause_ ? identicalInARow_ + 1 : 1;
+  lastCause_ = std::move(masked);
+  if (result && s.identicalFailureLimit() > 0 && identicalInARow_ >= s.identicalFailureLimit()) {
+    result.reset();
+    whyNot_ = "it failed " + std::to_string(identicalInARow_) + " times in a row with the same cause";
+  }
   if (result) ++restarts_;
   return result;
 }

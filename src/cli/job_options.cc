@@ -8,12 +8,15 @@
 namespace weir::cli {
 
 void configure(StreamExecutionEnvironment& env, const JobOptions& options, int parallelism) {
-  env.setMaxParallelism(options.maxParallelism);
+  if (options.maxParallelism > 0) env.setMaxParallelism(options.maxParallelism);
   env.setParallelism(options.parallelism > 0 ? options.parallelism : parallelism);
   env.setRestOptions(options.rest);
   env.setStateBackend(options.stateBackend);
   if (options.checkpoint.isCheckpointingEnabled()) env.getCheckpointConfig() = options.checkpoint;
-  if (options.restartStrategy) env.setRestartStrategy(*options.restartStrategy);
+  // Flink's default restart strategy, but a failure that recurs on every attempt ends the
+  // job after 5 in a row instead of restarting it forever; --restart-strategy lifts that.
+  env.setRestartStrategy(options.restartStrategy ? *options.restartStrategy
+                                                 : RestartStrategy::fallback().stopAfterIdenticalFailures(5));
   if (!options.restorePath.empty()) env.setRestorePath(options.restorePath);
 }
 

@@ -22,7 +22,7 @@ namespace weir::cli {
 // Options every example takes.
 struct JobOptions {
   int parallelism = 0;                 // 0: the example's default
-  int maxParallelism = 128;
+  int maxParallelism = 0;              // 0: not set (Flink's default from the parallelism)
   RestOptions rest;                    // served by default: see --rest-port
   std::shared_ptr<StateBackend> stateBackend = std::make_shared<HashMapStateBackend>();
   // Checkpoints: on when checkpoint.getCheckpointInterval() is positive.

@@ -61,7 +61,9 @@ int run(int argc, char** argv) {
   for (auto& example : examples) {
     auto* sub = runCommand->add_subcommand(example.name, example.description);
     sub->add_option("-p,--parallelism", options.parallelism, "Default parallelism of the job's operators");
-    sub->add_option("--max-parallelism", options.maxParallelism, "Number of key groups (default 128, at most 32768)");
+    sub->add_option("--max-parallelism", options.maxParallelism,
+                    "Number of key groups, at most 32768 (default: Flink's, min(max(2^ceil(log2(1.5 p)), 128), "
+                    "32768) for the highest parallelism p, or a restored checkpoint's)");
     sub->add_option("--rest-port", options.rest.port, "Port of the REST API and Web UI (default 8081; 0: any free port)");
     sub->add_option("--rest-address", options.rest.address, "Address the REST API listens on (default 127.0.0.1)");
     sub->add_flag("--no-rest", noRest, "Do not serve the REST API and Web UI");
@@ -135,13 +137,15 @@ int run(int argc, char** argv) {
   if (options.rest.port < 0 || options.rest.port > 65535)
     return usageError("--rest-port must be between 0 and 65535, got " + std::to_string(options.rest.port));
 
-  if (options.maxParallelism < 1 || options.maxParallelism > weir::kUpperBoundMaxParallelism)
+  const bool maxGiven = app.get_subcommand("run")->get_subcommands().front()->count("--max-parallelism") > 0;
+  if (maxGiven && (options.maxParallelism < 1 || options.maxParallelism > weir::kUpperBoundMaxParallelism))
     return usageError("--max-parallelism must be between 1 and " + std::to_string(weir::kUpperBoundMaxParallelism) +
                       ", got " + std::to_string(options.maxParallelism));
-  if (options.parallelism < 0 || options.parallelism > options.maxParallelism ||
+  const int upperBound = maxGiven ? options.maxParallelism : weir::kUpperBoundMaxParallelism;
+  if (options.parallelism < 0 || options.parallelism > upperBound ||
       (options.parallelism == 0 && app.get_subcommand("run")->get_subcommands().front()->count("--parallelism")))
-    return usageError("--parallelism must be between 1 and the max parallelism (" +
-                      std::to_string(options.maxParallelism) + "), got " + std::to_string(options.parallelism));
+    return usageError("--parallelism must be between 1 and the max parallelism (" + std::to_string(upperBound) +
+                      "), got " + std::to_string(options.parallelism));
 
   try {
     options.stateBackend = weir::stateBackendFromName(stateBackend);

@@ -14,8 +14,8 @@ using namespace weir::checkpoint;
 CheckpointRestore::CheckpointRestore(const JobPlan& plan, const std::string& path) : plan_(plan) {
   if (path.empty()) return;
   folder_ = checkpointFolder(path);
-  metadata_ = readMetadata(folder_);
-  verifyCheckpoint(folder_, metadata_);
+  metadata_ = readMetadata(folder_, *plan.fileSystem());
+  verifyCheckpoint(folder_, metadata_, *plan.fileSystem());
   if (metadata_.maxParallelism != plan.graph.maxParallelism)
     throw Error(ErrorCode::kCheckpoint, "checkpoint '" + folder_ + "' was taken with maxParallelism " +
                                             std::to_string(metadata_.maxParallelism) + ", the job has " +
@@ -41,7 +41,7 @@ std::unique_ptr<RestoredOperatorState> CheckpointRestore::stateOf(int node, int 
     if (f->subtask < 0 || f->subtask >= static_cast<int>(old.size()))
       throw Error(ErrorCode::kCheckpoint, "checkpoint '" + folder_ + "': file '" + f->file + "' names subtask " +
                                               std::to_string(f->subtask) + " of " + std::to_string(old.size()));
-    readStateFile(folder_, *f, range, *out, old[static_cast<size_t>(f->subtask)]);
+    readStateFile(folder_, *f, range, *out, old[static_cast<size_t>(f->subtask)], plan_.fileSystem());
   }
   takeChannelState(old, subtask, parallelism, *out);
   out->operatorState = redistributeOperatorState(old, parallelism).at(static_cast<size_t>(subtask));
@@ -75,7 +75,7 @@ std::vector<std::string> CheckpointRestore::assignedSplits(int node) const {
   for (const auto* f : *files) {
     RestoredOperatorState unused;
     std::vector<OperatorStateSnapshot> lists;
-    readStateFile(folder_, *f, KeyGroupRange{}, unused, lists);
+    readStateFile(folder_, *f, KeyGroupRange{}, unused, lists, plan_.fileSystem());
     for (const auto& l : lists)
       if (l.name == kAssignedSplitsState) ids.insert(ids.end(), l.elements.begin(), l.elements.end());
   }

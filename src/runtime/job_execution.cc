@@ -4,7 +4,9 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <cstdio>
 #include <cstring>
+#include <ctime>
 #include <filesystem>
 #include <random>
 
@@ -45,6 +47,23 @@ std::string describeError(std::exception_ptr error, ErrorCode* code) {
   }
 }
 
+// Every failure and what follows it, one line on stderr: when, which attempt, the
+// operator and subtask with the cause (in the message), and the restart or why none.
+void logFailure(const std::string& jobName, const FailureInfo& failure, int attempt,
+                std::optional<std::chrono::milliseconds> delay, const std::string& whyNot, const std::string& strategy) {
+  std::time_t seconds = failure.timestampMillis / 1000;
+  std::tm utc{};
+  ::gmtime_r(&seconds, &utc);
+  char when[32];
+  std::strftime(when, sizeof when, "%H:%M:%S", &utc);
+  std::string next = delay ? "restarting in " + std::to_string(delay->count()) + " ms (" + strategy + ", restart " +
+                                 std::to_string(attempt) + ")"
+                           : "not restarting: " + whyNot;
+  std::fprintf(stderr, "weir: %s.%03d UTC job '%s' attempt %d failed: %s; %s\n", when,
+               static_cast<int>(failure.timestampMillis % 1000), jobName.c_str(), attempt, failure.message.c_str(),
+               next.c_str());
+}
+
 }  // namespace
 
 std::shared_ptr<JobExecution> JobExecution::start(const StreamGraph& graph, std::string jobName) {
@@ -55,16 +74,20 @@ std::shared_ptr<JobExecution> JobExecution::start(const StreamGraph& graph, std:
 
 std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::string jobName) {
   std::shared_ptr<JobExecution> job(new JobExecution(std::move(jobName)), &JobExecution::destroy);
-  job->plan_ = std::make_unique<JobPlan>(JobPlan::create(graph));
-  const JobPlan& plan = *job->plan_;
-  const CheckpointConfig& config = graph.checkpointConfig;
-  job->jobId_ = randomJobId();
   int64_t firstId = 1;
+  int restoredMaxParallelism = 0;
   if (!graph.restorePath.empty()) {
     // The first attempt (below) verifies it and checks it against the job's operators.
     job->restorePath_ = checkpoint::checkpointFolder(graph.restorePath);
-    firstId = checkpoint::readMetadata(job->restorePath_).checkpointId + 1;
+    auto fileSystem = graph.fileSystem ? graph.fileSystem : core::FileSystem::local();
+    auto metadata = checkpoint::readMetadata(job->restorePath_, *fileSystem);
+    firstId = metadata.checkpointId + 1;
+    restoredMaxParallelism = metadata.maxParallelism;
   }
+  job->plan_ = std::make_unique<JobPlan>(JobPlan::create(graph, restoredMaxParallelism));
+  const JobPlan& plan = *job->plan_;
+  const CheckpointConfig& config = graph.checkpointConfig;
+  job->jobId_ = randomJobId();
   if (plan.checkpointing) {
     std::string root = config.getCheckpointStorage();
     if (root.empty()) {
@@ -82,7 +105,8 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
         throw Error(ErrorCode::kInvalidArgument, "checkpoint directory '" + root + "' is not writable");
     }
     job->coordinator_ = std::make_unique<checkpoint::CheckpointCoordinator>(
-        config, (std::filesystem::path(root) / job->jobId_).string(), job->jobId_, graph.maxParallelism, firstId);
+        config, (std::filesystem::path(root) / job->jobId_).string(), job->jobId_, plan.graph.maxParallelism, firstId,
+        std::make_shared<SystemClock>(), plan.fileSystem());
   }
   job->attempt_ = buildAttempt(plan, job->restorePath_, job->coordinator_.get());
   return job;
@@ -155,7 +179,14 @@ void JobExecution::supervise() {
     }
     // Once every input had ended, operators were told the job's output is final (sinks
     // committed it): a restart would replay it, so a failure now ends the job.
-    auto delay = attempt->drained.load() ? std::nullopt : backoff.onFailure(nowMillis());
+    const FailureInfo& failed = failureHistory_.front();
+    std::optional<std::chrono::milliseconds> delay;
+    std::string whyNot = "it failed after every input had ended (its output is final)";
+    if (!attempt->drained.load()) {
+      delay = backoff.onFailure(nowMillis(), failed.message);
+      whyNot = backoff.whyNot();
+    }
+    logFailure(jobName_, failed, restarts_ + 1, delay, whyNot, backoff.strategyName());
     if (!delay) {
       failure_ = attempt->failure;
       failureMessage_ = describeError(failure_, &failureCode_);

@@ -75,11 +75,18 @@ std::string hex128(uint64_t hi, uint64_t lo) {
   return buf;
 }
 
-JobPlan JobPlan::create(const StreamGraph& graph) {
+JobPlan JobPlan::create(const StreamGraph& original, int restoredMaxParallelism) {
   JobPlan plan;
-  plan.graph = graph;
+  plan.graph = original;
+  StreamGraph& graph = plan.graph;
   const auto& nodes = graph.nodes;
   const size_t n = nodes.size();
+  if (graph.maxParallelism == 0) {
+    // Not set: as Flink, the restored state's, or the default of the highest parallelism.
+    int highest = graph.defaultParallelism;
+    for (const auto& node : nodes) highest = std::max(highest, node->parallelism);
+    graph.maxParallelism = restoredMaxParallelism > 0 ? restoredMaxParallelism : defaultMaxParallelism(highest);
+  }
   if (graph.maxParallelism < 1 || graph.maxParallelism > kUpperBoundMaxParallelism)
     throw Error(ErrorCode::kInvalidArgument,
                 "maxParallelism is " + std::to_string(graph.maxParallelism) + "; it must be between 1 and " +

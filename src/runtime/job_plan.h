@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/file_system.h"
 #include "weir/detail/runtime/channel.h"
 #include "weir/detail/runtime/stream_graph.h"
 
@@ -54,9 +55,15 @@ struct JobPlan {
     bool isSink = false;
   };
 
-  // Plans `graph`. Throws weir::Error (kInvalidJob, kInvalidArgument) for a graph that
+  // Plans `graph`. A graph without a max parallelism takes `restoredMaxParallelism` (that
+  // of the checkpoint it restores, 0: none) or else Flink's default for its highest
+  // parallelism. Throws weir::Error (kInvalidJob, kInvalidArgument) for a graph that
   // cannot run.
-  static JobPlan create(const detail::StreamGraph& graph);
+  static JobPlan create(const detail::StreamGraph& graph, int restoredMaxParallelism = 0);
+  // What the job's checkpoints go through: the graph's file system, else the POSIX one.
+  const std::shared_ptr<core::FileSystem>& fileSystem() const {
+    return graph.fileSystem ? graph.fileSystem : core::FileSystem::local();
+  }
 
   detail::StreamGraph graph;
   std::vector<Vertex> vertices;

@@ -4,6 +4,7 @@
 // writes the files while the task goes on.
 #include <chrono>
 
+#include "core/sync_point.h"
 #include "runtime/stream_task.h"
 #include "weir/detail/core/operator_failure.h"
 #include "weir/key_group.h"
@@ -55,6 +56,10 @@ std::shared_ptr<TakenSnapshot> StreamTask::takeSnapshot(int64_t id, int64_t time
     coordinator->decline(id, error);
     return nullptr;
   }
+  // Sync point, on the task thread, with a pointer to the checkpoint's id (int64_t*): the
+  // snapshot is taken and the barrier sent on; the coordinator hears of it next. A
+  // callback that throws fails the task, as an operator that throws does.
+  WEIR_SYNC_POINT_CALLBACK("StreamTask::AfterSnapshotTaken", &id);
   return taken;
 }
 

@@ -70,7 +70,7 @@ TEST(Cli, BadCommandLinesGiveOneLineAndExitCode2) {
   expectUsageError("run clicks --no-such-option", "--no-such-option");
   expectUsageError("run clicks --parallelism 0", "--parallelism");
   expectUsageError("run clicks --parallelism -2", "--parallelism");
-  expectUsageError("run clicks --parallelism 129", "--parallelism");
+  expectUsageError("run clicks --parallelism 32769", "--parallelism");
   expectUsageError("run clicks --max-parallelism 4 --parallelism 5", "--parallelism");
   expectUsageError("run clicks --max-parallelism 0", "--max-parallelism");
   expectUsageError("run clicks --max-parallelism 32769", "--max-parallelism");
@@ -101,6 +101,14 @@ TEST(Cli, BadCommandLinesGiveOneLineAndExitCode2) {
                    "is not a folder");
   expectUsageError("run wordcount --input README.md --output " + file.string() + " --no-rest", "--output");
   fs::remove(file);
+}
+
+// A parallelism above 128 runs without --max-parallelism: the default follows it as
+// Flink's does (the job failed to start against a fixed 128).
+TEST(Cli, AParallelismAbove128RunsWithTheDerivedMaxParallelism) {
+  Result r = weir("run clicks --events 20000 --users 500 -p 200 --no-rest");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("counted 20,000 events"), std::string::npos) << r.out;
 }
 
 TEST(Cli, JobControlWithoutAServerSaysSoInOneLine) {

@@ -2,6 +2,7 @@
 // configuration, and a slow sink (backpressure).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -94,6 +95,55 @@ TEST(JobFailure, ExceptionsInOpenCloseSourcesAndSinksFailTheJobToo) {
     EXPECT_NE(std::string(e.what()).find("operator 'gen'"), std::string::npos) << e.what();
     EXPECT_NE(std::string(e.what()).find("generator broke"), std::string::npos) << e.what();
   }
+}
+
+// Every failure is a line on stderr naming the attempt, the operator and subtask, the
+// cause and the restart that follows; and a cause that recurs on every attempt ends the
+// job once the identical-failure limit is reached, saying why.
+TEST(JobFailure, EveryFailureAndRestartIsALineOnStderr) {
+  auto failures = std::make_shared<std::atomic<int>>(0);
+  StreamExecutionEnvironment env;
+  env.enableCheckpointing(50ms);
+  env.setRestartStrategy(RestartStrategy::fixedDelayRestart(5, 0ms));
+  CollectSink<int> sink;
+  env.fromElements(1, 2, 3)
+      .map([failures](int v) {
+        if (v == 2 && failures->fetch_add(1) < 2) throw std::runtime_error("flaky record 2");
+        return v;
+      })
+      .name("flaky")
+      .sinkTo(sink);
+  testing::internal::CaptureStderr();
+  env.execute("flaky job");
+  std::string err = testing::internal::GetCapturedStderr();
+  for (int attempt : {1, 2}) {
+    std::string line = "job 'flaky job' attempt " + std::to_string(attempt) +
+                       " failed: operator 'flaky' (subtask 1/1) failed: flaky record 2; restarting in 0 ms (fixed-delay, "
+                       "restart " + std::to_string(attempt) + ")";
+    EXPECT_NE(err.find(line), std::string::npos) << err;
+  }
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 2) << err;
+  EXPECT_EQ(err.rfind("weir: ", 0), 0u) << err;
+}
+
+TEST(JobFailure, AFailureThatRecursOnEveryAttemptEndsTheJobAtTheIdenticalFailureLimit) {
+  StreamExecutionEnvironment env;
+  env.enableCheckpointing(50ms);
+  env.setRestartStrategy(RestartStrategy::fixedDelayRestart(1000, 0ms).stopAfterIdenticalFailures(3));
+  env.fromElements(1, 2, 3)
+      .map([](int v) -> int { throw std::runtime_error("broken " + std::to_string(v)); })
+      .name("broken")
+      .sinkTo(DiscardingSink<int>());
+  testing::internal::CaptureStderr();
+  auto client = env.executeAsync("broken job");
+  EXPECT_THROW(client.wait(), JobExecutionError);
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(client.getMetrics().numRestarts, 2) << err;
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 3) << err;
+  EXPECT_NE(err.find("attempt 3 failed: operator 'broken' (subtask 1/1) failed: broken 1; not restarting: it failed 3 "
+                     "times in a row with the same cause"),
+            std::string::npos)
+      << err;
 }
 
 TEST(JobFailure, CancelStopsAnUnboundedJobWithinASecond) {

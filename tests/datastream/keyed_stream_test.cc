@@ -69,6 +69,39 @@ TEST(KeyedStream, RollingSumIsTheSameAtParallelism1_2_4OnBothBackends) {
   }
 }
 
+// Without setMaxParallelism a job takes Flink's default for its highest parallelism,
+// min(max(roundUpToPowerOfTwo(p + p/2), 128), 32768): a job at parallelism 200 runs
+// (it failed to start against the fixed 128) with 512 key groups, one at 2 has 128.
+TEST(KeyedStream, TheDefaultMaxParallelismFollowsTheParallelismAsFlinks) {
+  EXPECT_EQ(StreamExecutionEnvironment().getMaxParallelism(), -1);
+  for (auto [p, expected] : {std::pair{2, 128}, std::pair{200, 512}, std::pair{100, 256}}) {
+    EXPECT_EQ(defaultMaxParallelism(p), expected);
+    StreamExecutionEnvironment env;
+    env.setParallelism(p);
+    CollectSink<std::pair<int, int64_t>> sink;
+    struct KeyGroups : RichMapFunction<std::pair<int64_t, int64_t>, std::pair<int, int64_t>> {
+      std::pair<int, int64_t> map(const std::pair<int64_t, int64_t>& v) override {
+        return {getRuntimeContext().getMaxNumberOfParallelSubtasks(), v.second};
+      }
+    };
+    env.fromSource(DataGeneratorSource([](int64_t i) { return std::pair<int64_t, int64_t>{i % 1000, 1}; }, 20000),
+                   WatermarkStrategy<std::pair<int64_t, int64_t>>::noWatermarks(), "gen")
+        .setParallelism(1)
+        .keyBy([](const std::pair<int64_t, int64_t>& r) { return r.first; })
+        .sum<1>()
+        .map(KeyGroups{})
+        .sinkTo(sink);
+    env.execute();
+    int64_t finals = 0;
+    for (auto& [keyGroups, count] : sink.getResults()) {
+      ASSERT_EQ(keyGroups, expected) << "parallelism " << p;
+      if (count == 20) ++finals;  // each of the 1,000 keys reaches 20 once
+    }
+    EXPECT_EQ(finals, 1000) << "parallelism " << p;
+  }
+  EXPECT_EQ(defaultMaxParallelism(30000), 32768);
+}
+
 TEST(KeyedStream, RollingReduceEmitsEveryIntermediateResultInOrder) {
   StreamExecutionEnvironment env;
   CollectSink<std::pair<std::string, int>> sink;

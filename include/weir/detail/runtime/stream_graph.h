@@ -17,6 +17,10 @@
 #include "weir/source.h"
 #include "weir/state_backend.h"
 
+namespace weir::core {
+class FileSystem;  // src/core/file_system.h: not installed, so only weir and its tests name one
+}  // namespace weir::core
+
 namespace weir::detail {
 
 // One node of the logical graph. Sources and operators become operator instances; union,
@@ -65,7 +69,7 @@ struct Transformation {
 struct StreamGraph {
   std::vector<std::shared_ptr<Transformation>> nodes;  // nodes[i]->id == i
   int defaultParallelism = 1;
-  int maxParallelism = 128;
+  int maxParallelism = 0;  // 0: not set (JobExecution::plan derives it)
   int buffersPerChannel = 4;  // credits per channel (exclusive buffers)
   std::chrono::milliseconds autoWatermarkInterval{200};  // periodic watermarks of sources
   std::chrono::milliseconds bufferTimeout{100};  // partial channel buffers; 0: every batch, -1: never
@@ -74,6 +78,10 @@ struct StreamGraph {
   CheckpointConfig checkpointConfig;
   RestartStrategy restartStrategy = RestartStrategy::fallback();
   std::string restorePath;  // a checkpoint to start from; empty: from scratch
+  // What the job's checkpoints are written to and read from; null: the POSIX file
+  // system (core::FileSystem::local()). Tests alone set another (a fault-injecting one,
+  // tests/support/fault_injecting_file_system.h): not an option of the API.
+  std::shared_ptr<core::FileSystem> fileSystem;
 };
 
 }  // namespace weir::detail
