@@ -1,6 +1,7 @@
 #include "checkpoint/checkpoint_coordinator.h"
 
 #include <algorithm>
+#include <cstdio>
 #include <filesystem>
 #include <future>
 
@@ -34,16 +35,21 @@ CheckpointCoordinator::CheckpointCoordinator(CheckpointConfig config, std::strin
                                              std::shared_ptr<core::FileSystem> fileSystem)
     : config_(std::move(config)), jobFolder_(normalPath(jobFolder)), jobId_(std::move(jobId)),
       maxParallelism_(maxParallelism), clock_(std::move(clock)), fileSystem_(std::move(fileSystem)),
-      nextId_(firstId), shared_(fileSystem_) {
-  // The job folder's name is made durable with the first _metadata (writeMetadata syncs
-  // the folder holding chk-<n>, and this one is under the checkpoint directory, synced
-  // here): a crash before then leaves no checkpoint to lose.
+      nextId_(firstId), store_(jobFolder_, fileSystem_), shared_(fileSystem_) {
+  // The job folder and its empty record of completed checkpoints are durable before any
+  // checkpoint is: a _metadata the record does not list is then one that never
+  // completed (completed_checkpoint_store.h).
   std::error_code ec = fileSystem_->createDirectories(jobFolder_);
   if (!ec) ec = fileSystem_->syncDirectory(fs::path(jobFolder_).parent_path().string());
   if (ec)
     throw Error(ErrorCode::kInvalidArgument,
                 "checkpoint directory: cannot create '" + jobFolder_ + "': " + ec.message());
   folderLock_ = std::make_unique<JobFolderLock>(jobFolder_);
+  try {
+    store_.write({});
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kInvalidArgument, std::string("checkpoint directory: ") + e.what());
+  }
   io_ = std::thread([this] {
     core::nameThisThread("weir checkpoint");
     runIo();
@@ -254,12 +260,26 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   metadata.timestampMillis = pending.timestampMillis;
   metadata.maxParallelism = maxParallelism_;
   metadata.files = pending.files;
+  // The record of completed checkpoints once this one is: the retained ones and it, the
+  // oldest beyond the number retained dropped as below. (Completions and discards run
+  // on the I/O thread, one at a time: retained_ does not change meanwhile.)
+  std::vector<CompletedCheckpointStore::Entry> before, after;
+  for (const auto& r : retained_) before.push_back({r.id, r.timestampMillis});
+  after = before;
+  after.push_back({id, pending.timestampMillis});
+  const size_t keep = static_cast<size_t>(config_.getNumRetainedCheckpoints());
+  if (after.size() > keep) after.erase(after.begin(), after.end() - static_cast<std::ptrdiff_t>(keep));
   lock.unlock();
   std::string error;
+  bool recorded = false;
   try {
     WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::BeforeMetadataWritten", &id);
     writeMetadata(folder, metadata, *fileSystem_);
     WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::AfterMetadataWritten", &id);
+    // Complete from here: `--restore latest` finds it.
+    store_.write(after);
+    recorded = true;
+    WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::AfterCompletionRecorded", &id);
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -267,6 +287,7 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   auto it = pending_.find(id);
   if (it == pending_.end()) {  // aborted meanwhile: its folder is being removed
     lock.unlock();
+    if (recorded) unrecord(before);
     return;
   }
   if (!error.empty()) {
@@ -282,6 +303,7 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   it = pending_.find(id);
   if (it == pending_.end()) {
     lock.unlock();
+    unrecord(before);
     return;
   }
   Pending p = std::move(it->second);
@@ -317,7 +339,7 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   done.persistedDataBytes = p.persistedBytes;
   done.path = p.folder;
   recordLocked(std::move(done));
-  retained_.push_back({p.id, p.folder});
+  retained_.push_back({p.id, p.timestampMillis, p.folder});
   std::vector<Retained> dropped;
   while (static_cast<int>(retained_.size()) > config_.getNumRetainedCheckpoints()) {
     dropped.push_back(retained_.front());
@@ -333,6 +355,16 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   for (const auto& d : dropped) {
     removeFolder(*fileSystem_, d.folder);
     shared_.release(d.id);
+  }
+}
+
+void CheckpointCoordinator::unrecord(const std::vector<CompletedCheckpointStore::Entry>& before) {
+  try {
+    store_.write(before);
+  } catch (const Error& e) {
+    // Its folder is about to go: a restore of 'latest' will say it is damaged, not
+    // fall back.
+    std::fprintf(stderr, "weir: %s\n", e.what());
   }
 }
 
@@ -375,10 +407,22 @@ void CheckpointCoordinator::discardRetained(bool discard) {
   {
     std::lock_guard lock(mutex_);
     if (discard) retained.swap(retained_);
+    discard = discard || retained_.empty();  // nothing retained: the record goes too
   }
-  for (const auto& d : retained) {
-    removeFolder(*fileSystem_, d.folder);
-    shared_.release(d.id);
+  if (discard) {
+    try {
+      // The record lists none before any folder goes (a crash meanwhile leaves no
+      // completed checkpoint with files missing), and goes itself after them.
+      store_.write({});
+      for (const auto& d : retained) {
+        removeFolder(*fileSystem_, d.folder);
+        shared_.release(d.id);
+      }
+      store_.remove();
+    } catch (const Error& e) {
+      // The checkpoints stay, recorded (`weir checkpoint clean` or the user removes them).
+      std::fprintf(stderr, "weir: the job's checkpoints in '%s' were not removed: %s\n", jobFolder_.c_str(), e.what());
+    }
   }
   // Folders left empty go (remove() leaves a folder that is not).
   fileSystem_->remove((fs::path(jobFolder_) / "shared").string());

@@ -30,6 +30,7 @@
 #include <vector>
 
 #include "checkpoint/checkpoint_storage.h"
+#include "checkpoint/completed_checkpoint_store.h"
 #include "weir/checkpoint_config.h"
 #include "weir/clock.h"
 
@@ -135,6 +136,9 @@ class CheckpointCoordinator {
   // in Flink).
   void abortLocked(std::unique_lock<std::mutex>& lock, int64_t id, const std::string& reason, bool failure = true);
   void recordLocked(Record record);
+  // Puts back the record of completed checkpoints as it was before a checkpoint that was
+  // recorded but aborted meanwhile (on the I/O thread).
+  void unrecord(const std::vector<CompletedCheckpointStore::Entry>& before);
   void completeLocked(std::unique_lock<std::mutex>& lock, int64_t id);
   // How many checkpoints may be in progress at once: maxConcurrentCheckpoints, but one
   // when there is a min pause (which counts from the end of the previous one).
@@ -161,9 +165,11 @@ class CheckpointCoordinator {
   int consecutiveFailures_ = 0;        // guarded by mutex_
   struct Retained {
     int64_t id;
+    int64_t timestampMillis;
     std::string folder;
   };
   std::deque<Retained> retained_;      // guarded by mutex_; oldest first
+  CompletedCheckpointStore store_;     // written on the I/O thread only
   SharedFiles shared_;                 // what <job>/shared/ holds, and who uses it
   Stats stats_;                        // guarded by mutex_
 

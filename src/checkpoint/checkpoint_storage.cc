@@ -14,6 +14,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "checkpoint/completed_checkpoint_store.h"
 #include "weir/detail/state/rocksdb_state.h"
 #include "weir/error.h"
 #include "weir/serializer.h"
@@ -100,15 +101,10 @@ class AtomicFileWriter {
   XXH3_state_t hash_;
 };
 
-std::string readWholeFile(core::FileSystem& fileSystem, const std::string& path) {
-  std::string bytes;
-  if (auto ec = fileSystem.readFile(path, bytes))
-    throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' is missing or unreadable: " + ec.message());
-  return bytes;
-}
-
-// Size and XXH3-64 of a file, read in chunks.
-std::pair<uint64_t, uint64_t> sizeAndChecksum(core::FileSystem& fileSystem, const std::string& path) {
+// Size and XXH3-64 of a file, read in chunks, reading no more than `limit` + 1 bytes
+// (a file that grew is seen as larger than `limit` without reading all of it).
+std::pair<uint64_t, uint64_t> sizeAndChecksum(core::FileSystem& fileSystem, const std::string& path,
+                                              uint64_t limit) {
   std::error_code ec;
   auto file = fileSystem.openForRead(path, ec);
   if (!file) throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' is missing: " + ec.message());
@@ -116,9 +112,10 @@ std::pair<uint64_t, uint64_t> sizeAndChecksum(core::FileSystem& fileSystem, cons
   XXH3_64bits_reset(&hash);
   std::vector<char> buffer(1 << 20);
   uint64_t size = 0;
-  while (true) {
+  while (size <= limit) {
     size_t n = 0;
-    if ((ec = file->read(size, buffer.size(), buffer.data(), n)))
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buffer.size(), limit + 1 - size));
+    if ((ec = file->read(size, want, buffer.data(), n)))
       throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' cannot be read: " + ec.message());
     if (n == 0) break;
     XXH3_64bits_update(&hash, buffer.data(), n);
@@ -523,10 +520,14 @@ void writeMetadata(const std::string& dir, const CheckpointMetadata& m, core::Fi
   // The job folder names chk-<n> and shared/: both must survive a crash that _metadata
   // survives.
   fsyncDirectory(fileSystem, fs::path(dir).parent_path().string());
-  AtomicFileWriter file(fileSystem, (fs::path(dir) / "_metadata").string());
-  std::string text = std::string(kMetadataMagic) + "\n" + body + "\nchecksum " +
-                     hex(XXH3_64bits(body.data(), body.size())) + "\n";
-  file.out().writeRaw(text.data(), text.size());
+  writeFileAtomically(fileSystem, (fs::path(dir) / "_metadata").string(),
+                      std::string(kMetadataMagic) + "\n" + body + "\nchecksum " +
+                          hex(XXH3_64bits(body.data(), body.size())) + "\n");
+}
+
+void writeFileAtomically(core::FileSystem& fileSystem, const std::string& path, std::string_view bytes) {
+  AtomicFileWriter file(fileSystem, path);
+  file.out().writeRaw(bytes.data(), bytes.size());
   file.commit();
 }
 
@@ -546,9 +547,16 @@ std::string checkpointFolder(const std::string& path) {
 CheckpointMetadata readMetadata(const std::string& path, core::FileSystem& fileSystem) {
   const std::string file = (fs::path(checkpointFolder(path)) / "_metadata").string();
   uint64_t size = 0;
-  if (fileSystem.fileSize(file, size) == std::errc::no_such_file_or_directory)
+  auto ec = fileSystem.fileSize(file, size);
+  if (ec == std::errc::no_such_file_or_directory)
     throw Error(ErrorCode::kCheckpoint, "no checkpoint at '" + path + "': '" + file + "' is missing");
-  std::string text = readWholeFile(fileSystem, file);
+  std::string text;
+  if (!ec && size > kMaxMetadataBytes) ec = std::make_error_code(std::errc::file_too_large);
+  if (!ec) ec = fileSystem.readFile(file, text, kMaxMetadataBytes);
+  if (ec == std::errc::file_too_large)
+    throw corrupt(file, "holds more than " + std::to_string(kMaxMetadataBytes >> 20) +
+                            " MiB; no weir checkpoint's metadata is that large");
+  if (ec) throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + file + "' is unreadable: " + ec.message());
   auto first = text.find('\n');
   auto last = text.rfind("\nchecksum ");
   if (first == std::string::npos || text.substr(0, first) != kMetadataMagic)
@@ -609,7 +617,15 @@ CheckpointMetadata readMetadata(const std::string& path, core::FileSystem& fileS
 
 void verifyCheckpoint(const std::string& dir, const CheckpointMetadata& metadata, core::FileSystem& fileSystem) {
   auto verify = [&](const std::string& path, uint64_t expectedSize, uint64_t expectedChecksum) {
-    auto [size, checksum] = sizeAndChecksum(fileSystem, path);
+    // The size first, so that a file of the wrong size is not read at all; then no more
+    // than the metadata says (the file may grow meanwhile).
+    uint64_t size = 0;
+    if (auto ec = fileSystem.fileSize(path, size))
+      throw Error(ErrorCode::kCheckpoint, "checkpoint file '" + path + "' is " +
+                                              (ec == std::errc::no_such_file_or_directory ? "missing" : "unreadable") +
+                                              ": " + ec.message());
+    uint64_t checksum = 0;
+    if (size == expectedSize) std::tie(size, checksum) = sizeAndChecksum(fileSystem, path, expectedSize);
     if (size != expectedSize)
       throw corrupt(path, "has " + std::to_string(size) + " bytes, the checkpoint's metadata says " +
                               std::to_string(expectedSize) + " (truncated or overwritten)");
@@ -625,24 +641,43 @@ std::string findLatestCheckpoint(const std::string& checkpointDir) {
   std::error_code ec;
   if (!fs::is_directory(checkpointDir, ec))
     throw Error(ErrorCode::kInvalidArgument, "checkpoint directory '" + checkpointDir + "' does not exist");
-  std::string best;
-  fs::file_time_type bestTime{};
-  int64_t bestId = -1;
+  core::FileSystem& disk = *core::FileSystem::local();
+  std::string best, unrecorded;
+  CompletedCheckpointStore::Entry bestEntry;
   for (const auto& job : fs::directory_iterator(checkpointDir, ec)) {
     if (!job.is_directory()) continue;
-    for (const auto& chk : fs::directory_iterator(job.path(), ec)) {
-      std::string name = chk.path().filename().string();
-      if (!chk.is_directory() || name.rfind("chk-", 0) != 0) continue;
-      auto meta = chk.path() / "_metadata";
-      if (!fs::exists(meta, ec)) continue;
-      auto time = fs::last_write_time(meta, ec);
-      int64_t id = std::strtoll(name.c_str() + 4, nullptr, 10);
-      if (best.empty() || time > bestTime || (time == bestTime && id > bestId)) {
-        best = chk.path().string();
-        bestTime = time;
-        bestId = id;
+    auto completed = CompletedCheckpointStore::read(job.path().string(), disk);
+    if (!completed) {
+      // No record: a folder of a weir that kept none, or one whose record was removed.
+      // Its checkpoints are not guessed at (a damaged newest one would look absent).
+      for (const auto& chk : fs::directory_iterator(job.path(), ec))
+        if (chk.path().filename().string().rfind("chk-", 0) == 0 &&
+            fs::exists(fs::symlink_status(chk.path() / "_metadata", ec)))
+          unrecorded = chk.path().string();
+      continue;
+    }
+    for (const auto& e : *completed) {
+      if (best.empty() || e.timestampMillis > bestEntry.timestampMillis ||
+          (e.timestampMillis == bestEntry.timestampMillis && e.id > bestEntry.id)) {
+        best = (job.path() / ("chk-" + std::to_string(e.id))).string();
+        bestEntry = e;
       }
     }
+  }
+  if (best.empty() && !unrecorded.empty())
+    throw Error(ErrorCode::kCheckpoint,
+                "'" + checkpointDir + "' holds checkpoints (such as '" + unrecorded + "') that no " +
+                    std::string(CompletedCheckpointStore::kFileName) +
+                    " file records as completed; restore one by its path (--from-checkpoint PATH) or remove them");
+  if (best.empty()) return best;
+  // The newest completed checkpoint restores, or nothing does: an older one would
+  // replay output a sink may have committed past it (FLINK-22502).
+  try {
+    readMetadata(best, disk);
+  } catch (const Error& e) {
+    throw Error(ErrorCode::kCheckpoint, "the latest completed checkpoint '" + best + "' cannot be restored: " +
+                                            e.what() + "; weir does not fall back to an older one, whose output " +
+                                            "a sink may have committed past (restore one by its path, --from-checkpoint PATH, if you must)");
   }
   return best;
 }

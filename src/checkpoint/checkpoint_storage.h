@@ -1,6 +1,7 @@
 // Checkpoints on the file system (DESIGN "Storage layout"):
 //
-//   <checkpoint-dir>/<job-id>/chk-<n>/_metadata
+//   <checkpoint-dir>/<job-id>/completed-checkpoints     (completed_checkpoint_store.h)
+//                            /chk-<n>/_metadata
 //                            /chk-<n>/<operator-id>-<subtask>-state
 //                            /chk-<n>/<operator-id>-<subtask>-state-<RocksDB file>
 //                            /shared/<unique>-<n>.sst
@@ -124,13 +125,22 @@ void writeStateFile(const CheckpointTarget& target, OperatorSnapshot& snapshot, 
 // Where a checkpoint at `dir` keeps RocksDB file `f`.
 std::string rocksDBFilePath(const std::string& dir, const RocksDBFileInfo& f);
 
+// Writes `bytes` to `path` whole or not at all: under a temporary name, fsynced, then
+// renamed and its folder fsynced. Throws weir::Error (kIo) naming the file.
+void writeFileAtomically(core::FileSystem& fileSystem, const std::string& path, std::string_view bytes);
+
 // Writes <dir>/_metadata last, atomically, after syncing the folder that holds `dir`.
 // Throws weir::Error (kIo) naming the file.
 void writeMetadata(const std::string& dir, const CheckpointMetadata& metadata,
                    core::FileSystem& fileSystem = *core::FileSystem::local());
 
+// The largest _metadata read: it lists files, not state (a job of 512 subtasks and ten
+// operators on incremental RocksDB writes a few MB).
+constexpr uint64_t kMaxMetadataBytes = uint64_t{64} << 20;
+
 // Reads the _metadata of the checkpoint at `path` (a chk-<n> folder or its _metadata).
-// Throws weir::Error (kCheckpoint) naming the file when it is missing or corrupt.
+// Throws weir::Error (kCheckpoint) naming the file when it is missing, not a regular
+// file, larger than kMaxMetadataBytes or corrupt.
 CheckpointMetadata readMetadata(const std::string& path, core::FileSystem& fileSystem = *core::FileSystem::local());
 // The chk-<n> folder of `path` (itself, or the folder of a _metadata file), spelled
 // by normalPath.
@@ -140,8 +150,10 @@ std::string checkpointFolder(const std::string& path);
 // checkpoint's folder: both go through this.
 std::string normalPath(const std::string& path);
 
-// Checks every state file's size and checksum; throws weir::Error (kCheckpoint) naming
-// the first file that is missing, truncated or corrupt.
+// Checks every state file's size and checksum, reading none of a file whose size is
+// not the metadata's and no more of one than that; throws weir::Error (kCheckpoint)
+// naming the first file that is missing, not a regular file, of another size or
+// corrupt.
 void verifyCheckpoint(const std::string& dir, const CheckpointMetadata& metadata,
                       core::FileSystem& fileSystem = *core::FileSystem::local());
 
@@ -153,7 +165,11 @@ void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRa
                    RestoredOperatorState& out, std::vector<OperatorStateSnapshot>& operatorState,
                    std::shared_ptr<core::FileSystem> fileSystem = core::FileSystem::local());
 
-// The newest complete checkpoint under `checkpointDir` (any job id), or "" when none.
+// The newest checkpoint that a completed-checkpoints file under `checkpointDir` records
+// (any job id), or "" when none completed. Throws weir::Error (kCheckpoint) when that one
+// is missing or its _metadata does not read — never an older one in its place — and when
+// checkpoints with _metadata lie in a job folder with no record
+// (completed_checkpoint_store.h).
 // (Like cleanCheckpoints and JobFolderLock, it looks at the local disk directly: it is
 // for tools and for a job about to start, not part of a running job's I/O.)
 std::string findLatestCheckpoint(const std::string& checkpointDir);

@@ -2,6 +2,7 @@
 // any file is found before its state is used; the coordinator's concurrent checkpoints.
 #include <gtest/gtest.h>
 #include <xxhash.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -15,6 +16,7 @@
 
 #include "checkpoint/checkpoint_coordinator.h"
 #include "checkpoint/checkpoint_storage.h"
+#include "checkpoint/completed_checkpoint_store.h"
 #include "weir/restart_strategy.h"
 
 namespace weir::checkpoint {
@@ -353,26 +355,60 @@ TEST_F(CheckpointFilesTest, EveryFlippedByteOrTruncationIsDetected) {
   }
 }
 
-TEST_F(CheckpointFilesTest, TheLatestCheckpointIsTheNewestWithMetadata) {
-  fs::path job = dir_ / "job";
-  for (int id : {1, 2, 3}) {
-    fs::create_directories(job / ("chk-" + std::to_string(id)));
-    if (id != 3) std::ofstream((job / ("chk-" + std::to_string(id)) / "_metadata").string()) << "x";
+// Checkpoint files that are not regular files (a FIFO, a folder, a link to a device)
+// are refused by name without being read: nothing blocks on a FIFO or reads /dev/zero
+// for ever. A state file whose size is not the metadata's is refused before it is read.
+TEST_F(CheckpointFilesTest, AFileThatIsNotARegularFileIsRefusedWithoutReadingIt) {
+  writeCheckpoint();
+  const fs::path metadata = dir_ / "_metadata", state = dir_ / "op-1-state";
+  const fs::path saved = dir_.parent_path() / ("weir-saved-metadata-" + std::to_string(::getpid()));
+  fs::rename(metadata, saved);
+  auto refusedNaming = [&](const fs::path& file, const std::string& why) {
+    try {
+      verifyCheckpoint(dir_.string(), readMetadata(dir_.string()));
+      ADD_FAILURE() << file << " was accepted";
+    } catch (const Error& e) {
+      EXPECT_EQ(e.code(), ErrorCode::kCheckpoint) << e.what();
+      EXPECT_NE(std::string(e.what()).find(file.string()), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(why), std::string::npos) << e.what();
+    }
+  };
+  ASSERT_EQ(::mkfifo(metadata.c_str(), 0644), 0);
+  refusedNaming(metadata, "not a regular file");
+  fs::remove(metadata);
+  for (const char* device : {"/dev/zero", "/dev/urandom"}) {
+    fs::create_symlink(device, metadata);
+    refusedNaming(metadata, "not a regular file");
+    fs::remove(metadata);
   }
-  EXPECT_EQ(findLatestCheckpoint(dir_.string()), (job / "chk-2").string());
-  EXPECT_THROW(findLatestCheckpoint((dir_ / "missing").string()), Error);
+  fs::create_directory(metadata);
+  refusedNaming(metadata, "not a regular file");
+  fs::remove(metadata);
+  fs::rename(saved, metadata);
+
+  // The metadata is whole; a state file is not a regular one, or longer than it says.
+  fs::rename(state, saved);
+  fs::create_symlink("/dev/zero", state);
+  refusedNaming(state, "not a regular file");
+  fs::remove(state);
+  fs::copy_file(saved, state);
+  std::ofstream(state, std::ios::app) << "more";
+  refusedNaming(state, "bytes, the checkpoint's metadata says");
+  fs::remove(saved);
 }
 
-}  // namespace
-}  // namespace weir::checkpoint
-
-// The coordinator with two checkpoints in progress at once: the newer one completing
-// first subsumes the older (aborted, not a failure), and a third is triggered only while
-// fewer than two are in progress.
-namespace weir::checkpoint {
-
-using namespace weir::detail;
-namespace {
+// A _metadata larger than any weir writes is refused by its size, not read whole.
+TEST_F(CheckpointFilesTest, AnOversizedMetadataIsRefusedBeforeItIsRead) {
+  writeCheckpoint();
+  fs::resize_file(dir_ / "_metadata", kMaxMetadataBytes + 1);  // sparse: nothing is written
+  try {
+    readMetadata(dir_.string());
+    FAIL() << "a metadata of " << kMaxMetadataBytes + 1 << " bytes was read";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kCheckpoint) << e.what();
+    EXPECT_NE(std::string(e.what()).find("holds more than 64 MiB"), std::string::npos) << e.what();
+  }
+}
 
 class ConcurrentCoordinatorTest : public ::testing::Test {
  protected:
@@ -456,6 +492,39 @@ TEST_F(ConcurrentCoordinatorTest, ANewerCheckpointCompletingSubsumesAnOlderOneWi
   coordinator.reset();
   EXPECT_TRUE(fs::exists(dir_ / "chk-2" / "_metadata"));
   EXPECT_FALSE(fs::exists(dir_ / "chk-1"));
+  auto recorded = CompletedCheckpointStore::read(dir_.string(), *core::FileSystem::local());
+  ASSERT_TRUE(recorded);
+  EXPECT_EQ(*recorded, (std::vector<CompletedCheckpointStore::Entry>{{2, 1'000'002}}))
+      << "the subsumed checkpoint is not recorded as completed";
+}
+
+// The record of completed checkpoints lists the retained ones, oldest first, as each
+// completes; cancelled with DELETE_ON_CANCELLATION, the job leaves no folder.
+TEST_F(ConcurrentCoordinatorTest, TheRecordOfCompletedCheckpointsListsTheRetainedOnes) {
+  CheckpointConfig config;
+  config.setCheckpointInterval(1ms);
+  config.setNumRetainedCheckpoints(2);
+  auto coordinator = start(config);
+  auto recorded = [&] {
+    auto entries = CompletedCheckpointStore::read(dir_.string(), *core::FileSystem::local());
+    std::vector<int64_t> ids;
+    for (const auto& e : entries.value()) ids.push_back(e.id);
+    return ids;
+  };
+  EXPECT_EQ(recorded(), std::vector<int64_t>{}) << "an empty record is there before any checkpoint";
+  auto noFiles = [](const CheckpointTarget&) { return std::vector<StateFileInfo>{}; };
+  for (int64_t id = 1; id <= 3; ++id) {
+    clock_->advance(1ms);
+    coordinator->tick(true);
+    ASSERT_EQ(coordinator->pendingIds(), std::vector<int64_t>{id});
+    coordinator->acknowledge(id, {}, noFiles, [] {});
+    ASSERT_TRUE(waitFor([&] { return completed.size() == static_cast<size_t>(id); }));
+  }
+  coordinator->endAttempt();
+  EXPECT_EQ(recorded(), (std::vector<int64_t>{2, 3}));
+  coordinator->shutdown(true);
+  coordinator.reset();
+  EXPECT_FALSE(fs::exists(dir_)) << "the job folder, its record included, is removed";
 }
 
 // A checkpoint not acknowledged within the checkpoint timeout is aborted when the

@@ -106,7 +106,7 @@ void CheckpointOptions::addTo(CLI::App& app) {
                  "With --unaligned: start aligned, turn unaligned after this many ms (default 0)");
   app.add_option("--restart-strategy", restartStrategy_,
                  "none | fixed-delay:ATTEMPTS:DELAY_MS | exponential-delay:INITIAL_MS:MAX_MS | "
-                 "failure-rate:MAX:INTERVAL_MS:DELAY_MS (default: fixed-delay without limit with checkpoints)");
+                 "failure-rate:MAX:INTERVAL_MS:DELAY_MS (default with checkpoints: exponential-delay:1000:60000, ending the job after 5 identical failures in a row)");
   app.add_option("--restore", restore_, "latest: resume from the newest checkpoint under --checkpoint-dir");
   app.add_option("--from-checkpoint", fromCheckpoint_, "Resume from this checkpoint (a chk-<n> folder)");
 }

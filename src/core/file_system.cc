@@ -13,6 +13,12 @@ namespace {
 
 std::error_code lastError() { return {errno, std::generic_category()}; }
 
+class NotARegularFileCategory final : public std::error_category {
+ public:
+  const char* name() const noexcept override { return "weir.file_system"; }
+  std::string message(int) const override { return "not a regular file"; }
+};
+
 class PosixWritableFile final : public WritableFile {
  public:
   explicit PosixWritableFile(int fd) : fd_(fd) {}
@@ -77,12 +83,23 @@ class PosixFileSystem final : public FileSystem {
     return std::make_unique<PosixWritableFile>(fd);
   }
   std::unique_ptr<ReadableFile> openForRead(const std::string& path, std::error_code& ec) override {
-    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+    // Non-blocking, so that opening a FIFO does not wait for a writer; then only a
+    // regular file is kept.
+    int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
     if (fd < 0) {
       ec = lastError();
       return nullptr;
     }
+    struct stat st;
     ec.clear();
+    if (::fstat(fd, &st) != 0)
+      ec = lastError();
+    else if (!S_ISREG(st.st_mode))
+      ec = notARegularFile();
+    if (ec) {
+      ::close(fd);
+      return nullptr;
+    }
     return std::make_unique<PosixReadableFile>(fd);
   }
   std::error_code rename(const std::string& from, const std::string& to) override {
@@ -119,7 +136,7 @@ class PosixFileSystem final : public FileSystem {
   std::error_code fileSize(const std::string& path, uint64_t& size) override {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return lastError();
-    if (S_ISDIR(st.st_mode)) return std::make_error_code(std::errc::is_a_directory);
+    if (!S_ISREG(st.st_mode)) return notARegularFile();
     size = static_cast<uint64_t>(st.st_size);
     return {};
   }
@@ -127,12 +144,17 @@ class PosixFileSystem final : public FileSystem {
 
 }  // namespace
 
+std::error_code notARegularFile() {
+  static const NotARegularFileCategory category;
+  return {1, category};
+}
+
 const std::shared_ptr<FileSystem>& FileSystem::local() {
   static const std::shared_ptr<FileSystem>& fs = *new std::shared_ptr<FileSystem>(std::make_shared<PosixFileSystem>());
   return fs;  // never destroyed: checkpoints may be removed while the process exits
 }
 
-std::error_code FileSystem::readFile(const std::string& path, std::string& out) {
+std::error_code FileSystem::readFile(const std::string& path, std::string& out, size_t limit) {
   std::error_code ec;
   auto file = openForRead(path, ec);
   if (!file) return ec;
@@ -144,6 +166,10 @@ std::error_code FileSystem::readFile(const std::string& path, std::string& out) 
     size_t got = 0;
     ec = file->read(have, kChunk, out.data() + have, got);
     out.resize(have + got);
+    if (!ec && out.size() > limit) {
+      out.clear();
+      return std::make_error_code(std::errc::file_too_large);
+    }
     if (ec || got < kChunk) return ec;
   }
 }

@@ -43,6 +43,9 @@ class ReadableFile {
   virtual std::error_code read(uint64_t offset, size_t size, char* out, size_t& got) = 0;
 };
 
+// The error of opening something that is not a regular file for reading.
+std::error_code notARegularFile();
+
 class FileSystem {
  public:
   // The POSIX file system, which every job uses unless given another.
@@ -58,8 +61,10 @@ class FileSystem {
   // when it cannot.
   virtual std::unique_ptr<WritableFile> openForWrite(const std::string& path, WriteMode mode,
                                                      std::error_code& ec) = 0;
-  // Opens `path` for reading. Null, with `ec` set (no_such_file_or_directory when it is
-  // missing), when it cannot.
+  // Opens regular file `path` for reading (a link is followed to a regular file only).
+  // Null, with `ec` set, when it cannot: no_such_file_or_directory when it is missing,
+  // notARegularFile() when it is a folder, a FIFO, a device or a link to one (which a
+  // read could block on or never finish).
   virtual std::unique_ptr<ReadableFile> openForRead(const std::string& path, std::error_code& ec) = 0;
   // Renames `from` to `to` atomically, replacing `to`. The new name is durable once the
   // folder is synced.
@@ -75,11 +80,13 @@ class FileSystem {
   virtual std::error_code syncDirectory(const std::string& path) = 0;
   // The names in folder `path` (neither "." nor ".."), in no particular order.
   virtual std::error_code list(const std::string& path, std::vector<std::string>& names) = 0;
-  // The size of file `path` in bytes; no_such_file_or_directory when it is missing.
+  // The size of regular file `path` in bytes; no_such_file_or_directory when it is
+  // missing, notARegularFile() when it is something else.
   virtual std::error_code fileSize(const std::string& path, uint64_t& size) = 0;
 
-  // All of file `path`.
-  std::error_code readFile(const std::string& path, std::string& out);
+  // All of file `path`, when it holds at most `limit` bytes; file_too_large (and `out`
+  // empty) when it holds more.
+  std::error_code readFile(const std::string& path, std::string& out, size_t limit = SIZE_MAX);
   // Up to `size` bytes of file `path` from `offset` (fewer where the file ends).
   std::error_code readRange(const std::string& path, uint64_t offset, size_t size, std::string& out);
 };

@@ -1,6 +1,7 @@
 #include "core/file_system.h"
 
 #include <gtest/gtest.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -106,6 +107,31 @@ TEST_F(LocalFileSystemTest, WhatIsMissingIsReportedAsMissing) {
   EXPECT_TRUE(disk_.list(path("none"), names));
   std::string bytes;
   EXPECT_EQ(disk_.readFile(path("none"), bytes), std::errc::no_such_file_or_directory);
+}
+
+// Only regular files are opened for reading: a FIFO (opened without waiting for a
+// writer), a folder or a link to a device is refused, so no read blocks or never ends.
+TEST_F(LocalFileSystemTest, OnlyRegularFilesAreRead) {
+  ASSERT_EQ(::mkfifo(path("fifo").c_str(), 0644), 0);
+  fs::create_directory(path("folder"));
+  fs::create_symlink("/dev/zero", path("zero"));
+  std::ofstream(path("file")) << "bytes";
+  fs::create_symlink(path("file"), path("link"));
+  for (const char* name : {"fifo", "folder", "zero"}) {
+    std::error_code ec;
+    EXPECT_FALSE(disk_.openForRead(path(name), ec)) << name;
+    EXPECT_EQ(ec, notARegularFile()) << name << ": " << ec.message();
+    uint64_t size = 0;
+    EXPECT_EQ(disk_.fileSize(path(name), size), notARegularFile()) << name;
+  }
+  std::string bytes;
+  EXPECT_FALSE(disk_.readFile(path("link"), bytes)) << "a link to a regular file is followed";
+  EXPECT_EQ(bytes, "bytes");
+  // A limit: what is larger is not read into memory.
+  EXPECT_EQ(disk_.readFile(path("file"), bytes, 4), std::errc::file_too_large);
+  EXPECT_EQ(bytes, "");
+  EXPECT_FALSE(disk_.readFile(path("file"), bytes, 5));
+  EXPECT_EQ(bytes, "bytes");
 }
 
 }  // namespace

@@ -307,6 +307,20 @@ pid_t spawnWeir(const std::string& args, const fs::path& out, const fs::path& er
   return pid;
 }
 
+// How many checkpoints the record of a job under `checkpointDir` lists as completed
+// (its completed-checkpoints file: a magic line, a line per checkpoint, a checksum line).
+size_t recordedCheckpoints(const fs::path& checkpointDir) {
+  size_t most = 0;
+  for (const auto& e : fs::recursive_directory_iterator(checkpointDir)) {
+    if (e.path().filename() != "completed-checkpoints") continue;
+    std::ifstream in(e.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+    if (lines >= 2) most = std::max(most, lines - 2);
+  }
+  return most;
+}
+
 // The demo is exact across a kill -9 and a resume: it counts every event once and
 // prints the same top users as a run that was never interrupted (it exited 1 before,
 // its sink's counts kept outside any state).
@@ -323,11 +337,7 @@ TEST(Cli, TheDemoResumedAfterAKillCountsEveryEventOnce) {
                      (dir / "checkpoints").string() + " --restore latest";
   fs::path out = dir / "out.txt";
   pid_t pid = spawnWeir(args, out, dir / "err.txt");
-  auto completed = [&] {
-    for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints"))
-      if (e.path().filename() == "_metadata") return true;
-    return false;
-  };
+  auto completed = [&] { return recordedCheckpoints(dir / "checkpoints") > 0; };
   auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (!completed() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
   ::kill(pid, SIGKILL);
@@ -346,6 +356,89 @@ TEST(Cli, TheDemoResumedAfterAKillCountsEveryEventOnce) {
   EXPECT_NE(err.find("resuming from checkpoint"), std::string::npos) << err;
   EXPECT_NE(resumed.find("counted 3,000,000 events"), std::string::npos) << resumed;
   EXPECT_EQ(topUsers(resumed), topUsers(whole.out));
+  fs::remove_all(dir);
+}
+
+// Waits up to `seconds` for `pid` to exit; kills it and returns -1 if it has not.
+int exitCodeWithin(pid_t pid, int seconds) {
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, &status, 0);
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+std::string fileText(const fs::path& path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+}
+
+// #35.3 and #35.8: the newest completed checkpoint of a killed run is damaged (its
+// _metadata a FIFO, then a link to /dev/zero) while an older one is whole. `--restore
+// latest` fails at once naming it — no hang, no fall-back to the older one, no fresh
+// start — and so does `checkpoint inspect`; made whole again, it resumes from it.
+TEST(Cli, ADamagedLatestCheckpointIsAnErrorNotAFallBack) {
+  fs::path dir = fs::temp_directory_path() / ("weir-damaged-latest-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "checkpoints");
+  const std::string args = "run clicks --events 3000000 --users 2000 -p 2 --no-rest --rate 500000 "
+                           "--checkpoint-interval 50 --retained-checkpoints 2 --checkpoint-dir " +
+                           (dir / "checkpoints").string() + " --restore latest";
+  pid_t pid = spawnWeir(args, dir / "out.txt", dir / "err.txt");
+  // Two completed checkpoints, as the job's record lists them.
+  auto recorded = [&] { return recordedCheckpoints(dir / "checkpoints") == 2; };
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (!recorded() && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  ASSERT_TRUE(WIFSIGNALED(status)) << "the run ended before it was killed; make it longer";
+  ASSERT_TRUE(recorded());
+  // The newest recorded: chk-<n> with the highest n (one job folder).
+  fs::path newest;
+  int64_t newestId = -1;
+  for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints")) {
+    std::string name = e.path().filename().string();
+    if (name.rfind("chk-", 0) != 0 || !fs::exists(e.path() / "_metadata")) continue;
+    if (std::stoll(name.substr(4)) > newestId) {
+      newestId = std::stoll(name.substr(4));
+      newest = e.path();
+    }
+  }
+  const fs::path metadata = newest / "_metadata", saved = dir / "saved-metadata";
+  fs::rename(metadata, saved);
+  // `inspect` exits 2 where there is no checkpoint, 1 where it is damaged.
+  auto refused = [&](const std::string& why, int inspectExitCode) {
+    pid_t run = spawnWeir(args, dir / "out.txt", dir / "err.txt");
+    EXPECT_EQ(exitCodeWithin(run, 20), 2) << "the run did not refuse at once";
+    std::string err = fileText(dir / "err.txt");
+    EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
+    EXPECT_NE(err.find("latest completed checkpoint '" + newest.string() + "'"), std::string::npos) << err;
+    EXPECT_NE(err.find(why), std::string::npos) << err;
+    EXPECT_EQ(err.find("resuming"), std::string::npos) << err;
+    pid_t inspect = spawnWeir("checkpoint inspect " + newest.string(), dir / "out.txt", dir / "err.txt");
+    EXPECT_EQ(exitCodeWithin(inspect, 20), inspectExitCode) << fileText(dir / "err.txt");
+  };
+  refused("is missing", 2);
+  ASSERT_EQ(::mkfifo(metadata.c_str(), 0644), 0);
+  refused("not a regular file", 1);
+  fs::remove(metadata);
+  fs::create_symlink("/dev/zero", metadata);
+  refused("not a regular file", 1);
+  fs::remove(metadata);
+
+  fs::rename(saved, metadata);
+  pid = spawnWeir(args, dir / "out.txt", dir / "err.txt");
+  EXPECT_EQ(exitCodeWithin(pid, 120), 0) << fileText(dir / "err.txt");
+  EXPECT_NE(fileText(dir / "err.txt").find("resuming from checkpoint '" + newest.string() + "'"), std::string::npos)
+      << fileText(dir / "err.txt");
   fs::remove_all(dir);
 }
 
@@ -517,11 +610,7 @@ struct KilledWordCount {
     // Started with the input spelled relative to its folder.
     pid_t pid = spawnWeir("run wordcount --input in.txt" + options, dir / "out.txt", dir / "err.txt", dir);
     auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    auto completed = [&] {
-      for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints"))
-        if (e.path().filename() == "_metadata") return true;
-      return false;
-    };
+    auto completed = [&] { return recordedCheckpoints(dir / "checkpoints") > 0; };
     while (!completed() && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
     ::kill(pid, SIGKILL);
     int status = 0;
