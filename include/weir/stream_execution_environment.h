@@ -44,6 +44,13 @@ class StreamExecutionEnvironment {
   // Buffers (of up to 1024 records and about 32 KiB) each channel may hold before its
   // producer waits (Flink's buffers-per-channel; default 4).
   StreamExecutionEnvironment& setBuffersPerChannel(int buffers);
+  // The memory all the buffers of a job's channels may take (Flink's network memory;
+  // default 512 MiB). Each channel holds buffersPerChannel + 1 buffers of up to about
+  // 32 KiB; with many channels (an all-to-all edge has parallelism² of them) buffers
+  // are made smaller to fit, and a job whose channels cannot have buffers of at least
+  // 256 bytes within it is refused at start, with the numbers.
+  StreamExecutionEnvironment& setNetworkMemory(int64_t bytes);
+  int64_t getNetworkMemory() const;
   // How often sources emit periodic watermarks (Flink's autoWatermarkInterval; default
   // 200 ms, must be positive).
   StreamExecutionEnvironment& setAutoWatermarkInterval(std::chrono::milliseconds interval);

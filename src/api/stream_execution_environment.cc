@@ -36,6 +36,16 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setBuffersPerChannel(int
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::setNetworkMemory(int64_t bytes) {
+  if (bytes < (int64_t{1} << 20))
+    throw Error(ErrorCode::kInvalidArgument, "network memory must be at least 1 MiB, got " + std::to_string(bytes) +
+                                                 " bytes");
+  graph_->graph.networkMemoryBytes = bytes;
+  return *this;
+}
+
+int64_t StreamExecutionEnvironment::getNetworkMemory() const { return graph_->graph.networkMemoryBytes; }
+
 StreamExecutionEnvironment& StreamExecutionEnvironment::setAutoWatermarkInterval(std::chrono::milliseconds interval) {
   if (interval.count() <= 0)
     throw Error(ErrorCode::kInvalidArgument,

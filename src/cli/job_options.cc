@@ -10,6 +10,7 @@ namespace weir::cli {
 void configure(StreamExecutionEnvironment& env, const JobOptions& options, int parallelism) {
   if (options.maxParallelism > 0) env.setMaxParallelism(options.maxParallelism);
   env.setParallelism(options.parallelism > 0 ? options.parallelism : parallelism);
+  env.setNetworkMemory(options.networkMemoryMiB << 20);
   env.setRestOptions(options.rest);
   env.setStateBackend(options.stateBackend);
   if (options.checkpoint.isCheckpointingEnabled()) env.getCheckpointConfig() = options.checkpoint;

@@ -23,6 +23,7 @@ namespace weir::cli {
 struct JobOptions {
   int parallelism = 0;                 // 0: the example's default
   int maxParallelism = 0;              // 0: not set (Flink's default from the parallelism)
+  int64_t networkMemoryMiB = 512;      // --network-memory
   RestOptions rest;                    // served by default: see --rest-port
   std::shared_ptr<StateBackend> stateBackend = std::make_shared<HashMapStateBackend>();
   // Checkpoints: on when checkpoint.getCheckpointInterval() is positive.

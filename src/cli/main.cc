@@ -64,6 +64,9 @@ int run(int argc, char** argv) {
     sub->add_option("--max-parallelism", options.maxParallelism,
                     "Number of key groups, at most 32768 (default: Flink's, min(max(2^ceil(log2(1.5 p)), 128), "
                     "32768) for the highest parallelism p, or a restored checkpoint's)");
+    sub->add_option("--network-memory", options.networkMemoryMiB,
+                    "MiB all the job's channel buffers may take (default 512); a job whose channels cannot fit "
+                    "is refused at start");
     sub->add_option("--rest-port", options.rest.port, "Port of the REST API and Web UI (default 8081; 0: any free port)");
     sub->add_option("--rest-address", options.rest.address, "Address the REST API listens on (default 127.0.0.1)");
     sub->add_flag("--no-rest", noRest, "Do not serve the REST API and Web UI");
@@ -137,6 +140,9 @@ int run(int argc, char** argv) {
   if (options.rest.port < 0 || options.rest.port > 65535)
     return usageError("--rest-port must be between 0 and 65535, got " + std::to_string(options.rest.port));
 
+  if (options.networkMemoryMiB < 1 || options.networkMemoryMiB > (int64_t{1} << 30))
+    return usageError("--network-memory must be between 1 and 1073741824 MiB, got " +
+                      std::to_string(options.networkMemoryMiB));
   const bool maxGiven = app.get_subcommand("run")->get_subcommands().front()->count("--max-parallelism") > 0;
   if (maxGiven && (options.maxParallelism < 1 || options.maxParallelism > weir::kUpperBoundMaxParallelism))
     return usageError("--max-parallelism must be between 1 and " + std::to_string(weir::kUpperBoundMaxParallelism) +

@@ -78,7 +78,7 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
       for (int c = 0; c < cp; ++c) {
         if (forward && c != p) continue;
         StreamTask* consumer = consumers[static_cast<size_t>(c)];
-        auto channel = e.type->createChannel(graph.buffersPerChannel, &consumer->signal);
+        auto channel = e.type->createChannel(graph.buffersPerChannel, plan.bufferRecords[ei], &consumer->signal);
         channel->setProducer(&producers[static_cast<size_t>(p)]->signal);
         channelsOf[ei].push_back(channel.get());
         consumer->inputChannels.push_back(channel.get());

@@ -75,6 +75,54 @@ std::string hex128(uint64_t hi, uint64_t lo) {
   return buf;
 }
 
+namespace {
+
+// What a channel costs besides its buffers: its queue, lock and counters, and the
+// writer's and reader's share of it (measured: about 1.2 KiB).
+constexpr int64_t kChannelOverheadBytes = 1536;
+// The smallest buffer a channel is given; a job that cannot give every channel its
+// buffers of this size within its network memory is refused.
+constexpr int64_t kMinBufferBytes = 256;
+
+std::string mebibytes(int64_t bytes) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.1f MiB", static_cast<double>(bytes) / (1 << 20));
+  return buf;
+}
+
+// Every channel holds up to buffersPerChannel + 1 buffers (its credits, and the one its
+// producer fills). One buffer size in bytes for all: the budget's share, at most what a
+// batch holds (about 32 KiB); each edge's in records of its type.
+std::vector<size_t> bufferRecordsWithin(const StreamGraph& graph, const std::vector<PhysicalEdge>& edges,
+                                        const std::vector<int>& parallelism) {
+  int64_t channels = 0;
+  for (const auto& e : edges) {
+    if (e.chained) continue;
+    const int64_t pp = parallelism[static_cast<size_t>(e.producer)], cp = parallelism[static_cast<size_t>(e.consumer)];
+    channels += e.partitioner == PartitionerKind::kForward ? pp : pp * cp;
+  }
+  const int64_t buffers = graph.buffersPerChannel + 1;
+  const int64_t budget = graph.networkMemoryBytes;
+  if (channels > 0 && budget < channels * (kChannelOverheadBytes + buffers * kMinBufferBytes))
+    throw Error(ErrorCode::kInvalidArgument,
+                "the job's " + std::to_string(channels) + " channels need at least " +
+                    mebibytes(channels * (kChannelOverheadBytes + buffers * kMinBufferBytes)) +
+                    " of network memory (" + std::to_string(buffers) + " buffers of at least " +
+                    std::to_string(kMinBufferBytes) + " bytes each, and about " +
+                    std::to_string(kChannelOverheadBytes) + " bytes more), more than its " + mebibytes(budget) +
+                    ": raise it (setNetworkMemory, --network-memory MB), or lower the parallelism or the " +
+                    "buffers per channel");
+  const int64_t share = channels > 0 ? (budget - channels * kChannelOverheadBytes) / (channels * buffers) : 0;
+  std::vector<size_t> records;
+  for (const auto& e : edges) {
+    const size_t fit = static_cast<size_t>(share) / e.type->recordBytes();
+    records.push_back(std::clamp<size_t>(fit, 1, e.type->maxBufferRecords()));
+  }
+  return records;
+}
+
+}  // namespace
+
 JobPlan JobPlan::create(const StreamGraph& original, int restoredMaxParallelism) {
   JobPlan plan;
   plan.graph = original;
@@ -222,6 +270,7 @@ JobPlan JobPlan::create(const StreamGraph& original, int restoredMaxParallelism)
   }
 
   plan.edges = std::move(edges);
+  plan.bufferRecords = bufferRecordsWithin(graph, plan.edges, parallelism);
   plan.inEdges = std::move(inEdges);
   plan.outEdges = std::move(outEdges);
   plan.vertexOf = std::move(vertexOf);

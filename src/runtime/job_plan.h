@@ -69,6 +69,9 @@ struct JobPlan {
   std::vector<Vertex> vertices;
   std::vector<VertexInfo> vertexInfo;  // per vertex
   std::vector<PhysicalEdge> edges;
+  // Per edge: the most records a buffer of its channels holds, so that the buffers of
+  // every channel fit the job's network memory (networkMemoryBytes).
+  std::vector<size_t> bufferRecords;
   std::vector<std::vector<size_t>> inEdges, outEdges;  // per node
   std::vector<int> vertexOf;                           // per node; -1 when it does not run
   std::vector<int> parallelism;                        // per node

@@ -1,5 +1,6 @@
 // The weir program as a user runs it: exit codes, one-line errors, and real output.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -439,6 +440,33 @@ TEST(Cli, ADamagedLatestCheckpointIsAnErrorNotAFallBack) {
   EXPECT_EQ(exitCodeWithin(pid, 120), 0) << fileText(dir / "err.txt");
   EXPECT_NE(fileText(dir / "err.txt").find("resuming from checkpoint '" + newest.string() + "'"), std::string::npos)
       << fileText(dir / "err.txt");
+  fs::remove_all(dir);
+}
+
+// #35.7: the demo's channels grow with the square of the parallelism, their memory
+// does not: doubling -p from 64 to 128 (four times the channels) less than doubles the
+// peak memory (it was 2.8 times: 386 MB to 1.09 GB, and 3.0 GB at -p 256). At -p 512
+// the channels cannot fit the default network memory: refused at once with the numbers.
+TEST(Cli, PeakMemoryGrowsAboutLinearlyWithTheParallelism) {
+  fs::path dir = fs::temp_directory_path() / ("weir-network-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto peakKiB = [&](int parallelism) {
+    pid_t pid = spawnWeir("run clicks --events 200000 --users 1000 --no-rest -p " + std::to_string(parallelism),
+                          dir / "out.txt", dir / "err.txt");
+    int status = 0;
+    struct rusage usage {};
+    ::wait4(pid, &status, 0, &usage);
+    EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << "-p " << parallelism << ": " << fileText(dir / "err.txt");
+    return usage.ru_maxrss;
+  };
+  const long at64 = peakKiB(64), at128 = peakKiB(128);
+  EXPECT_LT(at128, 2 * at64) << "peak " << at64 << " KiB at -p 64, " << at128 << " KiB at -p 128";
+  pid_t pid = spawnWeir("run clicks --events 200000 --no-rest -p 512", dir / "out.txt", dir / "err.txt");
+  EXPECT_EQ(exitCodeWithin(pid, 60), 2);
+  const std::string err = fileText(dir / "err.txt");
+  EXPECT_NE(err.find("channels need at least"), std::string::npos) << err;
+  EXPECT_NE(err.find("--network-memory"), std::string::npos) << err;
   fs::remove_all(dir);
 }
 

@@ -539,5 +539,60 @@ TEST(DataStream, AJobWithoutASinkIsRefused) {
   EXPECT_THROW(env.execute(), Error);
 }
 
+// #35.7: the buffers of every channel share the job's network memory. With many
+// channels each buffer is smaller, and every record still arrives once; a job whose
+// channels cannot have buffers of 256 bytes within it is refused at start, saying how
+// many channels it has and what they need (docs/runtime.md: n + 1 buffers and about
+// 1.5 KiB more per channel).
+TEST(NetworkMemory, SmallBuffersCarryEveryRecordOnce) {
+  StreamExecutionEnvironment env;
+  // 16 x 16 keyed channels in 2 MiB: buffers of about 1.3 KiB, 80-odd records.
+  env.setParallelism(16).setNetworkMemory(2 << 20);
+  CollectSink<std::pair<int64_t, int64_t>> sink;
+  constexpr int64_t kRecords = 200000, kKeys = 97;
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, kRecords), WatermarkStrategy<int64_t>::noWatermarks(),
+                 "gen")
+      .map([](const int64_t& v) { return std::pair<int64_t, int64_t>{v % kKeys, v}; })
+      .keyBy([](const std::pair<int64_t, int64_t>& p) { return p.first; })
+      .reduce([](const std::pair<int64_t, int64_t>& a, const std::pair<int64_t, int64_t>& b) {
+        return std::pair<int64_t, int64_t>{a.first, a.second + b.second};
+      })
+      .sinkTo(sink);
+  env.execute();
+  std::map<int64_t, int64_t> expected, last;
+  for (int64_t v = 0; v < kRecords; ++v) expected[v % kKeys] += v;
+  size_t results = 0;
+  for (const auto& [key, sum] : sink.getResults()) {
+    last[key] = std::max(last[key], sum);  // a running sum: its largest is the total
+    ++results;
+  }
+  EXPECT_EQ(results, static_cast<size_t>(kRecords)) << "one running sum per record";
+  EXPECT_EQ(last, expected);
+}
+
+TEST(NetworkMemory, AJobWhoseChannelsCannotFitIsRefusedWithTheNumbers) {
+  StreamExecutionEnvironment env;
+  env.setParallelism(64).setNetworkMemory(4 << 20);
+  CollectSink<int64_t> sink;
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, 1000), WatermarkStrategy<int64_t>::noWatermarks(),
+                 "gen")
+      .keyBy([](const int64_t& v) { return v % 10; })
+      .reduce([](const int64_t& a, const int64_t& b) { return a + b; })
+      .sinkTo(sink);
+  // One all-to-all edge of 64 x 64 channels (the sink is chained): each needs 5 buffers
+  // of 256 bytes and 1,536 bytes more, 11.0 MiB in all, more than 4 MiB.
+  try {
+    env.execute();
+    FAIL() << "a job that needs 11 MiB of network memory ran in 4";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument) << e.what();
+    const std::string message = e.what();
+    EXPECT_NE(message.find("4096 channels need at least 11.0 MiB"), std::string::npos) << message;
+    EXPECT_NE(message.find("more than its 4.0 MiB"), std::string::npos) << message;
+    EXPECT_NE(message.find("--network-memory"), std::string::npos) << message;
+  }
+  EXPECT_TRUE(sink.getResults().empty()) << "nothing ran";
+}
+
 }  // namespace
 }  // namespace weir

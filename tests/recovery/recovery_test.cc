@@ -12,6 +12,7 @@
 #include <random>
 #include <set>
 #include <sstream>
+#include <thread>
 
 #include "checkpoint/checkpoint_storage.h"
 #include "support/recovery_job.h"
@@ -616,6 +617,61 @@ struct RefusesRestore : RichMapFunction<Event, Event>, CheckpointedFunction {
   }
   void snapshotState(const FunctionSnapshotContext&) override {}
 };
+
+// A map whose snapshot takes `snapshotMillis` (a slow state backend).
+struct SlowSnapshot : RichMapFunction<int64_t, int64_t>, CheckpointedFunction {
+  explicit SlowSnapshot(int snapshotMillis) : millis(snapshotMillis) {}
+  int64_t map(const int64_t& v) override { return v; }
+  void initializeState(FunctionInitializationContext& context) override {
+    context.getOperatorStateStore().getListState(ListStateDescriptor<int64_t>("nothing"));
+  }
+  void snapshotState(const FunctionSnapshotContext&) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(millis));
+  }
+  int millis;
+};
+
+// Checkpoint timeout and min pause in a running job (#35.15), not only as options: a
+// checkpoint whose snapshot outlives the timeout expires, and with no failure tolerated
+// the job fails naming the timeout (Flink's CheckpointFailureManager).
+TEST(CheckpointFailures, ACheckpointThatOutlivesItsTimeoutFailsTheJobNamingIt) {
+  StreamExecutionEnvironment env;
+  env.enableCheckpointing(20ms);
+  env.getCheckpointConfig().setCheckpointTimeout(50ms);
+  env.setRestartStrategy(RestartStrategy::noRestart());
+  CollectSink<int64_t> sink;
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, 1'000'000, RateLimiterStrategy::perSecond(2000)),
+                 WatermarkStrategy<int64_t>::noWatermarks(), "gen")
+      .map(SlowSnapshot(300))
+      .sinkTo(sink);
+  try {
+    env.execute("slow snapshots");
+    FAIL() << "the job outlived a checkpoint that expired";
+  } catch (const JobExecutionError& e) {
+    EXPECT_NE(std::string(e.what()).find("checkpoint timeout 50 ms"), std::string::npos) << e.what();
+  }
+}
+
+// Checkpoints every 5 ms with a min pause of 250 ms: a checkpoint starts no earlier than
+// 250 ms after the previous one ended, so a run of E ms completes at most E / 250 + 1.
+TEST(CheckpointFailures, TheMinPauseSpacesTheCheckpointsOfARunningJob) {
+  StreamExecutionEnvironment env;
+  env.enableCheckpointing(5ms);
+  env.getCheckpointConfig().setMinPauseBetweenCheckpoints(250ms);
+  CollectSink<int64_t> sink;
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, 3000, RateLimiterStrategy::perSecond(2000)),
+                 WatermarkStrategy<int64_t>::noWatermarks(), "gen")
+      .map(SlowSnapshot(0))
+      .sinkTo(sink);
+  auto start = std::chrono::steady_clock::now();
+  auto client = env.executeAsync("paused checkpoints");
+  client.wait();
+  const auto elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - start);
+  const int64_t completed = client.getMetrics().numberOfCompletedCheckpoints;
+  EXPECT_LE(completed, elapsed.count() / 250 + 1) << "in " << elapsed.count() << " ms";
+  EXPECT_GE(completed, 2) << "in " << elapsed.count() << " ms (the source takes 1.5 s)";
+  EXPECT_EQ(sink.getResults().size(), 3000u);
+}
 
 TEST(CheckpointFailures, AFailingRestoreFailsTheJobOnceTheRestartsAreUsedUp) {
   Failures::reset({3000});

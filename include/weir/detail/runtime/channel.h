@@ -108,15 +108,20 @@ class ChannelBase {
   int64_t announcedBarrier() const { return announced_.load(std::memory_order_acquire); }
   // Records sent through this channel so far.
   uint64_t recordsSent() const { return recordsSent_.load(std::memory_order_relaxed); }
+  // The most records a buffer of this channel holds (the job's network memory decides,
+  // JobPlan::bufferRecords); 0: as many as a batch (kBatchRecords).
+  size_t bufferRecords() const { return bufferRecords_; }
 
  protected:
-  ChannelBase(int credits, TaskSignal* consumer) : initialCredits_(credits), credits_(credits),
-                                                    consumer_(consumer), available_(credits) {}
+  ChannelBase(int credits, TaskSignal* consumer, size_t bufferRecords)
+      : initialCredits_(credits), credits_(credits), bufferRecords_(bufferRecords), consumer_(consumer),
+        available_(credits) {}
 
   std::mutex mutex_;
   std::condition_variable creditCv_;
   const int initialCredits_;
   int credits_;            // buffers the producer may still send; guarded by mutex_
+  const size_t bufferRecords_;
   int inFlight_ = 0;       // record buffers queued or being processed; guarded by mutex_
   bool producerWaiting_ = false;  // guarded by mutex_
   bool cancelled_ = false; // guarded by mutex_
@@ -149,7 +154,8 @@ class Channel final : public ChannelBase {
     std::vector<int64_t> timestamps;
   };
 
-  Channel(int credits, TaskSignal* consumer) : ChannelBase(credits, consumer) {}
+  Channel(int credits, TaskSignal* consumer, size_t bufferRecords = 0)
+      : ChannelBase(credits, consumer, bufferRecords) {}
 
   // Producer: queues a non-empty buffer (with its timestamps, or none), blocking while no
   // credit is left. Returns empty buffers to fill next (recycled ones when available), or

@@ -57,6 +57,8 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
   RecordWriter(std::vector<Channel<T>*> channels, Selector selector, TaskMetrics* metrics)
       : channels_(std::move(channels)), buffers_(channels_.size()), filled_(channels_.size(), 0),
         selector_(std::move(selector)), metrics_(metrics),
+        batch_(channels_.empty() || channels_[0]->bufferRecords() == 0 ? kBatchRecords<T>
+                                                                       : channels_[0]->bufferRecords()),
         indexed_(PlainRecord<T> && !Selector::kBroadcast && channels_.size() > 1) {
     for (auto& b : buffers_) makeRoom(b);
   }
@@ -110,16 +112,16 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
           size_t& k = filled_[c];
           b.records[k] = std::forward<decltype(record)>(record);
           if (stamped) {
-            if (b.timestamps.size() != kBatchRecords<T>) b.timestamps.resize(kBatchRecords<T>);
+            if (b.timestamps.size() != batch_) b.timestamps.resize(batch_);
             b.timestamps[k] = timestamps[i];
           }
-          if (++k == kBatchRecords<T>) send(c);
+          if (++k == batch_) send(c);
           return;
         }
       }
       b.records.push_back(std::forward<decltype(record)>(record));
       if (stamped) b.timestamps.push_back(timestamps[i]);
-      if (b.records.size() >= kBatchRecords<T>) send(c);
+      if (b.records.size() >= batch_) send(c);
     };
     if constexpr (Selector::kBroadcast) {
       for (size_t c = 0; c < n; ++c)
@@ -128,13 +130,13 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
       // One channel: whole runs of the batch at a time (a memcpy for plain records).
       auto& b = buffers_[0];
       for (size_t i = 0; i < records.size();) {
-        const size_t take = std::min(records.size() - i, kBatchRecords<T> - b.records.size());
+        const size_t take = std::min(records.size() - i, batch_ - b.records.size());
         auto from = records.begin() + static_cast<std::ptrdiff_t>(i), to = from + static_cast<std::ptrdiff_t>(take);
         b.records.insert(b.records.end(), std::make_move_iterator(from), std::make_move_iterator(to));
         if (stamped) b.timestamps.insert(b.timestamps.end(), timestamps.begin() + static_cast<std::ptrdiff_t>(i),
                                          timestamps.begin() + static_cast<std::ptrdiff_t>(i + take));
         i += take;
-        if (b.records.size() >= kBatchRecords<T>) send(0);
+        if (b.records.size() >= batch_) send(0);
       }
     } else {
       // The channel of every record of a chunk first, then the records into their
@@ -157,11 +159,11 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
   void makeRoom(typename Channel<T>::Buffers& b) {
     if constexpr (PlainRecord<T>) {
       if (indexed_) {
-        b.records.resize(kBatchRecords<T>);
+        b.records.resize(batch_);
         return;
       }
     }
-    if (b.records.capacity() == 0) b.records.reserve(kBatchRecords<T>);
+    if (b.records.capacity() == 0) b.records.reserve(batch_);
   }
 
   void send(size_t c) {
@@ -189,6 +191,7 @@ class RecordWriter final : public Output<T>, public ChannelWriterBase {
   std::vector<size_t> filled_;
   Selector selector_;
   TaskMetrics* metrics_;
+  const size_t batch_;  // records per buffer: the channels' (the edge's share of network memory)
   const bool indexed_;
 };
 

@@ -71,6 +71,9 @@ struct StreamGraph {
   int defaultParallelism = 1;
   int maxParallelism = 0;  // 0: not set (JobExecution::plan derives it)
   int buffersPerChannel = 4;  // credits per channel (exclusive buffers)
+  // What the buffers of all the job's channels may take (Flink's network memory):
+  // JobPlan::create sizes each edge's buffers from it.
+  int64_t networkMemoryBytes = int64_t{512} << 20;
   std::chrono::milliseconds autoWatermarkInterval{200};  // periodic watermarks of sources
   std::chrono::milliseconds bufferTimeout{100};  // partial channel buffers; 0: every batch, -1: never
   std::shared_ptr<const StateBackend> stateBackend = std::make_shared<HashMapStateBackend>();

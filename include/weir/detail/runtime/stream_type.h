@@ -19,7 +19,13 @@ namespace weir::detail {
 class StreamType {
  public:
   virtual ~StreamType() = default;
-  virtual std::unique_ptr<ChannelBase> createChannel(int credits, TaskSignal* consumer) const = 0;
+  // A channel whose buffers hold up to `bufferRecords` records.
+  virtual std::unique_ptr<ChannelBase> createChannel(int credits, size_t bufferRecords,
+                                                     TaskSignal* consumer) const = 0;
+  // The bytes of one record in a buffer (with its timestamp), and the most records a
+  // buffer holds (kBatchRecords: about 32 KiB).
+  virtual size_t recordBytes() const = 0;
+  virtual size_t maxBufferRecords() const = 0;
   virtual std::unique_ptr<ChannelInputBase> createInput(ChannelBase* channel, OutputBase* target,
                                                         TaskMetrics* metrics) const = 0;
   virtual std::unique_ptr<OutputBase> createFanOut(const std::vector<OutputBase*>& targets) const = 0;
@@ -47,9 +53,12 @@ class TypedStream final : public StreamType {
     return out;
   }
 
-  std::unique_ptr<ChannelBase> createChannel(int credits, TaskSignal* consumer) const override {
-    return std::make_unique<Channel<T>>(credits, consumer);
+  std::unique_ptr<ChannelBase> createChannel(int credits, size_t bufferRecords,
+                                             TaskSignal* consumer) const override {
+    return std::make_unique<Channel<T>>(credits, consumer, bufferRecords);
   }
+  size_t recordBytes() const override { return sizeof(T) + sizeof(int64_t); }
+  size_t maxBufferRecords() const override { return kBatchRecords<T>; }
   std::unique_ptr<ChannelInputBase> createInput(ChannelBase* channel, OutputBase* target,
                                                 TaskMetrics* metrics) const override {
     return std::make_unique<ChannelInput<T>>(static_cast<Channel<T>*>(channel), &dynamic_cast<Output<T>&>(*target),
