@@ -79,8 +79,7 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
   if (!graph.restorePath.empty()) {
     // The first attempt (below) verifies it and checks it against the job's operators.
     job->restorePath_ = checkpoint::checkpointFolder(graph.restorePath);
-    auto fileSystem = graph.fileSystem ? graph.fileSystem : core::FileSystem::local();
-    auto metadata = checkpoint::readMetadata(job->restorePath_, *fileSystem);
+    auto metadata = checkpoint::readMetadata(job->restorePath_, *JobPlan::fileSystemOf(graph));
     firstId = metadata.checkpointId + 1;
     restoredMaxParallelism = metadata.maxParallelism;
   }

@@ -61,7 +61,8 @@ struct JobPlan {
   // cannot run.
   static JobPlan create(const detail::StreamGraph& graph, int restoredMaxParallelism = 0);
   // What the job's checkpoints go through: the graph's file system, else the POSIX one.
-  const std::shared_ptr<core::FileSystem>& fileSystem() const {
+  const std::shared_ptr<core::FileSystem>& fileSystem() const { return fileSystemOf(graph); }
+  static const std::shared_ptr<core::FileSystem>& fileSystemOf(const detail::StreamGraph& graph) {
     return graph.fileSystem ? graph.fileSystem : core::FileSystem::local();
   }
 
