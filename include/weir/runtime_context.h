@@ -17,6 +17,10 @@
 
 namespace weir {
 
+namespace core {
+class FileSystem;
+}
+
 // Identity of one parallel instance of an operator, and its keyed state; given to rich
 // functions before open().
 class RuntimeContext {
@@ -62,6 +66,15 @@ class RuntimeContext {
   // Processing time: the job's clock (env.setClock), the system clock by default.
   const std::shared_ptr<const Clock>& clock() const { return clock_; }
   void setClock(std::shared_ptr<const Clock> clock) { clock_ = std::move(clock); }
+  // Whether the job takes checkpoints (Flink's isCheckpointingEnabled): without them a
+  // bounded job gets no final completion notice, so a two-phase-commit sink commits at
+  // the end of its input.
+  bool isCheckpointingEnabled() const { return checkpointing_; }
+  void setCheckpointingEnabled(bool enabled) { checkpointing_ = enabled; }
+  // What the job's files (checkpoints, a file sink's part files) are written through:
+  // the local file system unless a test put a fault-injecting one in its place.
+  const std::shared_ptr<core::FileSystem>& fileSystem() const { return fileSystem_; }
+  void setFileSystem(std::shared_ptr<core::FileSystem> fileSystem) { fileSystem_ = std::move(fileSystem); }
   // The subtask's processing-time timers (set by the runtime before open()).
   detail::ProcessingTimeService& processingTimeService() {
     if (processingTime_ == nullptr)
@@ -110,6 +123,8 @@ class RuntimeContext {
   int maxParallelism_;
   std::shared_ptr<const StateBackend> stateBackend_ = std::make_shared<HashMapStateBackend>();
   std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
+  std::shared_ptr<core::FileSystem> fileSystem_;
+  bool checkpointing_ = false;
   std::chrono::milliseconds autoWatermarkInterval_{200};
   OperatorMetricGroup metricGroup_;
   detail::KeyedStateBackendBase* keyedStore_ = nullptr;

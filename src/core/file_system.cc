@@ -133,6 +133,12 @@ class PosixFileSystem final : public FileSystem {
       names.push_back(it->path().filename().string());
     return ec;
   }
+  std::error_code truncate(const std::string& path, uint64_t size) override {
+    uint64_t now = 0;
+    if (auto ec = fileSize(path, now)) return ec;
+    if (now <= size) return {};
+    return ::truncate(path.c_str(), static_cast<off_t>(size)) == 0 ? std::error_code() : lastError();
+  }
   std::error_code fileSize(const std::string& path, uint64_t& size) override {
     struct stat st;
     if (::stat(path.c_str(), &st) != 0) return lastError();

@@ -80,6 +80,9 @@ class FileSystem {
   virtual std::error_code syncDirectory(const std::string& path) = 0;
   // The names in folder `path` (neither "." nor ".."), in no particular order.
   virtual std::error_code list(const std::string& path, std::vector<std::string>& names) = 0;
+  // Cuts regular file `path` to its first `size` bytes (a file shorter than that is left
+  // as it is). Durable once the file is synced.
+  virtual std::error_code truncate(const std::string& path, uint64_t size) = 0;
   // The size of regular file `path` in bytes; no_such_file_or_directory when it is
   // missing, notARegularFile() when it is something else.
   virtual std::error_code fileSize(const std::string& path, uint64_t& size) = 0;

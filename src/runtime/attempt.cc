@@ -110,6 +110,8 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
                                                                graph.maxParallelism));
       task.contexts.back()->setStateBackend(graph.stateBackend);
       task.contexts.back()->setClock(graph.clock);
+      task.contexts.back()->setFileSystem(plan.fileSystem());
+      task.contexts.back()->setCheckpointingEnabled(plan.checkpointing);
       task.contexts.back()->setProcessingTimeService(&task.processingTime);
       task.contexts.back()->setAutoWatermarkInterval(graph.autoWatermarkInterval);
       task.contexts.back()->setRestored(restore.stateOf(id, task.index, vertex.parallelism));

@@ -29,6 +29,7 @@ const char* FaultInjectingFileSystem::name(Op op) {
     case Op::kRemove: return "remove";
     case Op::kCreateDirectories: return "create folder";
     case Op::kSyncDirectory: return "sync folder";
+    case Op::kTruncate: return "truncate";
   }
   return "?";
 }
@@ -314,6 +315,20 @@ std::error_code FaultInjectingFileSystem::fileSize(const std::string& path, uint
   std::lock_guard lock(mutex_);
   if (crashed_) return deadError();
   return disk_->fileSize(normal(path), size);
+}
+
+std::error_code FaultInjectingFileSystem::truncate(const std::string& path, uint64_t size) {
+  const std::string p = normal(path);
+  std::lock_guard lock(mutex_);
+  std::error_code ec;
+  if (crashed_) ec = deadError();
+  else if (!injectLocked(Op::kTruncate, p, ec) && !(ec = disk_->truncate(p, size))) {
+    if (auto it = files_.find(p); it != files_.end()) {
+      it->second->size = std::min(it->second->size, size);
+      it->second->synced = std::min(it->second->synced, size);
+    }
+  }
+  return observedLocked(Op::kTruncate, p, ec);
 }
 
 void FaultInjectingFileSystem::crash() {

@@ -50,6 +50,7 @@ class FaultInjectingFileSystem final : public core::FileSystem {
     kRemove,  // remove and removeAll
     kCreateDirectories,
     kSyncDirectory,
+    kTruncate,
   };
   static const char* name(Op op);
 
@@ -101,6 +102,8 @@ class FaultInjectingFileSystem final : public core::FileSystem {
   std::error_code syncDirectory(const std::string& path) override;
   std::error_code list(const std::string& path, std::vector<std::string>& names) override;
   std::error_code fileSize(const std::string& path, uint64_t& size) override;
+  // Durable at once (what it cut off never comes back on a crash).
+  std::error_code truncate(const std::string& path, uint64_t size) override;
 
  private:
   class Writable;
