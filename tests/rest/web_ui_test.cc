@@ -1,6 +1,7 @@
 // The Web UI in a real browser: headless Chromium opens the page of a running job whose
 // sink is slow, and the drawn graph must show every vertex and the back-pressure.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <sys/wait.h>
 
 #include <array>
@@ -8,6 +9,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <nlohmann/json.hpp>
 #include <thread>
 
 #include "support/slow_sink.h"
@@ -54,8 +56,23 @@ TEST(WebUi, DrawsEveryVertexAndShowsTheBackPressureOfTheSlowSinksInput) {
   rest.metricsInterval = 200ms;
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(rest);
   auto job = testing::startSlowJob(env, "web ui test");
-  // Let the rates settle: two metric samples with the sink saturated.
-  std::this_thread::sleep_for(1s);
+  // Waits until the REST API, which the page reads, has sampled the sink's input as
+  // back-pressured.
+  {
+    std::string url = job.getWebInterfaceURL();
+    httplib::Client client("127.0.0.1", std::stoi(url.substr(url.rfind(':') + 1)));
+    auto deadline = std::chrono::steady_clock::now() + 30s;
+    bool high = false;
+    while (!high && std::chrono::steady_clock::now() < deadline) {
+      if (auto r = client.Get("/jobs/" + job.getJobID()); r && r->status == 200) {
+        const auto page = nlohmann::json::parse(r->body);
+        for (const auto& v : page["vertices"])
+          high = high || (v["name"] == "count" && v["backpressure-level"] == "high");
+      }
+      if (!high) std::this_thread::sleep_for(20ms);
+    }
+    ASSERT_TRUE(high) << "the REST API never sampled the count vertex as back-pressured";
+  }
 
   std::string dom = runChromium(job.getWebInterfaceURL() + "/", "--dump-dom");
   ASSERT_FALSE(dom.empty()) << "chromium printed nothing";
