@@ -61,7 +61,12 @@ int runWordCount(const JobOptions& options, const std::string& input, const std:
                     .sum<1>()
                     .name("count");
   if (output.empty()) counts.print();
-  else counts.sinkTo(TextFileSink<WordCount>(output)).name("counts file");
+  else
+    counts
+        .sinkTo(FileSink<WordCount>::forRowFormat(output, SimpleStringEncoder<WordCount>())
+                    .withBucketAssigner(BasePathBucketAssigner<WordCount>())
+                    .build())
+        .name("counts file");
   auto client = env.executeAsync("word count");
   cancelOnInterrupt(client);
   if (!client.getWebInterfaceURL().empty()) std::fprintf(stderr, "Web UI: %s\n", client.getWebInterfaceURL().c_str());
@@ -76,7 +81,7 @@ Example wordCountExample() {
             auto input = std::make_shared<std::string>();
             auto output = std::make_shared<std::string>();
             app.add_option("-i,--input", *input, "A text file, or a folder whose files are all read")->required();
-            app.add_option("-o,--output", *output, "A folder for the counts (one part file per subtask); default: print");
+            app.add_option("-o,--output", *output, "A folder for the counts (part files published at each checkpoint and at the end); default: print");
             return [input, output](const JobOptions& options) { return runWordCount(options, *input, *output); };
           }};
 }

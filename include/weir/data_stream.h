@@ -14,6 +14,7 @@
 #include "weir/detail/operators/map_operator.h"
 #include "weir/detail/operators/process_operator.h"
 #include "weir/detail/operators/timestamps_and_watermarks_operator.h"
+#include "weir/detail/sink/committing_sink_operator.h"
 #include "weir/detail/sink/sink_operator.h"
 #include "weir/output_tag.h"
 #include "weir/print_sink.h"
@@ -201,10 +202,18 @@ class DataStream {
   template <class S>
   DataStreamSink<T> sinkTo(S sink) {
     static_assert(std::is_base_of_v<Sink<T>, S>, "sinkTo(s): s must derive from Sink<T> for the stream's type T");
-    std::shared_ptr<const Sink<T>> shared = std::make_shared<S>(std::move(sink));
+    auto shared = std::make_shared<const S>(std::move(sink));
     auto& node = graph_->add(detail::Transformation::Kind::kOperator, "Sink", {id_}, detail::TypedStream<T>::get());
     node.isSink = true;
-    node.createOperator = [shared] { return std::make_unique<detail::SinkOperator<T>>(shared); };
+    if constexpr (requires { typename S::CommittableType; }) {
+      using CommT = typename S::CommittableType;
+      static_assert(std::is_base_of_v<TwoPhaseCommittingSink<T, CommT>, S>);
+      std::shared_ptr<const TwoPhaseCommittingSink<T, CommT>> twoPhase = shared;
+      node.createOperator = [twoPhase] { return std::make_unique<detail::CommittingSinkOperator<T, CommT>>(twoPhase); };
+    } else {
+      std::shared_ptr<const Sink<T>> plain = shared;
+      node.createOperator = [plain] { return std::make_unique<detail::SinkOperator<T>>(plain); };
+    }
     return DataStreamSink<T>(graph_, node.id);
   }
 

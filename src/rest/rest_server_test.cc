@@ -250,10 +250,13 @@ TEST(RestServer, ShowsTheBytesSourcesReadAndSinksWrote) {
                  WatermarkStrategy<std::string>::noWatermarks(), "lines")
       .rebalance()
       .map([](const std::string& line) { return line + "!"; })
-      .sinkTo(TextFileSink<std::string>((dir / "out").string()));
+      .sinkTo(FileSink<std::string>::forRowFormat((dir / "out").string(), SimpleStringEncoder<std::string>())
+                  .withBucketAssigner(BasePathBucketAssigner<std::string>())
+                  .build());
   auto job = env.executeAsync("bytes");
   job.wait();
-  const uint64_t written = fs::file_size(dir / "out" / "part-0");
+  uint64_t written = 0;
+  for (const auto& part : fs::directory_iterator(dir / "out")) written += part.file_size();
   EXPECT_EQ(written, input.size() + 20000);  // one "!" more per line
 
   Server server(job);

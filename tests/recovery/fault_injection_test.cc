@@ -14,6 +14,7 @@
 #include "checkpoint/checkpoint_storage.h"
 #include "core/sync_point.h"
 #include "support/fault_injecting_file_system.h"
+#include "support/job_end.h"
 #include "support/recovery_job.h"
 #include "weir/weir.h"
 
@@ -67,23 +68,6 @@ void resume(const fs::path& dir, const std::string& backend, const std::string& 
     ADD_FAILURE() << "the resumed job failed: " << e.what();
   }
 }
-
-// Ends when `job` ends (or is cancelled), and says so.
-class JobEnd {
- public:
-  JobEnd(JobClient& job, std::function<void()> ended)
-      : thread_([&job, ended = std::move(ended)] {
-          try {
-            job.wait();
-          } catch (const JobExecutionError&) {
-          }
-          ended();
-        }) {}
-  ~JobEnd() { thread_.join(); }
-
- private:
-  std::thread thread_;
-};
 
 // The first run is stopped (cancelled or crashed) long before its input ends: ended,
 // it would remove its checkpoints. The resumed run reads the rest at full speed.

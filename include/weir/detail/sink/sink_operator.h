@@ -1,3 +1,5 @@
+// The operator at the end of a chain that writes into a Sink: it hands every batch to
+// the sink's writer and flushes the writer at each checkpoint barrier.
 #pragma once
 
 #include <memory>
@@ -12,7 +14,7 @@ namespace weir::detail {
 
 // The tail of a chain that ends in a sink: hands batches to the sink's writer.
 template <class T>
-class SinkOperator final : public StreamOperator, public Output<T> {
+class SinkOperator : public StreamOperator, public Output<T> {
  public:
   explicit SinkOperator(std::shared_ptr<const Sink<T>> sink) : sink_(std::move(sink)) {}
 
@@ -33,11 +35,8 @@ class SinkOperator final : public StreamOperator, public Output<T> {
   // At the barrier the writer flushes (at-least-once: nothing before the barrier stays
   // buffered) and, if it is a CheckpointedFunction, snapshots.
   void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
-    callUser([&] {
-      writer_->flush(false);
-      if (checkpointed_) checkpointed_->snapshotState(FunctionSnapshotContext(checkpointId, timestamp));
-    });
-    StreamOperator::snapshotState(checkpointId, timestamp, out);
+    callUser([&] { writer_->flush(false); });
+    snapshotWriter(checkpointId, timestamp, out);
   }
   void notifyCheckpointComplete(int64_t checkpointId) override {
     if (listener_) callUser([&] { listener_->notifyCheckpointComplete(checkpointId); });
@@ -61,7 +60,15 @@ class SinkOperator final : public StreamOperator, public Output<T> {
     if (writer_) callUser([&] { writer_->close(); });
   }
 
- private:
+ protected:
+  // The writer's own operator state (a CheckpointedFunction writer), and then the
+  // operator state into `out`.
+  void snapshotWriter(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) {
+    if (checkpointed_)
+      callUser([&] { checkpointed_->snapshotState(FunctionSnapshotContext(checkpointId, timestamp)); });
+    StreamOperator::snapshotState(checkpointId, timestamp, out);
+  }
+
   std::shared_ptr<const Sink<T>> sink_;
   std::unique_ptr<SinkWriter<T>> writer_;
   CheckpointListener* listener_ = nullptr;
