@@ -608,24 +608,35 @@ TEST(Cli, AJobKilledTenTimesResumesFromItsLatestCheckpoint) {
 }
 
 // #37: `wordcount --output` writes through FileSink. Killed with -9 at 20 random moments
-// (40-200 ms after its start),
-// with a checkpoint every 100-200 ms, each run resumed with --restore latest until one
-// completes: the published part files hold each word's rolling counts 1, 2, ..., n
-// exactly once — nothing lost, nothing twice — and nothing is left hidden.
+// (each run once it completed a checkpoint, 0-150 ms later), with a checkpoint every
+// 100-200 ms, each run resumed with --restore latest until one completes: the published
+// part files hold each word's rolling counts 1, 2, ..., n exactly once — nothing lost,
+// nothing twice — and nothing is left hidden.
 TEST(Cli, AWordCountKilledTwentyTimesPublishesEveryCountOnce) {
   fs::path dir = fs::temp_directory_path() / ("weir-kill-output-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "checkpoints");
   std::mt19937 rng(37);
-  std::map<std::string, int64_t> truth = writeWordFiles(dir / "input", 40, rng);
+  std::map<std::string, int64_t> truth = writeWordFiles(dir / "input", 80, rng);
   auto args = [&] {
     return "run wordcount --input " + (dir / "input").string() + " --output " + (dir / "out").string() +
            " --no-rest -p 2 --checkpoint-interval " + std::to_string(std::uniform_int_distribution<int>(100, 200)(rng)) +
            " --checkpoint-dir " + (dir / "checkpoints").string() + " --restore latest";
   };
+  // Checkpoints completed by every run so far (each run has a job folder of its own).
+  auto completed = [&] {
+    size_t total = 0;
+    for (const auto& e : fs::recursive_directory_iterator(dir / "checkpoints"))
+      if (e.path().filename() == "completed-checkpoints") total += recordedCheckpoints(e.path().parent_path());
+    return total;
+  };
   for (int kill = 0; kill < 20; ++kill) {
+    const size_t before = completed();
     pid_t pid = spawnWeir(args(), dir / "out.txt", dir / "err.txt");
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(40, 200)(rng)));
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (completed() == before && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 150)(rng)));
     ::kill(pid, SIGKILL);
     int status = 0;
     ::waitpid(pid, &status, 0);
