@@ -522,8 +522,10 @@ void writeMetadata(const std::string& dir, const CheckpointMetadata& m, core::Fi
   fsyncDirectory(fileSystem, fs::path(dir).parent_path().string());
   writeFileAtomically(fileSystem, (fs::path(dir) / "_metadata").string(),
                       std::string(kMetadataMagic) + "\n" + body + "\nchecksum " +
-                          hex(XXH3_64bits(body.data(), body.size())) + "\n");
+                          checksumHex(body) + "\n");
 }
+
+std::string checksumHex(std::string_view bytes) { return hex(XXH3_64bits(bytes.data(), bytes.size())); }
 
 void writeFileAtomically(core::FileSystem& fileSystem, const std::string& path, std::string_view bytes) {
   AtomicFileWriter file(fileSystem, path);
@@ -565,7 +567,7 @@ CheckpointMetadata readMetadata(const std::string& path, core::FileSystem& fileS
     throw corrupt(file, "is truncated (no checksum line)");
   std::string body = text.substr(first + 1, last - first - 1);
   std::string stored = text.substr(last + 10, text.size() - last - 11);
-  if (stored != hex(XXH3_64bits(body.data(), body.size())))
+  if (stored != checksumHex(body))
     throw corrupt(file, "is corrupt (its checksum does not match)");
   CheckpointMetadata m;
   try {

@@ -129,6 +129,10 @@ std::string rocksDBFilePath(const std::string& dir, const RocksDBFileInfo& f);
 // renamed and its folder fsynced. Throws weir::Error (kIo) naming the file.
 void writeFileAtomically(core::FileSystem& fileSystem, const std::string& path, std::string_view bytes);
 
+// The XXH3-64 of `bytes` as 16 lower-case hex digits: the checksum line of _metadata
+// and of the completed-checkpoints file.
+std::string checksumHex(std::string_view bytes);
+
 // Writes <dir>/_metadata last, atomically, after syncing the folder that holds `dir`.
 // Throws weir::Error (kIo) naming the file.
 void writeMetadata(const std::string& dir, const CheckpointMetadata& metadata,

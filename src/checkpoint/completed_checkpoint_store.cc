@@ -1,8 +1,5 @@
 #include "checkpoint/completed_checkpoint_store.h"
 
-#include <xxhash.h>
-
-#include <cstdio>
 #include <filesystem>
 #include <sstream>
 
@@ -19,12 +16,6 @@ constexpr std::string_view kMagic = "WEIR-COMPLETED-CHECKPOINTS 1";
 // It lists the retained checkpoints, a handful of short lines.
 constexpr uint64_t kMaxBytes = 1 << 20;
 
-std::string checksumOf(std::string_view lines) {
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(XXH3_64bits(lines.data(), lines.size())));
-  return buf;
-}
-
 }  // namespace
 
 CompletedCheckpointStore::CompletedCheckpointStore(std::string jobFolder, std::shared_ptr<core::FileSystem> fileSystem)
@@ -33,7 +24,7 @@ CompletedCheckpointStore::CompletedCheckpointStore(std::string jobFolder, std::s
 void CompletedCheckpointStore::write(const std::vector<Entry>& completed) {
   std::string lines;
   for (const auto& e : completed) lines += std::to_string(e.id) + " " + std::to_string(e.timestampMillis) + "\n";
-  writeFileAtomically(*fileSystem_, path_, std::string(kMagic) + "\n" + lines + "checksum " + checksumOf(lines) + "\n");
+  writeFileAtomically(*fileSystem_, path_, std::string(kMagic) + "\n" + lines + "checksum " + checksumHex(lines) + "\n");
 }
 
 void CompletedCheckpointStore::remove() {
@@ -58,7 +49,7 @@ std::optional<std::vector<CompletedCheckpointStore::Entry>> CompletedCheckpointS
     throw damaged("is not one (bad magic number)");
   if (last == std::string::npos || last < first + 1 || text.back() != '\n') throw damaged("is truncated");
   const std::string lines = text.substr(first + 1, last - first - 1);
-  if (text.substr(last + 9, text.size() - last - 10) != checksumOf(lines)) throw damaged("is corrupt (bad checksum)");
+  if (text.substr(last + 9, text.size() - last - 10) != checksumHex(lines)) throw damaged("is corrupt (bad checksum)");
   std::vector<Entry> entries;
   std::istringstream in(lines);
   for (Entry e; in >> e.id >> e.timestampMillis;) entries.push_back(e);

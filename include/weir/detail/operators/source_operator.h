@@ -1,3 +1,6 @@
+// The operator at the head of a source chain (SourceOperator) and what it needs: the
+// reader of a Source, event timestamps and watermarks, idleness, and the source's share
+// of a checkpoint (its splits).
 #pragma once
 
 #include <algorithm>
