@@ -84,6 +84,11 @@ bool parseHidden(const std::string& name, const OutputFileConfig& config, Parsed
   return true;
 }
 
+// The job's file system; the local one for an operator run outside a job (a test harness).
+std::shared_ptr<core::FileSystem> fileSystemOf(const RuntimeContext& context) {
+  return context.fileSystem() ? context.fileSystem() : core::FileSystem::local();
+}
+
 void syncFile(core::FileSystem& fs, const std::string& path, std::error_code& ec) {
   auto file = fs.openForWrite(path, core::FileSystem::WriteMode::kAppend, ec);
   if (!file) return;
@@ -193,7 +198,7 @@ struct FileSinkBuckets::PartFile {
 
 FileSinkBuckets::FileSinkBuckets(FileSinkSettings settings, RuntimeContext& context)
     : settings_(std::move(settings)), rollingPolicy_(*settings_.rollingPolicy), context_(context),
-      fileSystem_(context.fileSystem() ? context.fileSystem() : core::FileSystem::local()),
+      fileSystem_(fileSystemOf(context)),
       bytesOut_(context.getMetricGroup().getIOMetricGroup().getNumBytesOutCounter()), uid_(newUid()) {
   if (auto ec = fileSystem_->createDirectories(settings_.basePath))
     fail("cannot create the base path", settings_.basePath, ec);
@@ -384,8 +389,7 @@ void FileSinkBuckets::close() {
 
 std::unique_ptr<Committer<FileSinkCommittable>> FileSinkBuckets::makeCommitter(const FileSinkSettings& settings,
                                                                                RuntimeContext& context) {
-  return std::make_unique<FileSinkCommitter>(settings.basePath,
-                                             context.fileSystem() ? context.fileSystem() : core::FileSystem::local());
+  return std::make_unique<FileSinkCommitter>(settings.basePath, fileSystemOf(context));
 }
 
 }  // namespace weir::detail
