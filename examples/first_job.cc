@@ -18,7 +18,7 @@ int main(int argc, char** argv) {
   StreamExecutionEnvironment env;
   env.setParallelism(2);
 
-  auto lines = env.fromSource(FileSource::forRecordStreamFormat(TextLineInputFormat(), argv[1]).build(),
+  auto lines = env.fromSource(FileSource<std::string>::forRecordStreamFormat(TextLineInputFormat(), argv[1]).build(),
                               WatermarkStrategy<std::string>::noWatermarks(), "lines");
 
   lines.flatMap<WordCount>([](const std::string& line, Collector<WordCount>& out) {

@@ -53,7 +53,7 @@ int runWordCount(const JobOptions& options, const std::string& input, const std:
   StreamExecutionEnvironment env;
   configure(env, options, 1);
 
-  auto counts = env.fromSource(FileSource::forRecordStreamFormat(TextLineInputFormat(), input).build(),
+  auto counts = env.fromSource(FileSource<std::string>::forRecordStreamFormat(TextLineInputFormat(), input).build(),
                                WatermarkStrategy<std::string>::noWatermarks(), "lines")
                     .flatMap(Tokenizer{})
                     .name("tokenize")

@@ -48,6 +48,7 @@ struct JobMetrics {
     uint64_t numBytesIn = 0;
     uint64_t numBytesOut = 0;
     uint64_t numLateRecordsDropped = 0;  // too late for every window they belonged to
+    uint64_t numRecordsInErrors = 0;     // bad records its source skipped or sent to dead letters
     int64_t idleTimeNanos = 0;
     int64_t backPressuredTimeNanos = 0;
     int inputCreditsPerChannel = 0;   // buffers each input channel may hold

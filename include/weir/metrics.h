@@ -43,11 +43,15 @@ class OperatorIOMetricGroup {
 class OperatorMetricGroup {
  public:
   OperatorMetricGroup() = default;
-  explicit OperatorMetricGroup(OperatorIOMetricGroup io) : io_(io) {}
+  OperatorMetricGroup(OperatorIOMetricGroup io, Counter recordsInErrors) : io_(io), recordsInErrors_(recordsInErrors) {}
   OperatorIOMetricGroup getIOMetricGroup() const { return io_; }
+  // numRecordsInErrors: records a source could not read and skipped or sent to its dead
+  // letters (Flink's SourceReaderMetricGroup counter of that name).
+  Counter getNumRecordsInErrorsCounter() const { return recordsInErrors_; }
 
  private:
   OperatorIOMetricGroup io_;
+  Counter recordsInErrors_;
 };
 
 }  // namespace weir

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "weir/bad_record.h"
 #include "weir/metrics.h"
 
 namespace weir {
@@ -91,6 +92,9 @@ struct SourceReaderContext {
   SplitEnumerator* enumerator = nullptr;
   // Where the reader counts the bytes it reads (numBytesIn).
   OperatorMetricGroup metricGroup;
+  // Where the reader reports a record it cannot read; it applies the source's
+  // badRecordPolicy(). Null outside a job: the reader fails on a bad record.
+  BadRecordHandler* badRecords = nullptr;
 };
 
 // Reads the splits of one parallel instance. Called only by its subtask's thread.
@@ -139,6 +143,8 @@ class Source {
   // Whether its readers implement snapshotState / addSplits, so a job reading it can
   // take checkpoints. Split ids must then be the same each time the input is split.
   virtual bool supportsCheckpointing() const { return false; }
+  // What its readers do with a record they cannot read (bad_record.h).
+  virtual BadRecordPolicy badRecordPolicy() const { return BadRecordPolicy::FAIL; }
 };
 
 }  // namespace weir

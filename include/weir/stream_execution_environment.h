@@ -98,6 +98,10 @@ class StreamExecutionEnvironment {
     node.createOperator = [shared, watermarks] { return std::make_unique<detail::SourceOperator<T>>(shared, watermarks); };
     node.createEnumerator = [shared](int parallelism) { return shared->createEnumerator(parallelism); };
     node.maxSourceParallelism = shared->maxParallelism();
+    if (shared->badRecordPolicy() == BadRecordPolicy::DEAD_LETTER) {
+      node.requiredSideOutputTag = deadLetterOutput().index();
+      node.requiredSideOutputReason = "its bad-record policy is DEAD_LETTER: consume getSideOutput(deadLetterOutput())";
+    }
     return SingleOutputStreamOperator<T>(graph_, node.id);
   }
 

@@ -294,7 +294,7 @@ class RestServer::Impl {
     const auto& latest = e.sampler.latest();
     auto status = vertexStatus(e.job->status());
     for (size_t v = 0; v < vs.size(); ++v) {
-      uint64_t in = 0, out = 0, bytesIn = 0, bytesOut = 0;
+      uint64_t in = 0, out = 0, bytesIn = 0, bytesOut = 0, inErrors = 0;
       int64_t idle = 0, bp = 0;
       if (v < latest.size()) {
         for (const auto& s : latest[v]) {
@@ -302,6 +302,7 @@ class RestServer::Impl {
           out += std::max(s.numRecordsOut, s.numSourceRecords);
           bytesIn += s.numBytesIn;
           bytesOut += s.numBytesOut;
+          inErrors += s.numRecordsInErrors;
           idle += s.idleTimeNanos;
           bp += s.backPressuredTimeNanos;
         }
@@ -326,6 +327,7 @@ class RestServer::Impl {
                             {"read-bytes-complete", true},
                             {"write-bytes", bytesOut},
                             {"write-bytes-complete", true},
+                            {"records-in-errors", inErrors},
                             {"read-records-per-second", rates.in},
                             {"write-records-per-second", rates.out},
                             {"accumulated-idle-time", idle / 1000000},
@@ -390,6 +392,7 @@ class RestServer::Impl {
         m[p + "currentInputWatermark"] = static_cast<double>(latest[v][s].currentInputWatermark);
         m[p + "currentOutputWatermark"] = static_cast<double>(latest[v][s].currentOutputWatermark);
         m[p + "numLateRecordsDropped"] = static_cast<double>(latest[v][s].numLateRecordsDropped);
+        m[p + "numRecordsInErrors"] = static_cast<double>(latest[v][s].numRecordsInErrors);
         if (auto lag = watermarkLag(e, v, latest[v][s])) m[p + "watermarkLag"] = static_cast<double>(*lag);
         m[p + "numBytesIn"] = static_cast<double>(latest[v][s].numBytesIn);
         m[p + "numBytesOut"] = static_cast<double>(latest[v][s].numBytesOut);
@@ -491,6 +494,7 @@ class RestServer::Impl {
     auto& inWatermark = gauge("currentInputWatermark", "Event-time watermark a subtask received (ms)");
     auto& outWatermark = gauge("currentOutputWatermark", "Event-time watermark a source subtask emitted (ms)");
     auto& lateDropped = gauge("numLateRecordsDropped", "Records too late for every window they belonged to");
+    auto& inErrors = gauge("numRecordsInErrors", "Records a source could not read, skipped or sent to dead letters");
     auto& lag = gauge("watermarkLag", "Milliseconds a subtask's watermark is behind the wall clock");
     auto& restarts = jobGauge("numRestarts", "Restarts of the job");
     auto& completed = jobGauge("numberOfCompletedCheckpoints", "Checkpoints completed");
@@ -527,6 +531,7 @@ class RestServer::Impl {
           labels["subtask_index"] = std::to_string(s);
           in.Add(labels).Set(static_cast<double>(latest[v][s].numRecordsIn));
           lateDropped.Add(labels).Set(static_cast<double>(latest[v][s].numLateRecordsDropped));
+          inErrors.Add(labels).Set(static_cast<double>(latest[v][s].numRecordsInErrors));
           if (auto l = watermarkLag(*e, v, latest[v][s])) lag.Add(labels).Set(static_cast<double>(*l));
           bytesIn.Add(labels).Set(static_cast<double>(latest[v][s].numBytesIn));
           bytesOut.Add(labels).Set(static_cast<double>(latest[v][s].numBytesOut));

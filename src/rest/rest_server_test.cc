@@ -234,19 +234,29 @@ TEST(RestServer, ShowsTheWatermarkOfEveryVertex) {
   job.wait();
 }
 
-// The bytes a file source read and a text file sink wrote, as Flink names them, on the
-// job page, per subtask and in Prometheus; they match the files on disk.
+// The bytes a file source read and a text file sink wrote, and the bad records the
+// source skipped, as Flink names them, on the job page, per subtask and in Prometheus;
+// they match the files on disk.
 TEST(RestServer, ShowsTheBytesSourcesReadAndSinksWrote) {
   namespace fs = std::filesystem;
   auto dir = fs::temp_directory_path() / ("weir-rest-bytes-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string input;
-  for (int i = 0; i < 20000; ++i) input += "line " + std::to_string(i) + "\n";
+  uint64_t goodBytes = 0;
+  for (int i = 0; i < 20000; ++i) {
+    std::string line = "line " + std::to_string(i) + "\n";
+    goodBytes += line.size();
+    input += line;
+    if (i % 5000 == 17) input += std::string(200, 'x') + "\n";  // 4 lines over the limit
+  }
   std::ofstream(dir / "in.txt", std::ios::binary) << input;
 
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
-  env.fromSource(FileSource::forRecordStreamFormat(TextLineInputFormat(), (dir / "in.txt").string()).build(),
+  env.fromSource(FileSource<std::string>::forRecordStreamFormat(TextLineInputFormat(), (dir / "in.txt").string())
+                     .setMaxLineLength(100)
+                     .setBadRecordPolicy(BadRecordPolicy::SKIP)
+                     .build(),
                  WatermarkStrategy<std::string>::noWatermarks(), "lines")
       .rebalance()
       .map([](const std::string& line) { return line + "!"; })
@@ -257,7 +267,7 @@ TEST(RestServer, ShowsTheBytesSourcesReadAndSinksWrote) {
   job.wait();
   uint64_t written = 0;
   for (const auto& part : fs::directory_iterator(dir / "out")) written += part.file_size();
-  EXPECT_EQ(written, input.size() + 20000);  // one "!" more per line
+  EXPECT_EQ(written, goodBytes + 20000);  // one "!" more per line
 
   Server server(job);
   const std::string jid = job.getJobID();
@@ -269,12 +279,16 @@ TEST(RestServer, ShowsTheBytesSourcesReadAndSinksWrote) {
   EXPECT_EQ(detail["vertices"][0]["metrics"]["read-bytes"], input.size());
   EXPECT_EQ(detail["vertices"][0]["metrics"]["write-bytes"], 0);
   EXPECT_EQ(detail["vertices"][1]["metrics"]["read-bytes"], 0);
+  EXPECT_EQ(detail["vertices"][0]["metrics"]["records-in-errors"], 4);
+  EXPECT_EQ(detail["vertices"][1]["metrics"]["records-in-errors"], 0);
 
   std::string source = detail["vertices"][0]["id"];
-  auto perSubtask = server.get("/jobs/" + jid + "/vertices/" + source + "/metrics?get=0.numBytesIn,0.numBytesOut");
-  ASSERT_EQ(perSubtask.size(), 2u);
+  auto perSubtask =
+      server.get("/jobs/" + jid + "/vertices/" + source + "/metrics?get=0.numBytesIn,0.numBytesOut,0.numRecordsInErrors");
+  ASSERT_EQ(perSubtask.size(), 3u);
   EXPECT_EQ(std::stod(perSubtask[0]["value"].get<std::string>()), static_cast<double>(input.size()));
   EXPECT_EQ(std::stod(perSubtask[1]["value"].get<std::string>()), 0.0);
+  EXPECT_EQ(std::stod(perSubtask[2]["value"].get<std::string>()), 4.0);
   EXPECT_EQ(server.get("/jobs/" + jid + "/vertices/" + source)["subtasks"][0]["metrics"]["read-bytes"], input.size());
 
   auto prometheus = server.client->Get("/metrics");
@@ -288,6 +302,7 @@ TEST(RestServer, ShowsTheBytesSourcesReadAndSinksWrote) {
   };
   EXPECT_EQ(line("numBytesIn", source), std::to_string(input.size())) << prometheus->body;
   EXPECT_EQ(line("numBytesOut", detail["vertices"][1]["id"]), std::to_string(written));
+  EXPECT_EQ(line("numRecordsInErrors", source), "4");
   fs::remove_all(dir);
 }
 

@@ -1,7 +1,9 @@
 #include "runtime/checkpoint_restore.h"
 
 #include <algorithm>
+#include <charconv>
 #include <deque>
+#include <mutex>
 #include <set>
 
 #include "weir/detail/state/operator_state.h"
@@ -48,15 +50,47 @@ std::unique_ptr<RestoredOperatorState> CheckpointRestore::stateOf(int node, int 
   return out;
 }
 
+namespace {
+
+// A restored source's splits: those the checkpoint had not handed out, to whichever
+// reader asks first, then those its own enumerator finds later (a folder it monitors;
+// one that split its input up front has none left).
+class RestoredSplitEnumerator final : public SplitEnumerator {
+ public:
+  RestoredSplitEnumerator(std::deque<std::unique_ptr<SourceSplit>> remaining, std::unique_ptr<SplitEnumerator> source,
+                          int splitParallelism)
+      : remaining_(std::move(remaining)), source_(std::move(source)), splitParallelism_(splitParallelism) {}
+  std::unique_ptr<SourceSplit> nextSplit(int subtask) override {
+    {
+      std::lock_guard lock(mutex_);
+      if (!remaining_.empty()) {
+        auto split = std::move(remaining_.front());
+        remaining_.pop_front();
+        return split;
+      }
+    }
+    return source_ ? source_->nextSplit(subtask % splitParallelism_) : nullptr;
+  }
+
+ private:
+  std::mutex mutex_;
+  std::deque<std::unique_ptr<SourceSplit>> remaining_;  // guarded by mutex_
+  std::unique_ptr<SplitEnumerator> source_;
+  const int splitParallelism_;
+};
+
+}  // namespace
+
 std::unique_ptr<TrackingSplitEnumerator> CheckpointRestore::enumeratorFor(const Transformation& node,
                                                                         int parallelism) const {
   auto files = filesOf(node.id);
   if (files == nullptr)
     return std::make_unique<TrackingSplitEnumerator>(node.createEnumerator(parallelism),
-                                                     std::vector<std::string>{}, parallelism);
-  std::vector<std::string> assigned = assignedSplits(node.id);
-  std::set<std::string> skip(assigned.begin(), assigned.end());
-  int old = files->front()->parallelism;
+                                                     std::vector<std::string>{}, parallelism, parallelism);
+  AssignedSplits assigned = assignedSplits(node.id);
+  // The input split as the first run split it, so the ids to skip are the same.
+  int old = assigned.splitParallelism > 0 ? assigned.splitParallelism : files->front()->parallelism;
+  std::set<std::string> skip(assigned.ids.begin(), assigned.ids.end());
   auto original = node.createEnumerator(old);
   std::deque<std::unique_ptr<SourceSplit>> remaining;
   for (int reader = 0; original != nullptr && reader < old; ++reader) {  // null: a source without splits
@@ -64,24 +98,33 @@ std::unique_ptr<TrackingSplitEnumerator> CheckpointRestore::enumeratorFor(const 
       if (!skip.contains(split->splitId())) remaining.push_back(std::move(split));
     }
   }
-  return std::make_unique<TrackingSplitEnumerator>(std::make_unique<SharedSplitEnumerator>(std::move(remaining)),
-                                                   std::move(assigned), parallelism);
+  return std::make_unique<TrackingSplitEnumerator>(
+      std::make_unique<RestoredSplitEnumerator>(std::move(remaining), std::move(original), old),
+      std::move(assigned.ids), parallelism, old);
 }
 
-std::vector<std::string> CheckpointRestore::assignedSplits(int node) const {
-  std::vector<std::string> ids;
+CheckpointRestore::AssignedSplits CheckpointRestore::assignedSplits(int node) const {
+  AssignedSplits out;
   auto files = filesOf(node);
-  if (files == nullptr) return ids;
+  if (files == nullptr) return out;
   for (const auto* f : *files) {
     RestoredOperatorState unused;
     std::vector<OperatorStateSnapshot> lists;
     readStateFile(folder_, *f, KeyGroupRange{}, unused, lists, plan_.fileSystem());
-    for (const auto& l : lists)
-      if (l.name == kAssignedSplitsState) ids.insert(ids.end(), l.elements.begin(), l.elements.end());
+    for (const auto& l : lists) {
+      if (l.name == kAssignedSplitsState) out.ids.insert(out.ids.end(), l.elements.begin(), l.elements.end());
+      if (l.name == kSplitParallelismState && !l.elements.empty()) {
+        const std::string& text = l.elements[0];
+        auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), out.splitParallelism);
+        if (ec != std::errc() || end != text.data() + text.size() || out.splitParallelism <= 0)
+          throw Error(ErrorCode::kCheckpoint, "checkpoint '" + folder_ + "': file '" + f->file +
+                                                  "' holds a bad split parallelism '" + text + "'");
+      }
+    }
   }
-  std::sort(ids.begin(), ids.end());
-  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
-  return ids;
+  std::sort(out.ids.begin(), out.ids.end());
+  out.ids.erase(std::unique(out.ids.begin(), out.ids.end()), out.ids.end());
+  return out;
 }
 
 void CheckpointRestore::takeChannelState(std::vector<std::vector<OperatorStateSnapshot>>& old, int subtask,

@@ -26,14 +26,19 @@ class CheckpointRestore {
   std::unique_ptr<detail::RestoredOperatorState> stateOf(int node, int subtask, int parallelism) const;
 
   // The enumerator of source `node` for a new attempt at `parallelism`. Restored: the
-  // splits of the checkpoint's enumeration (at its parallelism) that no reader had been
-  // handed, for any reader that asks; what readers had goes back through their state.
+  // splits of the input split as the checkpoint's run split it (at the parallelism it
+  // kept) that no reader had been handed, for any reader that asks, then those the
+  // source's enumerator finds later (a monitored folder); what readers had goes back
+  // through their state.
   std::unique_ptr<detail::TrackingSplitEnumerator> enumeratorFor(const detail::Transformation& node,
                                                                  int parallelism) const;
 
  private:
-  // Every split the checkpoint's readers of source `node` had been handed.
-  std::vector<std::string> assignedSplits(int node) const;
+  struct AssignedSplits {
+    std::vector<std::string> ids;  // every split the checkpoint's readers had been handed
+    int splitParallelism = 0;      // what the input was split for; 0: not kept (older checkpoints)
+  };
+  AssignedSplits assignedSplits(int node) const;
   // Takes the records in flight out of the old instances' operator state: subtask
   // `subtask`'s own, or at another parallelism every old subtask's, for the subtask to
   // pick its share when it replays them.

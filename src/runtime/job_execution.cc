@@ -438,6 +438,7 @@ std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
     s.currentInputWatermark = t->metrics.currentInputWatermark.load(std::memory_order_relaxed);
     s.currentOutputWatermark = t->metrics.currentOutputWatermark.load(std::memory_order_relaxed);
     s.numLateRecordsDropped = t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
+    s.numRecordsInErrors = t->metrics.numRecordsInErrors.load(std::memory_order_relaxed);
     out[static_cast<size_t>(t->vertex)].push_back(s);
   }
   return out;
@@ -541,6 +542,7 @@ JobMetrics JobExecution::metrics() const {
       out.numBytesIn += t->metrics.numBytesIn.load(std::memory_order_relaxed);
       out.numBytesOut += t->metrics.numBytesOut.load(std::memory_order_relaxed);
       out.numLateRecordsDropped += t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
+      out.numRecordsInErrors += t->metrics.numRecordsInErrors.load(std::memory_order_relaxed);
       out.idleTimeNanos += t->metrics.idleTimeNow();
       out.backPressuredTimeNanos += t->metrics.backPressuredTimeNow();
       for (auto* c : t->inputChannels) {

@@ -34,6 +34,7 @@ struct SubtaskSample {
   int64_t currentInputWatermark = INT64_MIN;   // sources: none (INT64_MIN)
   int64_t currentOutputWatermark = INT64_MIN;  // sources only, for now
   uint64_t numLateRecordsDropped = 0;
+  uint64_t numRecordsInErrors = 0;
 };
 
 // Why a job failed, as the exceptions page shows it.

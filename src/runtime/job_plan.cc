@@ -193,6 +193,15 @@ JobPlan JobPlan::create(const StreamGraph& original, int restoredMaxParallelism)
       edges.push_back(std::move(e));
     }
   }
+  for (size_t i = 0; i < n; ++i) {
+    if (!live[i] || nodes[i]->requiredSideOutputTag < 0) continue;
+    bool consumed = std::any_of(outEdges[i].begin(), outEdges[i].end(), [&](size_t e) {
+      return edges[e].sideOutputTag == nodes[i]->requiredSideOutputTag;
+    });
+    if (!consumed)
+      throw invalidJob("'" + nodes[i]->name + "' has a side output nothing consumes: " +
+                       nodes[i]->requiredSideOutputReason);
+  }
   std::vector<int> vertexOf(n, -1);
   for (size_t i = 0; i < n; ++i) {
     if (!live[i] || (nodes[i]->kind != Kind::kSource && nodes[i]->kind != Kind::kOperator)) continue;

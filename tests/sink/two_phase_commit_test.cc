@@ -189,12 +189,11 @@ struct ThrowAtFailures {
 };
 
 // Numbers 0..n-1 at `rate` a second, through a map that throws where Failures says,
-// into the ledger. The source runs at parallelism 1 whatever the job's (a
-// DataGeneratorSource resumed at another parallelism splits its range anew).
+// into the ledger. The source runs at the job's parallelism: resumed at another, it
+// goes on with the ranges its first run split, so every number is read once.
 void addNumbers(StreamExecutionEnvironment& env, int64_t n, double rate, std::shared_ptr<Ledger> ledger) {
   env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, n, RateLimiterStrategy::perSecond(rate)),
                  WatermarkStrategy<int64_t>::noWatermarks(), "numbers")
-      .setParallelism(1)
       .rebalance()
       .map(ThrowAtFailures{})
       .sinkTo(LedgerSink(std::move(ledger)));

@@ -15,6 +15,7 @@
 #include "weir/detail/operators/stream_operator.h"
 #include "weir/detail/operators/tracking_split_enumerator.h"
 #include "weir/detail/state/operator_snapshot.h"
+#include "weir/functions.h"
 #include "weir/source.h"
 #include "weir/watermark_strategy.h"
 
@@ -49,12 +50,18 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
       : source_(std::move(source)), strategy_(std::move(strategy)) {}
 
   void setOutput(OutputBase* out) override { out_ = &dynamic_cast<Output<T>&>(*out); }
+  // The dead-letter output (bad_record.h), the only side output a source has.
+  void addSideOutput(int tagIndex, std::unique_ptr<SideOutputBase> out) override {
+    sideOutputs_.add(tagIndex, std::move(out));
+  }
 
   void open() override {
+    badRecords_ = BadRecordHandler(source_->badRecordPolicy(), name(),
+                                   context_->getMetricGroup().getNumRecordsInErrorsCounter(), &deadLetters_);
     reader_ = callUser([&] {
       return source_->createReader(SourceReaderContext{context_->getIndexOfThisSubtask(),
                                                        context_->getNumberOfParallelSubtasks(), enumerator_,
-                                                       context_->getMetricGroup()});
+                                                       context_->getMetricGroup(), &badRecords_});
     });
     if (auto* restored = context_->restored()) {
       if (auto* splits = restored->operatorList(kSourceSplitsState)) callUser([&] { reader_->addSplits(*splits); });
@@ -90,6 +97,11 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
       deferWatermarks_ = false;
     }
     if (!batch_.empty()) out_->processBatch(batch_, timestamps_);
+    if (!deadLetters_.empty()) {
+      for (auto& letter : deadLetters_) sideOutputs_.collect(deadLetterOutput(), std::move(letter));
+      deadLetters_.clear();
+      sideOutputs_.flush();
+    }
     if (perSplit_) emitSplitsWatermark();
     else if (pendingWatermark_ > watermark_) emitWatermark(pendingWatermark_);
     return status;
@@ -120,6 +132,7 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     // A bounded input ends with the final watermark: every window fires downstream.
     emitWatermark(kMaxWatermark);
     out_->endInput();
+    sideOutputs_.endInput();
   }
 
   // The last watermark this source emitted.
@@ -136,6 +149,8 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     if (enumerator_) {
       out.operatorState.push_back({kAssignedSplitsState, OperatorStateMode::kUnion,
                                    enumerator_->assignedIds(context_->getIndexOfThisSubtask())});
+      out.operatorState.push_back({kSplitParallelismState, OperatorStateMode::kUnion,
+                                   {std::to_string(enumerator_->splitParallelism())}});
     }
   }
 
@@ -155,16 +170,19 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     watermark_ = watermark;
     metrics_->currentOutputWatermark.store(watermark, std::memory_order_relaxed);
     out_->processWatermark(watermark);
+    sideOutputs_.processWatermark(watermark);
   }
   void markIdle() override {
     if (idle_) return;
     idle_ = true;
     out_->processIdleness(true);
+    sideOutputs_.processIdleness(true);
   }
   void markActive() override {
     if (!idle_) return;
     idle_ = false;
     out_->processIdleness(false);
+    sideOutputs_.processIdleness(false);
   }
 
   // Per-split watermarks: a split's own generator and what it decided so far.
@@ -235,6 +253,9 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
   std::vector<T> batch_;
   std::vector<int64_t> timestamps_;
   Output<T>* out_ = nullptr;
+  BadRecordHandler badRecords_;
+  std::vector<BadRecord> deadLetters_;  // reported during a pollNext, sent after its batch
+  SideOutputs sideOutputs_;
   int64_t watermark_ = kMinWatermark;
   int64_t pendingWatermark_ = kMinWatermark;  // decided during a batch, sent after it
   bool deferWatermarks_ = false;

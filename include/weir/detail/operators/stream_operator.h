@@ -38,8 +38,9 @@ class StreamOperator {
   void setup(RuntimeContext* context, TaskMetrics* metrics) {
     context_ = context;
     metrics_ = metrics;
-    context->setMetricGroup(OperatorMetricGroup(
-        OperatorIOMetricGroup(Counter(&metrics->numBytesIn), Counter(&metrics->numBytesOut))));
+    context->setMetricGroup(
+        OperatorMetricGroup(OperatorIOMetricGroup(Counter(&metrics->numBytesIn), Counter(&metrics->numBytesOut)),
+                            Counter(&metrics->numRecordsInErrors)));
   }
   virtual void open() {}
   virtual void close() {}

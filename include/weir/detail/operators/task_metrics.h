@@ -28,6 +28,7 @@ struct TaskMetrics {
   std::atomic<int64_t> currentInputWatermark{INT64_MIN};
   std::atomic<int64_t> currentOutputWatermark{INT64_MIN};
   std::atomic<uint64_t> numLateRecordsDropped{0};  // behind a window's allowed lateness
+  std::atomic<uint64_t> numRecordsInErrors{0};     // a source could not read (bad records)
 
   // Back-pressured time including a wait still in progress.
   int64_t backPressuredTimeNow() const { return timeNow(backPressuredTimeNanos, backPressuredSinceNanos); }

@@ -16,10 +16,13 @@ namespace weir::detail {
 // come back through the readers' own state).
 class TrackingSplitEnumerator final : public SplitEnumerator {
  public:
+  // `inner` was made for `splitParallelism` readers (the parallelism of the run that
+  // first split the input; a restore keeps it, so split ids stay the same).
   TrackingSplitEnumerator(std::unique_ptr<SplitEnumerator> inner, std::vector<std::string> alreadyAssigned,
-                          int parallelism)
+                          int parallelism, int splitParallelism)
       : inner_(std::move(inner)), restored_(std::move(alreadyAssigned)),
-        skip_(restored_.begin(), restored_.end()), assigned_(static_cast<size_t>(parallelism)) {}
+        skip_(restored_.begin(), restored_.end()), assigned_(static_cast<size_t>(parallelism)),
+        splitParallelism_(splitParallelism) {}
 
   std::unique_ptr<SourceSplit> nextSplit(int subtask) override {
     while (auto split = inner_->nextSplit(subtask)) {
@@ -40,6 +43,7 @@ class TrackingSplitEnumerator final : public SplitEnumerator {
     out.insert(out.end(), mine.begin(), mine.end());
     return out;
   }
+  int splitParallelism() const { return splitParallelism_; }
 
  private:
   std::unique_ptr<SplitEnumerator> inner_;
@@ -47,6 +51,7 @@ class TrackingSplitEnumerator final : public SplitEnumerator {
   absl::flat_hash_set<std::string> skip_;
   std::mutex mutex_;
   std::vector<std::vector<std::string>> assigned_;  // guarded by mutex_
+  const int splitParallelism_;
 };
 
 }  // namespace weir::detail

@@ -54,6 +54,9 @@ struct Transformation {
   // kSource: splits for the given parallelism (may throw weir::Error); null: none needed.
   std::function<std::unique_ptr<SplitEnumerator>(int)> createEnumerator;
   int maxSourceParallelism = 0;  // 0: any
+  // A side output the job must consume (a source's dead letters), with why; -1: none.
+  int requiredSideOutputTag = -1;
+  std::string requiredSideOutputReason;
 
   // kPartition.
   PartitionerKind partitioner = PartitionerKind::kForward;

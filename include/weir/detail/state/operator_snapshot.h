@@ -26,6 +26,9 @@ inline constexpr const char* kProcessingTimersState = "_processing_timers";
 inline constexpr const char* kRollingState = "_rolling";
 inline constexpr const char* kSourceSplitsState = "_source_splits";
 inline constexpr const char* kAssignedSplitsState = "_assigned_splits";
+// The parallelism the source's input was split for: a restore splits it the same way,
+// so the split ids it skips are those it handed out (union, one element).
+inline constexpr const char* kSplitParallelismState = "_split_parallelism";
 // A chain head's records in flight (unaligned checkpoints), one element per input
 // channel: the producer's operator id and input side ("id/0") as a string, the edge's
 // PartitionerKind as a varint, then the channel's persisted records.
