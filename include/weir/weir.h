@@ -1,18 +1,22 @@
-// The whole public API of weir: include this in a job.
+// The whole public API of weir: include this in a job. (JSON, json_format.h, is apart:
+// it brings nlohmann-json's header.)
 #pragma once
 
 #include "weir/aggregate_function.h"
 #include "weir/all_windowed_stream.h"
+#include "weir/bad_record.h"
 #include "weir/broadcast_process_function.h"
 #include "weir/broadcast_state.h"
 #include "weir/broadcast_stream.h"
 #include "weir/bucket_assigner.h"
+#include "weir/bulk_writer.h"
 #include "weir/checkpointed_function.h"
 #include "weir/clock.h"
 #include "weir/co_process_function.h"
 #include "weir/committer.h"
 #include "weir/collect_sink.h"
 #include "weir/connected_streams.h"
+#include "weir/csv_format.h"
 #include "weir/data_generator_source.h"
 #include "weir/data_stream.h"
 #include "weir/discarding_sink.h"
@@ -33,6 +37,7 @@
 #include "weir/output_tag.h"
 #include "weir/print_sink.h"
 #include "weir/rolling_policy.h"
+#include "weir/serialization_schema.h"
 #include "weir/serializer.h"
 #include "weir/sink.h"
 #include "weir/source.h"
@@ -41,6 +46,7 @@
 #include "weir/state_descriptor.h"
 #include "weir/state_ttl_config.h"
 #include "weir/stream_execution_environment.h"
+#include "weir/stream_format.h"
 #include "weir/trigger.h"
 #include "weir/two_phase_committing_sink.h"
 #include "weir/watermark_strategy.h"

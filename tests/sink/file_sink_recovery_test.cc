@@ -23,6 +23,7 @@ namespace weir::test {
 namespace {
 
 namespace fs = std::filesystem;
+using namespace std::chrono_literals;
 using Op = FaultInjectingFileSystem::Op;
 
 fs::path freshFolder(const std::string& name) {
@@ -47,14 +48,30 @@ FileSink<Out> fileSinkInto(const fs::path& out, uint64_t partSize = 2048) {
       .build();
 }
 
+// A bulk format whose part files end with a footer that counts their records: a file
+// cut short, or resumed, would have none or a wrong one.
+struct FooterWriter final : BulkWriter<Out> {
+  void addElement(const Out& o, std::string& out) override {
+    OutEncoder().encode(o, out);
+    ++records;
+  }
+  void finish(std::string& out) override { out += "#records " + std::to_string(records) + "\n"; }
+  int64_t records = 0;
+};
+struct FooterWriterFactory final : BulkWriter<Out>::Factory {
+  std::unique_ptr<BulkWriter<Out>> create() override { return std::make_unique<FooterWriter>(); }
+};
+
 // What the published files under `out` hold, sorted (the checker wants each key's counts
 // in order; files of several runs have no order among them). A published line that is
-// not a whole record fails the test; hidden files are counted.
+// not a whole record fails the test; hidden files are counted. With `footers`, every
+// file must end with FooterWriter's footer, counting its records.
 struct Published {
   std::vector<Out> records;
   size_t hidden = 0;
+  size_t files = 0;
 };
-Published published(const fs::path& out) {
+Published published(const fs::path& out, bool footers = false) {
   Published p;
   for (const auto& e : fs::recursive_directory_iterator(out)) {
     if (!e.is_regular_file()) continue;
@@ -62,8 +79,18 @@ Published published(const fs::path& out) {
       ++p.hidden;
       continue;
     }
+    ++p.files;
     std::ifstream in(e.path());
+    int64_t lines = 0;
+    bool footer = false;
     for (std::string line; std::getline(in, line);) {
+      if (footers && !footer && line.rfind("#records ", 0) == 0) {
+        footer = true;
+        EXPECT_EQ(line, "#records " + std::to_string(lines)) << e.path();
+        continue;
+      }
+      if (footer) ADD_FAILURE() << e.path() << " goes on after its footer";
+      ++lines;
       Out o;
       char c1 = 0, c2 = 0, c3 = 0;
       std::stringstream s(line);
@@ -73,6 +100,7 @@ Published published(const fs::path& out) {
       }
       p.records.push_back(o);
     }
+    if (footers && !footer) ADD_FAILURE() << e.path() << " has no footer";
   }
   std::sort(p.records.begin(), p.records.end(), [](const Out& a, const Out& b) {
     return std::tie(a.kind, a.key, a.window, a.value) < std::tie(b.kind, b.key, b.window, b.value);
@@ -100,6 +128,62 @@ TEST(FileSinkRecovery, ExceptionsAtFiveRecordsLoseAndDoubleNothing) {
   addJob(env, kRecords, 20000, fileSinkInto(dir / "out"));
   EXPECT_EQ(env.execute("exceptions").status, JobStatus::FINISHED);
   EXPECT_EQ(Failures::thrown, 5);
+  Published p = published(dir / "out");
+  Verdict v = check(p.records, kRecords);
+  EXPECT_TRUE(v.exact()) << v;
+  fs::remove_all(dir);
+}
+
+// A bulk format: its part files roll at every checkpoint and are published whole, each
+// with its footer, through five failures.
+TEST(FileSinkRecovery, BulkFormatPartFilesArePublishedWholeThroughExceptions) {
+  constexpr int64_t kRecords = 30000;
+  fs::path dir = freshFolder("bulk");
+  Failures::reset({2500, 9000, 14000, 20000, 26000});
+  StreamExecutionEnvironment env;
+  checkpointEvery20ms(env, dir / "checkpoints");
+  env.setRestartStrategy(RestartStrategy::fixedDelayRestart(10, 0ms));
+  addJob(env, kRecords, 20000,
+         FileSink<Out>::forBulkFormat((dir / "out").string(), FooterWriterFactory())
+             .withBucketAssigner(BasePathBucketAssigner<Out>())
+             .build());
+  EXPECT_EQ(env.execute("bulk").status, JobStatus::FINISHED);
+  EXPECT_EQ(Failures::thrown, 5);
+  Published p = published(dir / "out", true);
+  Verdict v = check(p.records, kRecords);
+  EXPECT_TRUE(v.exact()) << v;
+  EXPECT_GT(p.files, 10u) << "part files should roll at each checkpoint";
+  EXPECT_EQ(p.hidden, 0u);
+  fs::remove_all(dir);
+}
+
+// Someone removes a part file the sink is writing (before the first checkpoint, so no
+// completed checkpoint covers any of it): the checkpoint is declined, the job restarts
+// and writes it again, and the output is exact.
+TEST(FileSinkRecovery, APartFileThatDisappearsIsWrittenAgain) {
+  constexpr int64_t kRecords = 30000;
+  fs::path dir = freshFolder("disappears");
+  Failures::reset({});
+  StreamExecutionEnvironment env;
+  checkpointEvery20ms(env, dir / "checkpoints");
+  env.enableCheckpointing(1s);
+  env.setRestartStrategy(RestartStrategy::fixedDelayRestart(3, 0ms));
+  addJob(env, kRecords, 10000,
+         FileSink<Out>::forRowFormat((dir / "out").string(), OutEncoder())
+             .withBucketAssigner(BasePathBucketAssigner<Out>())
+             .withRollingPolicy(OnCheckpointRollingPolicy::build())
+             .build());
+  auto client = env.executeAsync("disappears");
+  size_t removed = 0;
+  for (auto deadline = std::chrono::steady_clock::now() + 30s; removed == 0 && std::chrono::steady_clock::now() < deadline;) {
+    std::error_code ec;
+    for (const auto& e : fs::directory_iterator(dir / "out", ec))
+      if (e.path().filename().string()[0] == '.' && fs::remove(e.path(), ec)) ++removed;
+    std::this_thread::sleep_for(1ms);
+  }
+  ASSERT_GT(removed, 0u);
+  EXPECT_EQ(client.wait().status, JobStatus::FINISHED);
+  EXPECT_GE(client.getMetrics().numRestarts, 1);
   Published p = published(dir / "out");
   Verdict v = check(p.records, kRecords);
   EXPECT_TRUE(v.exact()) << v;

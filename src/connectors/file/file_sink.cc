@@ -196,8 +196,8 @@ struct FileSinkBuckets::PartFile {
   std::string path;  // hidden
 };
 
-FileSinkBuckets::FileSinkBuckets(FileSinkSettings settings, RuntimeContext& context)
-    : settings_(std::move(settings)), rollingPolicy_(*settings_.rollingPolicy), context_(context),
+FileSinkBuckets::FileSinkBuckets(FileSinkSettings settings, RuntimeContext& context, PartFileEnds* ends)
+    : settings_(std::move(settings)), ends_(ends), rollingPolicy_(*settings_.rollingPolicy), context_(context),
       fileSystem_(fileSystemOf(context)),
       bytesOut_(context.getMetricGroup().getIOMetricGroup().getNumBytesOutCounter()), uid_(newUid()) {
   if (auto ec = fileSystem_->createDirectories(settings_.basePath))
@@ -239,6 +239,7 @@ void FileSinkBuckets::openPartFile(Bucket& b, int64_t now) {
   b.written = 0;
   b.created = b.lastUpdate = now;
   b.buffer.clear();
+  if (ends_ != nullptr) ends_->opened(b.id);
   foldersToSync_.push_back(b.folder);
   if (!timerSet_) {
     context_.processingTimeService().registerTimer(now + settings_.bucketCheckInterval, this);
@@ -255,6 +256,7 @@ void FileSinkBuckets::writeBuffer(Bucket& b) {
 }
 
 void FileSinkBuckets::roll(Bucket& b) {
+  if (ends_ != nullptr) ends_->closing(b.id, b.buffer);
   writeBuffer(b);
   std::error_code ec = b.file->file->sync();
   if (!ec) ec = b.file->file->close();
@@ -271,9 +273,21 @@ void FileSinkBuckets::syncNames() {
   foldersToSync_.clear();
 }
 
+void FileSinkBuckets::expectPresent(const std::string& path) const {
+  uint64_t size = 0;
+  std::error_code ec = fileSystem_->fileSize(path, size);
+  if (ec == std::errc::no_such_file_or_directory)
+    throw Error(ErrorCode::kIo, "FileSink: the part file '" + path +
+                                    "' disappeared while it was written; the checkpoint is declined and the job "
+                                    "resumes from the last one");
+  if (ec) fail("cannot look at", path, ec);
+}
+
 std::vector<FileSinkCommittable> FileSinkBuckets::prepareCommit(bool endOfInput) {
+  for (const auto& c : rolled_) expectPresent(join(settings_.basePath, c.bucketId) + "/" + c.pendingFile);
   for (auto& [id, b] : buckets_) {
     if (!b.file) continue;
+    expectPresent(b.file->path);
     if (endOfInput || rollingPolicy_.shouldRollOnCheckpoint(info(b))) {
       roll(b);
     } else {

@@ -56,10 +56,21 @@ struct FileSinkSettings {
   int64_t bucketCheckInterval = 60'000;
 };
 
+// What a bulk format does at the ends of a part file (FileSink::forBulkFormat).
+class PartFileEnds {
+ public:
+  virtual ~PartFileEnds() = default;
+  // Bucket `bucketId` began a new part file.
+  virtual void opened(const std::string& bucketId) = 0;
+  // Its part file is about to close: the last bytes go into `buffer`.
+  virtual void closing(const std::string& bucketId, std::string& buffer) = 0;
+};
+
 class FileSinkBuckets final : public ProcessingTimeCallback {
  public:
   // Makes the base path if missing; throws weir::Error (kIo) naming it when it cannot.
-  FileSinkBuckets(FileSinkSettings settings, RuntimeContext& context);
+  // `ends` (null for a row format) hears when part files open and close.
+  FileSinkBuckets(FileSinkSettings settings, RuntimeContext& context, PartFileEnds* ends = nullptr);
   ~FileSinkBuckets() override;
   FileSinkBuckets(const FileSinkBuckets&) = delete;
   FileSinkBuckets& operator=(const FileSinkBuckets&) = delete;
@@ -80,6 +91,8 @@ class FileSinkBuckets final : public ProcessingTimeCallback {
   // At a barrier (or, with `endOfInput`, at the end): every part file is written out and
   // synced; those the policy rolls (all at the end) are closed, and returned with the
   // files rolled since the last call, to be published when the checkpoint completes.
+  // A part file that disappeared meanwhile (removed by someone else) fails it: the
+  // checkpoint is declined and the job resumes from the last one, writing it again.
   std::vector<FileSinkCommittable> prepareCommit(bool endOfInput);
   // Restores the writers of the restored checkpoint this subtask now owns: their part
   // files open at the checkpoint are cut back to its length and published (what they
@@ -122,7 +135,10 @@ class FileSinkBuckets final : public ProcessingTimeCallback {
   void removeUncovered(const std::map<std::string, int64_t>& nextPartCounters);
   [[noreturn]] void fail(const std::string& what, const std::string& path, std::error_code ec) const;
 
+  void expectPresent(const std::string& path) const;
+
   FileSinkSettings settings_;
+  PartFileEnds* ends_;
   const RollingPolicy& rollingPolicy_;
   RuntimeContext& context_;
   std::shared_ptr<core::FileSystem> fileSystem_;
