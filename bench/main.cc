@@ -18,6 +18,7 @@
 
 #include "harness.h"
 #include "checkpoint_bench.h"
+#include "format_bench.h"
 #include "sink_bench.h"
 #include "nexmark/driver.h"
 #include "state_bench.h"
@@ -509,7 +510,8 @@ int main(int argc, char** argv) {
       {"value_state", [] { valueState(gRuns); }}, {"map_state", [] { mapState(gRuns); }},
       {"list_state", [] { listState(gRuns); }}, {"state_memory", [] { stateMemory(gRuns); }},
       {"checkpoint_size", [] { checkpointSize(gRuns); }}, {"checkpoint_overhead", [] { checkpointOverhead(gRuns); }},
-      {"recovery", [] { recovery(gRuns); }}, {"file_sink", [] { fileSink(gRuns); }}, {"rescale", [] { rescale(gRuns); }}, {"alignment", [] { alignment(gRuns); }},
+      {"recovery", [] { recovery(gRuns); }}, {"file_sink", [] { fileSink(gRuns); }},
+      {"json_decode", [] { jsonDecode(gRuns); }}, {"csv_decode", [] { csvDecode(gRuns); }}, {"rescale", [] { rescale(gRuns); }}, {"alignment", [] { alignment(gRuns); }},
       {"nexmark", [] {
          weir::nexmark::DriverOptions options;
          options.runs = std::min(gRuns, 3);  // 16 figures of 10 M events each: keep make bench short
