@@ -140,6 +140,7 @@ class RecordDecoder {
   }
   // The header record: which column holds which field.
   void readHeader(std::string_view record) {
+    if (record.starts_with("\xEF\xBB\xBF")) record.remove_prefix(3);  // a UTF-8 byte order mark
     size_t n = split(record, schema_, scratch_);
     columnOf_ = columnsFromHeader(scratch_, n, fields_, schema_);
     columns_ = n;
@@ -219,6 +220,7 @@ class CsvReaderFormat final : public StreamFormat<T> {
 
   std::unique_ptr<Decoder> createDecoder() const override { return std::make_unique<FileDecoder>(schema_); }
   char quoteChar() const override { return schema_.quote(); }
+  char fieldSeparator() const override { return schema_.separator(); }
   bool hasHeader() const override { return schema_.header(); }
 
  private:
@@ -229,7 +231,12 @@ class CsvReaderFormat final : public StreamFormat<T> {
     bool decode(std::string_view record, T& out) override {
       if (record.find_first_not_of(" \t\r") == std::string_view::npos) return false;
       if (awaitingHeader) {
-        records.readHeader(record);
+        // A file whose header cannot be read cannot be read at all, whatever the policy.
+        try {
+          records.readHeader(record);
+        } catch (const SerializationError& e) {
+          throw Error(ErrorCode::kInvalidArgument, std::string("CSV format: the header is not a CSV record: ") + e.what());
+        }
         awaitingHeader = false;
         return false;
       }

@@ -29,16 +29,22 @@ class FileSourceReader final : public SourceReader<T> {
       : format_(std::move(format)),
         badRecords_(context.badRecords != nullptr ? context.badRecords : &failing_),
         files_(context.enumerator, context.subtaskIndex, context.metricGroup.getIOMetricGroup().getNumBytesInCounter(),
-               FileRecordReader::Options{maxRecordLength, format_->quoteChar(), format_->hasHeader()}, badRecords_),
+               FileRecordReader::Options{maxRecordLength, format_->quoteChar(), format_->fieldSeparator(),
+                                         format_->hasHeader()},
+               badRecords_),
         monitorInterval_(monitorInterval) {}
 
+  // Bad records count toward `maxRecords` too, so a file of them yields to the task (its
+  // checkpoints, a cancellation) as often as one of good records, and the dead letters
+  // of one call stay as few.
   InputStatus pollNext(std::vector<T>& out, size_t maxRecords) override {
-    size_t produced = 0;
+    size_t handled = 0;
     std::string_view record;
-    while (produced < maxRecords) {
+    while (handled < maxRecords) {
       auto next = files_.next(record);
+      if (next == FileRecordReader::Next::kProgress) return InputStatus::MORE_AVAILABLE;
       if (next != FileRecordReader::Next::kRecord) {
-        if (produced > 0) return InputStatus::MORE_AVAILABLE;
+        if (handled > 0) return InputStatus::MORE_AVAILABLE;
         if (next == FileRecordReader::Next::kNoSplit && monitorInterval_.count() == 0) return InputStatus::END_OF_INPUT;
         return InputStatus::NOTHING_AVAILABLE;
       }
@@ -46,6 +52,7 @@ class FileSourceReader final : public SourceReader<T> {
         decoder_ = format_->createDecoder();
         decoderFile_ = files_.fileNumber();
       }
+      ++handled;
       out.emplace_back();
       bool isData = false;
       try {
@@ -57,11 +64,7 @@ class FileSourceReader final : public SourceReader<T> {
       } catch (const Error& e) {
         throw Error(e.code(), "file source: '" + files_.path() + "': " + e.what());
       }
-      if (!isData) {
-        out.pop_back();
-        continue;
-      }
-      ++produced;
+      if (!isData) out.pop_back();
     }
     return InputStatus::MORE_AVAILABLE;
   }
@@ -99,6 +102,7 @@ class FileSource final : public Source<T> {
  public:
   // The longest record read, by default: a longer one is a bad record.
   static constexpr size_t kDefaultMaxLineLength = 8 << 20;
+  static constexpr size_t kLargestMaxLineLength = size_t{1} << 30;
 
   class Builder {
    public:
@@ -124,10 +128,12 @@ class FileSource final : public Source<T> {
       policy_ = policy;
       return *this;
     }
-    // Throws weir::Error (kInvalidArgument) for a max line length or interval of 0.
+    // Throws weir::Error (kInvalidArgument) for a max line length of 0 or above 1 GiB, or
+    // an interval of 0.
     FileSource build() const {
-      if (maxLineLength_ == 0)
-        throw Error(ErrorCode::kInvalidArgument, "file source: the max line length must be positive");
+      if (maxLineLength_ == 0 || maxLineLength_ > kLargestMaxLineLength)
+        throw Error(ErrorCode::kInvalidArgument, "file source: the max line length must be between 1 byte and 1 GiB, got " +
+                                                     std::to_string(maxLineLength_));
       if (monitor_ && monitorInterval_.count() <= 0)
         throw Error(ErrorCode::kInvalidArgument, "file source: the monitoring interval must be positive, got " +
                                                      std::to_string(monitorInterval_.count()) + " ms");

@@ -153,7 +153,7 @@ void write(const T& value, Json& j) {
 inline Json parse(std::string_view message) {
   try {
     return Json::parse(message);
-  } catch (const Json::parse_error& e) {
+  } catch (const Json::exception& e) {  // a syntax error, or a number out of range (1e400)
     std::string what = e.what();
     if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
     throw SerializationError("invalid JSON: " + what);
@@ -166,10 +166,17 @@ inline Json parse(std::string_view message) {
 template <class T>
 class JsonSerializationSchema final : public SerializationSchema<T> {
  public:
+  // Throws weir::SerializationError for a string that is not UTF-8 (JSON has no bytes).
   std::string serialize(const T& element) override {
     detail::json::Json j;
     detail::json::write(element, j);
-    return j.dump();
+    try {
+      return j.dump();
+    } catch (const detail::json::Json::exception& e) {
+      std::string what = e.what();
+      if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
+      throw SerializationError("cannot write JSON: " + what);
+    }
   }
 };
 

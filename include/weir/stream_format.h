@@ -31,8 +31,11 @@ class StreamFormat {
   virtual ~StreamFormat() = default;
   virtual std::unique_ptr<Decoder> createDecoder() const = 0;
   // A record is a line ('\n' or "\r\n" ends it). When this is a character (CSV's '"'), a
-  // line end between two of them is part of the record instead; 0: none.
+  // line end within a quoted field is part of the record instead: a field is quoted when
+  // it starts with the quote (at the record's start or after fieldSeparator()), and a
+  // doubled quote inside it is a quote. 0: none.
   virtual char quoteChar() const { return 0; }
+  virtual char fieldSeparator() const { return 0; }
   // Whether each file starts with a header its decoder must see first, also when a
   // restored reader goes on from the middle of the file.
   virtual bool hasHeader() const { return false; }

@@ -237,6 +237,7 @@ void FileSinkBuckets::openPartFile(Bucket& b, int64_t now) {
   if (!part->file) fail("cannot create part file", part->path, ec);
   b.file = std::move(part);
   b.written = 0;
+  b.checkpointed = false;
   b.created = b.lastUpdate = now;
   b.buffer.clear();
   if (ends_ != nullptr) ends_->opened(b.id);
@@ -273,9 +274,13 @@ void FileSinkBuckets::syncNames() {
   foldersToSync_.clear();
 }
 
-void FileSinkBuckets::expectPresent(const std::string& path) const {
+void FileSinkBuckets::expectPresent(const std::string& path, bool covered) const {
   uint64_t size = 0;
   std::error_code ec = fileSystem_->fileSize(path, size);
+  if (ec == std::errc::no_such_file_or_directory && covered)
+    throw Error(ErrorCode::kIo, "FileSink: the part file '" + path +
+                                    "' disappeared while it was written, after a completed checkpoint covered part "
+                                    "of it: those records are lost, and no restore can write them again");
   if (ec == std::errc::no_such_file_or_directory)
     throw Error(ErrorCode::kIo, "FileSink: the part file '" + path +
                                     "' disappeared while it was written; the checkpoint is declined and the job "
@@ -284,10 +289,10 @@ void FileSinkBuckets::expectPresent(const std::string& path) const {
 }
 
 std::vector<FileSinkCommittable> FileSinkBuckets::prepareCommit(bool endOfInput) {
-  for (const auto& c : rolled_) expectPresent(join(settings_.basePath, c.bucketId) + "/" + c.pendingFile);
+  for (const auto& c : rolled_) expectPresent(join(settings_.basePath, c.bucketId) + "/" + c.pendingFile, false);
   for (auto& [id, b] : buckets_) {
     if (!b.file) continue;
-    expectPresent(b.file->path);
+    expectPresent(b.file->path, b.checkpointed);
     if (endOfInput || rollingPolicy_.shouldRollOnCheckpoint(info(b))) {
       roll(b);
     } else {
@@ -318,8 +323,11 @@ void FileSinkBuckets::snapshotState() {
   state.uid = uid_;
   state.subtask = context_.getIndexOfThisSubtask();
   state.nextPartCounter = nextPartCounter_;
-  for (const auto& [id, b] : buckets_)
-    if (b.file) state.inProgress.push_back({id, b.finalFile, static_cast<int64_t>(b.written)});
+  for (auto& [id, b] : buckets_) {
+    if (!b.file) continue;
+    state.inProgress.push_back({id, b.finalFile, static_cast<int64_t>(b.written)});
+    b.checkpointed = true;
+  }
   state_->update({std::move(state)});
 }
 

@@ -46,8 +46,12 @@ bool skipped(const fs::path& p) {
 }
 
 // The files of `path` not in `known`, by canonical path, in name order; adds them to
-// `known`. Each is opened once, so a file that cannot be read fails here, naming it.
-std::vector<std::string> listNewFiles(const std::string& path, std::set<std::string>& known) {
+// `known` (and their paths as listed to `listed`, so a rescan resolves only new ones).
+// Each is opened once, so a file that cannot be read fails here, naming it. A rescan
+// (`rescan`) skips what vanishes while it lists (a folder others clean up); the next
+// rescan sees what it missed.
+std::vector<std::string> listNewFiles(const std::string& path, std::set<std::string>& known,
+                                      std::set<std::string>& listed, bool rescan) {
   std::error_code ec;
   auto status = fs::status(path, ec);
   if (ec || !fs::exists(status)) throw ioError("read", path, ec ? ec.value() : ENOENT);
@@ -56,6 +60,7 @@ std::vector<std::string> listNewFiles(const std::string& path, std::set<std::str
     fs::recursive_directory_iterator it(path, ec), end;
     if (ec) throw ioError("list", path, ec.value());
     for (; it != end; it.increment(ec)) {
+      if (ec && rescan && ec.value() == ENOENT) break;
       if (ec) throw ioError("list", path, ec.value());
       if (skipped(it->path())) {
         if (it->is_directory()) it.disable_recursion_pending();
@@ -70,12 +75,16 @@ std::vector<std::string> listNewFiles(const std::string& path, std::set<std::str
   // it (./in.txt, $PWD/in.txt, a link to it), so a resumed job never reads it again.
   std::vector<std::string> fresh;
   for (auto& f : files) {
+    if (listed.contains(f)) continue;
     std::string canonical = fs::canonical(f, ec).string();
+    if (ec && rescan && ec.value() == ENOENT) continue;
     if (ec) throw ioError("resolve", f, ec.value());
-    if (!known.insert(canonical).second) continue;
     int probe = openForReading(canonical);  // fail before reading rather than halfway
+    if (probe < 0 && rescan && errno == ENOENT) continue;
     if (probe < 0) throw ioError("open", canonical, errno);
     ::close(probe);
+    listed.insert(f);
+    if (!known.insert(canonical).second) continue;
     fresh.push_back(std::move(canonical));
   }
   std::sort(fresh.begin(), fresh.end());
@@ -88,13 +97,13 @@ class MonitoringFileEnumerator final : public SplitEnumerator {
  public:
   MonitoringFileEnumerator(std::string path, std::chrono::milliseconds interval)
       : path_(std::move(path)), interval_(interval) {
-    enqueue(listNewFiles(path_, known_));
+    enqueue(listNewFiles(path_, known_, listed_, false));
     nextScan_ = std::chrono::steady_clock::now() + interval_;
   }
   std::unique_ptr<SourceSplit> nextSplit(int) override {
     std::lock_guard lock(mutex_);
     if (queue_.empty() && std::chrono::steady_clock::now() >= nextScan_) {
-      enqueue(listNewFiles(path_, known_));
+      enqueue(listNewFiles(path_, known_, listed_, true));
       nextScan_ = std::chrono::steady_clock::now() + interval_;
     }
     if (queue_.empty()) return nullptr;
@@ -110,7 +119,8 @@ class MonitoringFileEnumerator final : public SplitEnumerator {
   const std::string path_;
   const std::chrono::milliseconds interval_;
   std::mutex mutex_;
-  std::set<std::string> known_;  // guarded by mutex_
+  std::set<std::string> known_;   // guarded by mutex_
+  std::set<std::string> listed_;  // guarded by mutex_
   std::deque<std::string> queue_;
   std::chrono::steady_clock::time_point nextScan_;
 };
@@ -119,9 +129,9 @@ class MonitoringFileEnumerator final : public SplitEnumerator {
 
 std::unique_ptr<SplitEnumerator> createFileEnumerator(const std::string& path, std::chrono::milliseconds monitorInterval) {
   if (monitorInterval.count() > 0) return std::make_unique<MonitoringFileEnumerator>(path, monitorInterval);
-  std::set<std::string> known;
+  std::set<std::string> known, listed;
   std::deque<std::unique_ptr<SourceSplit>> splits;
-  for (auto& f : listNewFiles(path, known)) splits.push_back(std::make_unique<FileSplit>(std::move(f)));
+  for (auto& f : listNewFiles(path, known, listed, false)) splits.push_back(std::make_unique<FileSplit>(std::move(f)));
   return std::make_unique<SharedSplitEnumerator>(std::move(splits));
 }
 
@@ -157,7 +167,8 @@ FileRecordReader::Next FileRecordReader::next(std::string_view& record) {
     char* end = buffer_.data() + len_;
     if (partial_.empty() && !discarding_) {
       recordStart_ = fileOffset_ - len_ + pos_;
-      inQuotes_ = false;
+      inQuotes_ = quoteAtEnd_ = false;
+      fieldStart_ = true;
     }
     if (begin < end) {
       if (const char* nl = findEnd(begin, end)) {
@@ -167,6 +178,7 @@ FileRecordReader::Next FileRecordReader::next(std::string_view& record) {
           continue;
         }
         if (!finish(begin, nl, record)) continue;
+        firstRecord_ = false;
         if (resumeAt_ >= 0 && record.find_first_not_of(" \t\r") != std::string_view::npos) {
           // The header of a file resumed in its middle: go on from where the checkpoint was.
           header_.assign(record);
@@ -208,6 +220,8 @@ FileRecordReader::Next FileRecordReader::next(std::string_view& record) {
       closeFile();
       if (last && finish(partial_.data(), partial_.data(), record)) return Next::kRecord;
       partial_.clear();
+    } else if (discarding_) {
+      return Next::kProgress;  // a chunk dropped: the task may look at its mailbox
     }
   }
 }
@@ -230,24 +244,65 @@ bool FileRecordReader::finish(const char* b, const char* e, std::string_view& re
   return true;
 }
 
+// With a quote char, as CSV splits fields (csv.cc): a quote opens a quoted field only at
+// a field's start; inside one, a doubled quote is a quote and a single one closes it. A
+// stray quote elsewhere opens nothing (the record is malformed, and only it).
 const char* FileRecordReader::findEnd(const char* from, const char* end) {
-  if (options_.quote == 0) return static_cast<const char*>(std::memchr(from, '\n', static_cast<size_t>(end - from)));
-  for (const char* p = from; p < end;) {
-    const auto* nl = static_cast<const char*>(std::memchr(p, '\n', static_cast<size_t>(end - p)));
+  auto search = [](const char* p, char c, const char* e) {
+    return static_cast<const char*>(std::memchr(p, c, static_cast<size_t>(e - p)));
+  };
+  const char quote = options_.quote, separator = options_.separator;
+  if (quote == 0 || discarding_) return search(from, '\n', end);
+  const char* p = from;
+  if (quoteAtEnd_ && p < end) {  // the quote that ended the last buffer: doubled, or closing
+    quoteAtEnd_ = false;
+    if (*p == quote) {
+      ++p;
+    } else {
+      inQuotes_ = false;
+      fieldStart_ = false;
+    }
+  }
+  while (p < end) {
+    if (inQuotes_) {
+      const char* q = search(p, quote, end);
+      if (q == nullptr) return nullptr;  // line ends inside the field are the record's
+      if (q + 1 == end) {
+        quoteAtEnd_ = true;
+        return nullptr;
+      }
+      if (q[1] == quote) {
+        p = q + 2;
+        continue;
+      }
+      inQuotes_ = false;
+      fieldStart_ = false;
+      p = q + 1;
+      continue;
+    }
+    // Most lines have no quote: two vectorized searches say so.
+    const char* nl = search(p, '\n', end);
     const char* stop = nl != nullptr ? nl : end;
-    // Most lines have no quote: one vectorized search says so.
-    const auto* quote = static_cast<const char*>(std::memchr(p, options_.quote, static_cast<size_t>(stop - p)));
-    if (quote != nullptr && std::count(quote, stop, options_.quote) % 2 != 0) inQuotes_ = !inQuotes_;
-    if (nl == nullptr) return nullptr;
-    if (!inQuotes_) return nl;
-    p = nl + 1;
+    const char* q = search(p, quote, stop);
+    if (q == nullptr) {
+      if (stop > p) fieldStart_ = stop[-1] == separator;
+      return nl;
+    }
+    inQuotes_ = q == p ? fieldStart_ : q[-1] == separator;
+    fieldStart_ = false;
+    p = q + 1;
   }
   return nullptr;
 }
 
 void FileRecordReader::tooLong(uint64_t offset, std::string_view prefix) {
-  const std::string reason = "the line is longer than " + std::to_string(options_.maxRecordLength) +
-                             " bytes, the longest the source reads (FileSource::Builder::setMaxLineLength)";
+  if (firstRecord_ && options_.hasHeader)
+    throw Error(ErrorCode::kInvalidArgument, "file source: the header of '" + path_ + "' is longer than " +
+                                                 std::to_string(options_.maxRecordLength) + " bytes");
+  std::string reason = "the line is longer than " + std::to_string(options_.maxRecordLength) +
+                       " bytes, the longest the source reads (FileSource::Builder::setMaxLineLength)";
+  if (inQuotes_) reason += "; a quoted field in it is not closed";
+  inQuotes_ = false;  // what is dropped ends at the next line end
   if (badRecords_ != nullptr) {
     badRecords_->handle(path_, static_cast<int64_t>(offset), reason, prefix);
   } else {
@@ -320,6 +375,7 @@ bool FileRecordReader::openNext() {
   pos_ = len_ = 0;
   partial_.clear();
   discarding_ = false;
+  firstRecord_ = true;
   ++fileNumber_;
   return true;
 }

@@ -328,7 +328,7 @@ TEST_F(BadRecordTest, DeadLettersThatNothingConsumesAreRefusedAtSubmission) {
 // A file of one endless line under SKIP: the reader drops it as it reads, holding no more
 // than the limit, and goes on with the next file.
 TEST_F(FileSourceTest, AnEndlessLineIsSkippedWithinTheLimit) {
-  write("a-endless.txt", std::string(64 << 20, 'x'));
+  write("a-endless.txt", std::string(64 << 20, 'x') + "\nafter\n" + std::string(3 << 20, 'y'));
   write("b-after.txt", "kept\n");
   StreamExecutionEnvironment env;
   CollectSink<std::string> sink;
@@ -340,8 +340,8 @@ TEST_F(FileSourceTest, AnEndlessLineIsSkippedWithinTheLimit) {
       .sinkTo(sink);
   auto client = env.executeAsync();
   client.wait();
-  EXPECT_EQ(sink.getResults(), std::vector<std::string>{"kept"});
-  EXPECT_EQ(client.getMetrics().vertices.at(0).numRecordsInErrors, 1u);
+  EXPECT_EQ(sink.getResults(), (std::vector<std::string>{"after", "kept"}));
+  EXPECT_EQ(client.getMetrics().vertices.at(0).numRecordsInErrors, 2u);
 }
 
 // Reads everything `reader` has, up to `limit` records.
@@ -394,8 +394,8 @@ TEST_F(FileSourceTest, CsvWithAHeaderAndQuotedLineEndsResumesAnywhere) {
   }
 }
 
-TEST_F(FileSourceTest, ACsvHeaderThatDoesNotFitFailsTheJobNamingTheFile) {
-  auto path = write("readings.csv", "sensor,time,value\ns,1,2\n");
+// What reading `path` as CSV with a header, under SKIP, fails with ("" if nothing).
+std::string csvWithHeaderFailure(const std::string& path) {
   StreamExecutionEnvironment env;
   env.fromSource(FileSource<Reading>::forRecordStreamFormat(CsvReaderFormat<Reading>::forStruct(CsvSchema().withHeader()), path)
                      .setBadRecordPolicy(BadRecordPolicy::SKIP)
@@ -404,13 +404,19 @@ TEST_F(FileSourceTest, ACsvHeaderThatDoesNotFitFailsTheJobNamingTheFile) {
       .sinkTo(DiscardingSink<Reading>());
   try {
     env.execute();
-    FAIL() << "no error";
   } catch (const JobExecutionError& e) {
-    EXPECT_NE(std::string(e.what()).find("file source: '" + fs::canonical(path).string() +
-                                         "': CSV format: the header has no column for field 'ts' of the struct"),
-              std::string::npos)
-        << e.what();
+    return e.what();
   }
+  return "";
+}
+
+TEST_F(FileSourceTest, ACsvHeaderThatDoesNotFitFailsTheJobNamingTheFile) {
+  auto path = write("readings.csv", "sensor,time,value\ns,1,2\n");
+  std::string what = csvWithHeaderFailure(path);
+  EXPECT_NE(what.find("file source: '" + fs::canonical(path).string() +
+                      "': CSV format: the header has no column for field 'ts' of the struct"),
+            std::string::npos)
+      << what;
 }
 
 bool eventually(const std::function<bool()>& done) {
@@ -487,6 +493,51 @@ TEST_F(FileSourceTest, MonitoringAFolderReadsNewFilesOnceAcrossARestore) {
   stop(resumed);
   EXPECT_EQ(lines(second.getResults()), expectedOf({{"c", 200}, {"d", 100}}));
   fs::remove_all(checkpoints);
+}
+
+// A stray quote inside an unquoted field makes its record bad, and only it: the records
+// after it are cut as before (counting quotes alone would join them all to it).
+TEST_F(FileSourceTest, AStrayQuoteInCsvSpoilsOnlyItsRecord) {
+  std::string content;
+  std::vector<Reading> expected;
+  for (int i = 0; i < 1000; ++i) {
+    if (i == 10) {
+      content += "s\"10,10,1.5\n";
+      continue;
+    }
+    content += "s" + std::to_string(i) + "," + std::to_string(i) + ",0.5\n";
+    expected.push_back({"s" + std::to_string(i), i, 0.5});
+  }
+  auto path = write("readings.csv", content);
+  StreamExecutionEnvironment env;
+  CollectSink<Reading> sink;
+  env.fromSource(FileSource<Reading>::forRecordStreamFormat(CsvReaderFormat<Reading>::forStruct(), path)
+                     .setBadRecordPolicy(BadRecordPolicy::SKIP)
+                     .build(),
+                 WatermarkStrategy<Reading>::noWatermarks(), "csv")
+      .sinkTo(sink);
+  auto client = env.executeAsync();
+  client.wait();
+  EXPECT_EQ(sink.getResults(), expected);
+  EXPECT_EQ(client.getMetrics().vertices.at(0).numRecordsInErrors, 1u);
+}
+
+// A header that is no CSV record fails the job whatever the policy: taking the next
+// record for the header would misread the whole file.
+TEST_F(FileSourceTest, ABrokenCsvHeaderFailsTheJobUnderSkipToo) {
+  auto path = write("readings.csv", "\"sensor,ts,value\ns,1,2\n");
+  std::string what = csvWithHeaderFailure(path);
+  EXPECT_NE(what.find("file source: '" + fs::canonical(path).string() +
+                      "': CSV format: the header is not a CSV record: CSV column 1: a quoted field is not closed"),
+            std::string::npos)
+      << what;
+}
+
+TEST_F(FileSourceTest, AMaxLineLengthAbove1GiBIsRefused) {
+  EXPECT_THROW(FileSource<std::string>::forRecordStreamFormat(TextLineInputFormat(), dir_.string())
+                   .setMaxLineLength(SIZE_MAX)
+                   .build(),
+               Error);
 }
 
 TEST_F(FileSourceTest, AMonitoringIntervalOfZeroIsRefused) {

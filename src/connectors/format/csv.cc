@@ -89,7 +89,8 @@ void appendField(std::string_view field, const CsvSchema& schema, std::string& o
 
 void badColumn(size_t column, std::string_view name, std::string_view text, const char* expected) {
   constexpr size_t kShown = 64;
-  std::string shown(text.substr(0, kShown));
+  std::string shown;
+  for (char c : text.substr(0, kShown)) shown += c == '\n' ? "\\n" : c == '\r' ? "\\r" : std::string(1, c);
   if (text.size() > kShown) shown += "...";
   throw SerializationError("CSV column " + std::to_string(column + 1) + " ('" + std::string(name) + "'): '" + shown +
                            "' is not " + expected);

@@ -121,6 +121,18 @@ TEST(JsonFormat, MalformedTextSaysWhereAndWhy) {
   }
 }
 
+// A number beyond double's range is malformed input too (nlohmann-json reports it as
+// out of range, not as a parse error): a bad record, not a crash of the job.
+TEST(JsonFormat, ANumberOutOfRangeIsMalformed) {
+  std::string what = errorOf(R"({"name":"x","score":1e400})");
+  EXPECT_EQ(what.rfind("invalid JSON: number overflow", 0), 0u) << what;
+}
+
+TEST(JsonFormat, AStringThatIsNotUtf8CannotBeWritten) {
+  std::string bytes = "\xff\xfe";
+  EXPECT_THROW(JsonSerializationSchema<std::string>().serialize(bytes), SerializationError);
+}
+
 TEST(JsonFormat, PlainTypesAreValuesOfTheirOwn) {
   std::vector<std::optional<double>> v;
   JsonDeserializationSchema<std::vector<std::optional<double>>>().deserialize("[1, null, 2.25]", v);

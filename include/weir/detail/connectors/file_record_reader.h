@@ -27,13 +27,15 @@ class FileRecordReader {
  public:
   struct Options {
     size_t maxRecordLength = 8 << 20;  // bytes, without the line end
-    char quote = 0;                    // a line end between two of these is within the record; 0: none
-    bool hasHeader = false;            // a resumed file is read from its first record, then from where it was
+    char quote = 0;      // a line end within a field quoted by it is within the record; 0: none
+    char separator = 0;  // of fields: a quote opens a quoted field at a record's start or after it
+    bool hasHeader = false;  // a resumed file is read from its first record, then from where it was
   };
   enum class Next {
     kRecord,      // `record` holds the next record
     kWouldBlock,  // a pipe has nothing to read yet
     kNoSplit,     // no file to read (for now, when the enumerator monitors a folder)
+    kProgress,    // dropped a chunk of a record longer than the limit: call again
   };
 
   FileRecordReader(SplitEnumerator* enumerator, int subtask, Counter bytesIn, Options options,
@@ -100,7 +102,10 @@ class FileRecordReader {
   uint64_t recordOffset_ = 0;  // of the record last returned
   std::string partial_;        // the start of a record the buffer did not hold whole
   std::string returned_;       // a record returned that was partial_
-  bool inQuotes_ = false;    // the record so far has an odd number of quote chars
+  bool inQuotes_ = false;      // the record so far ends within a quoted field
+  bool fieldStart_ = true;     // the record so far ends where a field starts
+  bool quoteAtEnd_ = false;    // within a quoted field, the last byte scanned was a quote
+  bool firstRecord_ = false;   // the next record is the file's first
   bool discarding_ = false;  // within a record longer than the limit: drop up to its end
   int64_t resumeAt_ = -1;    // after the header of a resumed file: go on from here
   std::string header_;       // the header record returned before resuming

@@ -92,7 +92,8 @@ class FileSinkBuckets final : public ProcessingTimeCallback {
   // synced; those the policy rolls (all at the end) are closed, and returned with the
   // files rolled since the last call, to be published when the checkpoint completes.
   // A part file that disappeared meanwhile (removed by someone else) fails it: the
-  // checkpoint is declined and the job resumes from the last one, writing it again.
+  // checkpoint is declined and the job resumes from the last one, writing it again
+  // (unless a completed checkpoint covered part of it: that part is lost, and said so).
   std::vector<FileSinkCommittable> prepareCommit(bool endOfInput);
   // Restores the writers of the restored checkpoint this subtask now owns: their part
   // files open at the checkpoint are cut back to its length and published (what they
@@ -118,6 +119,7 @@ class FileSinkBuckets final : public ProcessingTimeCallback {
     std::unique_ptr<PartFile> file;
     std::string finalFile;
     uint64_t written = 0;  // bytes in the file (the buffer holds more)
+    bool checkpointed = false;  // a checkpoint recorded the file in progress
     int64_t created = 0;
     int64_t lastUpdate = 0;
     std::string buffer;
@@ -135,7 +137,8 @@ class FileSinkBuckets final : public ProcessingTimeCallback {
   void removeUncovered(const std::map<std::string, int64_t>& nextPartCounters);
   [[noreturn]] void fail(const std::string& what, const std::string& path, std::error_code ec) const;
 
-  void expectPresent(const std::string& path) const;
+  // Throws when the part file at `path` is gone; `covered`: a checkpoint holds part of it.
+  void expectPresent(const std::string& path, bool covered) const;
 
   FileSinkSettings settings_;
   PartFileEnds* ends_;
