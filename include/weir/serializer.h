@@ -236,6 +236,10 @@ struct TypeSchema {
   // E.g. "Click{user:string, ts:int64, tags:vector<string>}"; "@n" follows a name whose
   // version is not 1.
   std::string toString() const;
+  // The first way `now` differs from this schema, as one phrase naming the field by its
+  // path under `path` ("'value.price' was int32, is now float64"); empty when they are
+  // equal. Fields are compared by name, so a reordered field is named as such.
+  std::string firstDifference(const TypeSchema& now, const std::string& path) const;
 
   friend bool operator==(const TypeSchema& a, const TypeSchema& b);
 };

@@ -29,7 +29,8 @@ namespace {
 
 constexpr std::string_view kStateMagic = "WEIRSTAT";
 constexpr std::string_view kMetadataMagic = "WEIR-CHECKPOINT";
-constexpr uint64_t kStateFormatVersion = 1;
+// 2: the schemas of the keyed states follow the operator state (1 had none).
+constexpr uint64_t kStateFormatVersion = 2;
 
 Error ioError(const std::string& what, const std::string& path, std::error_code ec) {
   return Error(ErrorCode::kIo, "checkpoint: cannot " + what + " '" + path + "': " + ec.message());
@@ -264,6 +265,11 @@ void writeStateFile(const CheckpointTarget& target, OperatorSnapshot& snapshot, 
       file.maybeFlush();
     }
   }
+  out.writeVarint(snapshot.keyedSchemas.size());
+  for (const auto& [name, schema] : snapshot.keyedSchemas) {
+    out.writeString(name);
+    schema.write(out);
+  }
   info.keyedStates.clear();
   for (auto& [name, state] : snapshot.keyed) {
     info.keyedStates.push_back(name);
@@ -299,17 +305,19 @@ std::string readPrefix(core::FileSystem& fileSystem, const std::string& path, si
   return bytes;
 }
 
-// Parses the head of a state file, its operator state, into `operatorState`; returns
-// where its keyed states begin. Throws SerializationError on bytes that end early.
+// Parses the head of a state file, its operator state into `operatorState` and the
+// schemas of its keyed states into `keyedSchemas`; returns where its keyed states begin.
+// Throws SerializationError on bytes that end early.
 uint64_t parseStateFileHead(std::string_view bytes, const std::string& path,
-                            std::vector<OperatorStateSnapshot>& operatorState) {
+                            std::vector<OperatorStateSnapshot>& operatorState,
+                            std::map<std::string, TypeSchema>& keyedSchemas) {
   DataInput in(bytes);
   std::string magic(kStateMagic.size(), '\0');
   in.readRaw(magic.data(), magic.size(), "magic number");
   if (magic != kStateMagic) throw corrupt(path, "is not a weir state file");
   uint64_t version = in.readVarint("format version");
-  if (version != kStateFormatVersion)
-    throw corrupt(path, "has format version " + std::to_string(version) + "; this weir reads version " +
+  if (version < 1 || version > kStateFormatVersion)
+    throw corrupt(path, "has format version " + std::to_string(version) + "; this weir reads versions 1 to " +
                             std::to_string(kStateFormatVersion));
   std::vector<OperatorStateSnapshot> lists(in.readLength("operator state count"));
   for (auto& s : lists) {
@@ -318,7 +326,15 @@ uint64_t parseStateFileHead(std::string_view bytes, const std::string& path,
     size_t n = in.readLength("element count");
     for (size_t k = 0; k < n; ++k) s.elements.push_back(in.readString());
   }
+  std::map<std::string, TypeSchema> schemas;
+  if (version >= 2) {
+    for (size_t n = in.readLength("schema count"); n > 0; --n) {
+      std::string name = in.readString();
+      schemas[name] = TypeSchema::read(in);
+    }
+  }
   for (auto& s : lists) operatorState.push_back(std::move(s));
+  keyedSchemas.merge(schemas);
   return bytes.size() - in.remaining();
 }
 
@@ -477,7 +493,7 @@ void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRa
     for (size_t size = 64 * 1024;; size *= 4) {
       std::string bytes = readPrefix(*fileSystem, path, std::min<uint64_t>(size, info.size));
       try {
-        uint64_t offset = parseStateFileHead(bytes, path, operatorState);
+        uint64_t offset = parseStateFileHead(bytes, path, operatorState, out.keyedSchemas);
         if (keyed)
           out.keyedFiles.push_back(std::make_unique<StateFileKeyedStates>(fileSystem, path, offset, keyGroups));
         return;

@@ -1,5 +1,7 @@
 #include "weir/serializer.h"
 
+#include <algorithm>
+
 #include <string>
 
 namespace weir {
@@ -124,6 +126,30 @@ std::string TypeSchema::toString() const {
     result += '}';
   }
   return result;
+}
+
+std::string TypeSchema::firstDifference(const TypeSchema& now, const std::string& path) const {
+  const std::string here = "'" + path + "'";
+  if (typeName != now.typeName || version != now.version)
+    return here + " was " + toString() + ", is now " + now.toString();
+  auto childPath = [&](const std::string& name) { return name.empty() ? path + "[]" : path + "." + name; };
+  auto find = [](const std::vector<Field>& fields, const std::string& name) {
+    return std::find_if(fields.begin(), fields.end(), [&](const Field& f) { return f.name == name; });
+  };
+  for (const Field& old : fields) {
+    auto it = find(now.fields, old.name);
+    if (it == now.fields.end())
+      return "'" + childPath(old.name) + "' (" + old.type.toString() + ") is gone";
+    std::string inner = old.type.firstDifference(it->type, childPath(old.name));
+    if (!inner.empty()) return inner;
+  }
+  for (const Field& added : now.fields)
+    if (find(fields, added.name) == fields.end())
+      return "'" + childPath(added.name) + "' (" + added.type.toString() + ") is new";
+  for (size_t i = 0; i < fields.size(); ++i)
+    if (fields[i].name != now.fields[i].name)
+      return "the fields of " + here + " are in another order (" + toString() + ", now " + now.toString() + ")";
+  return "";
 }
 
 bool operator==(const TypeSchema& a, const TypeSchema& b) {

@@ -60,7 +60,27 @@ std::map<std::string, std::unique_ptr<StateSnapshot>> KeyedStateBackendBase::sna
   return out;
 }
 
+void KeyedStateBackendBase::recordSchema(const std::string& name, const char* kind,
+                                         const std::optional<TypeSchema>& layout) {
+  if (!layout || !keySchema_) return;  // a type without a Serializer: nothing to check it by
+  TypeSchema schema{kind, 1, {{"key", *keySchema_}}};
+  schema.fields.insert(schema.fields.end(), layout->fields.begin(), layout->fields.end());
+  if (auto it = schemas_.find(name); it != schemas_.end()) {
+    const TypeSchema& old = it->second;
+    std::string difference = old.typeName != schema.typeName
+                                 ? "it was a " + old.typeName + ", it is now a " + schema.typeName
+                                 : old.firstDifference(schema, "state");
+    if (!difference.empty())
+      throw Error(ErrorCode::kState,
+                  "state '" + name + "' does not have the type the restored checkpoint recorded for it: " + difference +
+                      " (its old type: " + old.toString() + "); weir cannot migrate state yet: restore it with its " +
+                      "old type, or name the new state differently");
+  }
+  schemas_[name] = std::move(schema);
+}
+
 void KeyedStateBackendBase::snapshot(int64_t checkpointId, OperatorSnapshot& out) {
+  out.keyedSchemas = schemas_;
   if (!rocksdb_ || !rocksdb_->incrementalCheckpoints()) {
     out.keyed = snapshot();
     return;
@@ -70,6 +90,8 @@ void KeyedStateBackendBase::snapshot(int64_t checkpointId, OperatorSnapshot& out
 }
 
 void KeyedStateBackendBase::setRestored(RestoredOperatorState& restored) {
+  for (auto& [name, schema] : restored.keyedSchemas) schemas_.insert_or_assign(name, std::move(schema));
+  restored.keyedSchemas.clear();
   auto rocksdb = std::move(restored.rocksdb);
   restored.rocksdb.clear();
   const KeyGroupRange mine = restored.keyGroups;

@@ -196,7 +196,8 @@ TEST_P(KeyedStateTest, NamespacesSeparateEntriesOfOneKey) {
   ValueStateDescriptor<std::string> d("per-window");
   using namespace detail;
   auto& state = keyedState<ValueState<std::string>, HeapValueState<int64_t, std::string>,
-                           RocksDBValueState<int64_t, std::string>, true, std::string>(store, "ValueState", d);
+                           RocksDBValueState<int64_t, std::string>, true, std::string>(
+      store, "ValueState", stateLayout<int64_t, std::string>({"value"}), d);
   auto setNamespace = [&](int64_t ns) {
     if (rocksdb()) {
       dynamic_cast<RocksDBValueState<int64_t, std::string>&>(state).setCurrentNamespace(ns);

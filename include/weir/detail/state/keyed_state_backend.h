@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -211,11 +212,15 @@ class KeyedStateBackendBase {
 
   // The state registered under `name`, made by `make()` the first time; `make` returns
   // the new state as its owner and as a State. `kind` and `type` must match the first
-  // registration.
+  // registration. `layout` is the schema of what the state stores besides the key (its
+  // namespace, map key and value, as stored: a TTL wraps the value), when it has one; a
+  // restored checkpoint that recorded another fails the registration, naming the field.
   template <class State, class Make>
-  State& getOrCreate(const std::string& name, const char* kind, std::type_index type, Make&& make) {
+  State& getOrCreate(const std::string& name, const char* kind, std::type_index type,
+                     const std::optional<TypeSchema>& layout, Make&& make) {
     auto it = states_.find(name);
     if (it == states_.end()) {
+      recordSchema(name, kind, layout);
       auto [owner, state] = make();
       KeyedStateBase* base = owner.get();
       states_.emplace(name, Registered{kind, type, std::move(owner), state});
@@ -255,11 +260,15 @@ class KeyedStateBackendBase {
   void takeRestored(const std::string& name, const StateEntryVisitor& visit);
   // Heap: the slot of the serialized key at the front of `in` (made if new).
   virtual uint32_t restoreHeapKey(DataInput& in, const std::string& state, int keyGroup) = 0;
+  // The schemas of the states, by name: those registered, and those restored that did
+  // not register (again), which every later checkpoint carries on.
+  const std::map<std::string, TypeSchema>& stateSchemas() const { return schemas_; }
 
  protected:
   KeyedStateBackendBase(const StateBackend& backend, int maxParallelism, const std::string& owner,
                   std::shared_ptr<const Clock> clock);
   void setHeapKeys(HeapKeyTable* keys) { heapKeys_ = keys; }
+  void setKeySchema(TypeSchema schema) { keySchema_ = std::move(schema); }
   SnapshotContext snapshotContext() const;
   // Scopes a state created while a key was current (e.g. inside processElement) to it.
   virtual void resolveCurrentKey() = 0;
@@ -294,6 +303,9 @@ class KeyedStateBackendBase {
   };
 
   void restoreInto(const std::string& name, KeyedStateBase& state);
+  // Records the schema of state `name` (its kind, the key's schema and `layout`), after
+  // checking it against the one a restored checkpoint recorded.
+  void recordSchema(const std::string& name, const char* kind, const std::optional<TypeSchema>& layout);
 
   int maxParallelism_;
   std::map<std::string, PackedEntries> restored_;
@@ -302,6 +314,8 @@ class KeyedStateBackendBase {
   std::unique_ptr<RocksDBInstance> rocksdb_;
   std::string localDirectory_;  // RocksDB's, for reading checkpointed RocksDB files
   std::map<std::string, Registered> states_;
+  std::optional<TypeSchema> keySchema_;         // none: the key type has no Serializer
+  std::map<std::string, TypeSchema> schemas_;  // see stateSchemas()
 };
 
 // The keyed state backend of an operator whose key type is K: the keyed operator calls
@@ -313,6 +327,7 @@ class KeyedStateBackend final : public KeyedStateBackendBase, private HeapKeyTab
                     std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>())
       : KeyedStateBackendBase(backend, maxParallelism, owner, std::move(clock)) {
     if (rocksdb() == nullptr) setHeapKeys(this);
+    if constexpr (Serializable<K>) setKeySchema(Serializer<K>::schema());
     if constexpr (!Serializable<K>) {
       if (rocksdb() != nullptr) {
         throw Error(ErrorCode::kState, "the key type " + demangledTypeName(typeid(K)) +

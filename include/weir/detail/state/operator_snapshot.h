@@ -86,6 +86,8 @@ struct OperatorSnapshot {
   std::map<std::string, std::unique_ptr<StateSnapshot>> keyed;  // by state name
   std::vector<OperatorStateSnapshot> operatorState;
   std::unique_ptr<RocksDBCheckpoint> rocksdb;  // incremental: the states kept in RocksDB
+  // The schema of each keyed state (KeyedStateBackendBase::stateSchemas), by name.
+  std::map<std::string, TypeSchema> keyedSchemas;
 };
 
 // One RocksDB instance's files in a checkpoint, to restore from.
@@ -125,6 +127,8 @@ struct RestoredOperatorState {
   // Incremental checkpoints of RocksDB instances whose key groups overlap this one's.
   std::vector<RestoredRocksDB> rocksdb;
   std::vector<OperatorStateSnapshot> operatorState;
+  // The schemas the checkpoint recorded for keyed states, by name (none before format 2).
+  std::map<std::string, TypeSchema> keyedSchemas;
   // kChannelState elements with the old subtask that held each: this subtask's own, or
   // at another parallelism (`channelStateRescaled`) every old subtask's.
   std::vector<std::pair<int, std::string>> channelState;

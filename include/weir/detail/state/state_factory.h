@@ -3,7 +3,9 @@
 // TTL, a TTL decorator over one of those.
 #pragma once
 
+#include <initializer_list>
 #include <memory>
+#include <optional>
 #include <string>
 #include <typeinfo>
 #include <utility>
@@ -24,12 +26,29 @@ std::pair<std::unique_ptr<KeyedStateBase>, State*> ownState(std::unique_ptr<Impl
 // Window state (a namespace besides the key) has no TTL.
 [[noreturn]] void throwTtlOnWindowState(const std::string& state);
 
+// What a state stores besides its key, for its schema: the namespace, then (`fields`)
+// the value, a list's element, or a map's user key and value; none when a type has no
+// Serializer (a heap state of a type that cannot be checkpointed).
+template <class N, class... Fields>
+std::optional<TypeSchema> stateLayout(std::initializer_list<const char*> names) {
+  if constexpr (Serializable<N> && (Serializable<Fields> && ...)) {
+    TypeSchema layout{"", 1, {{"namespace", Serializer<N>::schema()}}};
+    auto name = names.begin();
+    (layout.fields.push_back({*name++, Serializer<Fields>::schema()}), ...);
+    return layout;
+  } else {
+    static_cast<void>(names);
+    return std::nullopt;
+  }
+}
+
 // The state of `descriptor` in `store`, made as HeapImpl or RocksImpl if new.
 // `kSerializable` says whether the types RocksDB must serialize have a Serializer;
 // `Missing` names one that has none.
 template <class State, class HeapImpl, class RocksImpl, bool kSerializable, class Missing, class Descriptor>
-State& keyedState(KeyedStateBackendBase& store, const char* kind, const Descriptor& descriptor) {
-  return store.getOrCreate<State>(descriptor.getName(), kind, typeid(State), [&] {
+State& keyedState(KeyedStateBackendBase& store, const char* kind, const std::optional<TypeSchema>& layout,
+                  const Descriptor& descriptor) {
+  return store.getOrCreate<State>(descriptor.getName(), kind, typeid(State), layout, [&] {
     if (store.rocksdb() != nullptr) {
       if constexpr (kSerializable) {
         return ownState<State>(std::make_unique<RocksImpl>(store, descriptor));
@@ -46,10 +65,11 @@ State& keyedState(KeyedStateBackendBase& store, const char* kind, const Descript
 // policy, n)` is the incremental cleanup.
 template <class State, class Wrapper, class InnerState, class HeapInner, class RocksInner, bool kSerializable,
           class Missing, class Descriptor, class InnerDescriptor, class Sweep>
-State& ttlState(KeyedStateBackendBase& store, const char* kind, const Descriptor& d, InnerDescriptor inner, Sweep sweep) {
+State& ttlState(KeyedStateBackendBase& store, const char* kind, const std::optional<TypeSchema>& layout,
+               const Descriptor& d, InnerDescriptor inner, Sweep sweep) {
   const StateTtlConfig& config = *d.getTtlConfig();
   inner.enableTimeToLive(config);
-  return store.getOrCreate<State>(d.getName(), kind, typeid(State), [&] {
+  return store.getOrCreate<State>(d.getName(), kind, typeid(State), layout, [&] {
     std::unique_ptr<KeyedStateBase> owner;
     InnerState* typed = nullptr;
     HeapInner* heap = nullptr;
@@ -92,22 +112,23 @@ template <class N, class T>
 ValueState<T>& valueState(KeyedStateBackendBase& store, const ValueStateDescriptor<T>& d) {
   if (!d.getTtlConfig()) {
     return keyedState<ValueState<T>, HeapValueState<N, T>, RocksDBValueState<N, T>, Serializable<T>, T>(
-        store, "ValueState", d);
+        store, "ValueState", stateLayout<N, T>({"value"}), d);
   }
   if constexpr (!std::is_same_v<N, VoidNamespace>) {
     throwTtlOnWindowState(d.getName());
   } else {
     using V = TtlValue<T>;
     return ttlState<ValueState<T>, TtlValueState<T>, ValueState<V>, HeapValueState<N, V>, RocksDBValueState<N, V>,
-                    Serializable<T>, T>(store, "ValueState", d, ValueStateDescriptor<V>(d.getName()), kSweepValues);
+                    Serializable<T>, T>(store, "ValueState", stateLayout<N, V>({"value"}), d,
+                                        ValueStateDescriptor<V>(d.getName()), kSweepValues);
   }
 }
 
 template <class N, class T>
 ListState<T>& listState(KeyedStateBackendBase& store, const ListStateDescriptor<T>& d) {
   if (!d.getTtlConfig()) {
-    return keyedState<ListState<T>, HeapListState<N, T>, RocksDBListState<N, T>, Serializable<T>, T>(store, "ListState",
-                                                                                                        d);
+    return keyedState<ListState<T>, HeapListState<N, T>, RocksDBListState<N, T>, Serializable<T>, T>(
+        store, "ListState", stateLayout<N, T>({"element"}), d);
   }
   if constexpr (!std::is_same_v<N, VoidNamespace>) {
     throwTtlOnWindowState(d.getName());
@@ -121,7 +142,8 @@ ListState<T>& listState(KeyedStateBackendBase& store, const ListStateDescriptor<
       });
     };
     return ttlState<ListState<T>, TtlListState<T>, ListState<V>, HeapListState<N, V>, RocksDBListState<N, V>,
-                    Serializable<T>, T>(store, "ListState", d, ListStateDescriptor<V>(d.getName()), sweep);
+                    Serializable<T>, T>(store, "ListState", stateLayout<N, V>({"element"}), d,
+                                        ListStateDescriptor<V>(d.getName()), sweep);
   }
 }
 
@@ -131,7 +153,7 @@ MapState<UK, UV>& mapState(KeyedStateBackendBase& store, const MapStateDescripto
   using Missing = std::conditional_t<Serializable<UK>, UV, UK>;
   if (!d.getTtlConfig()) {
     return keyedState<MapState<UK, UV>, HeapMapState<N, UK, UV>, RocksDBMapState<N, UK, UV>, kSer, Missing>(
-        store, "MapState", d);
+        store, "MapState", stateLayout<N, UK, UV>({"userKey", "value"}), d);
   }
   if constexpr (!std::is_same_v<N, VoidNamespace>) {
     throwTtlOnWindowState(d.getName());
@@ -142,8 +164,8 @@ MapState<UK, UV>& mapState(KeyedStateBackendBase& store, const MapStateDescripto
       heap.sweepEntries(n, [&](const V& v) { return policy.expired(v.lastAccess, now); });
     };
     return ttlState<MapState<UK, UV>, TtlMapState<UK, UV>, MapState<UK, V>, HeapMapState<N, UK, V>,
-                    RocksDBMapState<N, UK, V>, kSer, Missing>(store, "MapState", d, MapStateDescriptor<UK, V>(d.getName()),
-                                                              sweep);
+                    RocksDBMapState<N, UK, V>, kSer, Missing>(store, "MapState", stateLayout<N, UK, V>({"userKey", "value"}),
+                                                              d, MapStateDescriptor<UK, V>(d.getName()), sweep);
   }
 }
 
@@ -151,14 +173,15 @@ template <class N, class T>
 ReducingState<T>& reducingState(KeyedStateBackendBase& store, const ReducingStateDescriptor<T>& d) {
   if (!d.getTtlConfig()) {
     return keyedState<ReducingState<T>, HeapReducingState<N, T>, RocksDBReducingState<N, T>, Serializable<T>, T>(
-        store, "ReducingState", d);
+        store, "ReducingState", stateLayout<N, T>({"value"}), d);
   }
   if constexpr (!std::is_same_v<N, VoidNamespace>) {
     throwTtlOnWindowState(d.getName());
   } else {
     using V = TtlValue<T>;
     return ttlState<ReducingState<T>, TtlReducingState<T>, ValueState<V>, HeapValueState<N, V>, RocksDBValueState<N, V>,
-                    Serializable<T>, T>(store, "ReducingState", d, ValueStateDescriptor<V>(d.getName()), kSweepValues);
+                    Serializable<T>, T>(store, "ReducingState", stateLayout<N, V>({"value"}), d,
+                                        ValueStateDescriptor<V>(d.getName()), kSweepValues);
   }
 }
 
@@ -166,14 +189,16 @@ template <class N, class IN, class ACC, class OUT>
 AggregatingState<IN, OUT>& aggregatingState(KeyedStateBackendBase& store, const AggregatingStateDescriptor<IN, ACC, OUT>& d) {
   if (!d.getTtlConfig()) {
     return keyedState<AggregatingState<IN, OUT>, HeapAggregatingState<N, IN, ACC, OUT>,
-                      RocksDBAggregatingState<N, IN, ACC, OUT>, Serializable<ACC>, ACC>(store, "AggregatingState", d);
+                      RocksDBAggregatingState<N, IN, ACC, OUT>, Serializable<ACC>, ACC>(
+        store, "AggregatingState", stateLayout<N, ACC>({"accumulator"}), d);
   }
   if constexpr (!std::is_same_v<N, VoidNamespace>) {
     throwTtlOnWindowState(d.getName());
   } else {
     using V = TtlValue<ACC>;
     return ttlState<AggregatingState<IN, OUT>, TtlAggregatingState<IN, ACC, OUT>, ValueState<V>, HeapValueState<N, V>,
-                    RocksDBValueState<N, V>, Serializable<ACC>, ACC>(store, "AggregatingState", d,
+                    RocksDBValueState<N, V>, Serializable<ACC>, ACC>(store, "AggregatingState",
+                                                                     stateLayout<N, V>({"accumulator"}), d,
                                                                      ValueStateDescriptor<V>(d.getName()), kSweepValues);
   }
 }
