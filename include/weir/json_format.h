@@ -149,14 +149,19 @@ void write(const T& value, Json& j) {
   }
 }
 
+// nlohmann-json's message without its "[json.exception.<kind>.<id>] " prefix.
+inline std::string reason(const Json::exception& e) {
+  std::string what = e.what();
+  if (auto at = what.find("] "); at != std::string::npos) what.erase(0, at + 2);
+  return what;
+}
+
 // Parses `message`; a syntax error says at which byte and why.
 inline Json parse(std::string_view message) {
   try {
     return Json::parse(message);
   } catch (const Json::exception& e) {  // a syntax error, or a number out of range (1e400)
-    std::string what = e.what();
-    if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
-    throw SerializationError("invalid JSON: " + what);
+    throw SerializationError("invalid JSON: " + reason(e));
   }
 }
 
@@ -173,9 +178,7 @@ class JsonSerializationSchema final : public SerializationSchema<T> {
     try {
       return j.dump();
     } catch (const detail::json::Json::exception& e) {
-      std::string what = e.what();
-      if (auto at = what.find("] "); at != std::string::npos) what = what.substr(at + 2);
-      throw SerializationError("cannot write JSON: " + what);
+      throw SerializationError("cannot write JSON: " + detail::json::reason(e));
     }
   }
 };
