@@ -46,7 +46,7 @@ Restored restore(std::vector<OperatorStateSnapshot> snapshot) {
 
 TEST(OperatorState, ListStateIsSplitEvenlyInOrderAndUnionStateGoesToEveryInstance) {
   const std::vector<int> sizes{5, 0, 7};  // 12 offsets over 3 instances
-  for (int parallelism : {1, 2, 3, 5, 13}) {
+  for (int parallelism : {1, 2, 4, 5, 13}) {
     auto parts = detail::redistributeOperatorState(snapshotsOf(sizes), parallelism);
     ASSERT_EQ(parts.size(), static_cast<size_t>(parallelism));
     std::vector<int> concatenated;
@@ -64,6 +64,50 @@ TEST(OperatorState, ListStateIsSplitEvenlyInOrderAndUnionStateGoesToEveryInstanc
     for (int i = 0; i < 12; ++i) all[static_cast<size_t>(i)] = i;
     EXPECT_EQ(concatenated, all) << "parallelism " << parallelism << ": every offset once, in order";
     EXPECT_LE(largest - smallest, 1u) << "parallelism " << parallelism;
+  }
+}
+
+// As in Flink: at the same parallelism every instance gets back exactly its own list.
+TEST(OperatorState, AtTheSameParallelismEachInstanceKeepsItsOwnList) {
+  const std::vector<int> sizes{5, 0, 7, 1};
+  auto parts = detail::redistributeOperatorState(snapshotsOf(sizes), 4);
+  int next = 0;
+  for (size_t i = 0; i < sizes.size(); ++i) {
+    std::vector<int> own(static_cast<size_t>(sizes[i]));
+    for (int& v : own) v = next++;
+    Restored r = restore(parts[i]);
+    EXPECT_EQ(r.offsets, own) << "instance " << i;
+    EXPECT_EQ(r.members.size(), sizes.size()) << "a union list still goes whole to each";
+  }
+}
+
+// Several split lists whose sizes do not divide evenly: the extra elements of one state
+// go on where the previous state's stopped (Flink's round-robin), so in total no new
+// instance holds more than one element above another.
+TEST(OperatorState, ExtraElementsOfSeveralListsAreSpreadRoundRobin) {
+  std::vector<std::vector<OperatorStateSnapshot>> old(2);
+  const std::vector<std::pair<std::string, int>> states{{"a", 4}, {"b", 7}, {"c", 1}, {"d", 9}, {"e", 5}};
+  for (const auto& [name, n] : states) {
+    OperatorStateSnapshot s{name, OperatorStateMode::kSplitDistribute, {}};
+    for (int i = 0; i < n; ++i) s.elements.push_back(name + std::to_string(i));
+    old[0].push_back(s);
+  }
+  for (int parallelism : {3, 4, 5, 7}) {
+    auto parts = detail::redistributeOperatorState(old, parallelism);
+    size_t smallest = SIZE_MAX, largest = 0;
+    std::map<std::string, std::vector<std::string>> concatenated;
+    for (const auto& instance : parts) {
+      size_t total = 0;
+      for (const auto& s : instance) {
+        total += s.elements.size();
+        concatenated[s.name].insert(concatenated[s.name].end(), s.elements.begin(), s.elements.end());
+      }
+      smallest = std::min(smallest, total);
+      largest = std::max(largest, total);
+    }
+    EXPECT_LE(largest - smallest, 1u) << "parallelism " << parallelism;
+    for (const auto& [name, n] : states)
+      EXPECT_EQ(concatenated[name].size(), static_cast<size_t>(n)) << name << ": every element once";
   }
 }
 

@@ -29,10 +29,10 @@ struct OperatorStateSnapshot {
   std::vector<std::string> elements;
 };
 
-// What a restored (or fresh) instance starts from, for each state, by the states of
-// `parallelism` new instances built from the snapshots of the old ones (old[i] is
-// instance i's): a split list's elements, in instance order, go to the new instances in
-// contiguous parts whose sizes differ by at most one; a union list goes whole to each.
+// What each of `parallelism` new instances restores from the old ones' snapshots (old[i]
+// is instance i's), as Flink does: at the same parallelism a split list stays where it
+// was; else its elements, in order, go in contiguous parts, the extra ones round-robin
+// across states (totals differ by at most one); a union list goes whole to each.
 std::vector<std::vector<OperatorStateSnapshot>> redistributeOperatorState(
     const std::vector<std::vector<OperatorStateSnapshot>>& old, int parallelism);
 
