@@ -13,6 +13,7 @@
 
 #include "checkpoint/checkpoint_storage.h"
 #include "core/sync_point.h"
+#include "support/fresh_folder.h"
 #include "support/fault_injecting_file_system.h"
 #include "support/job_end.h"
 #include "support/recovery_job.h"
@@ -22,15 +23,8 @@ namespace weir::test {
 namespace {
 
 namespace fs = std::filesystem;
+using test::freshFolder;
 using Op = FaultInjectingFileSystem::Op;
-
-// An empty folder of its own for a test's checkpoints.
-fs::path freshFolder(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("weir-faults-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 // Parallelism 2, a checkpoint every 20 ms into `dir` (retained when cancelled), on
 // `backend`.
@@ -84,7 +78,7 @@ TEST_P(StorageFaults, FailedCheckpointWritesAreToleratedAndTheJobResumesExactly)
   constexpr int64_t kRecords = 240000;
   const std::string backend = GetParam();
   Failures::reset({});
-  fs::path dir = freshFolder("storage-" + backend);
+  fs::path dir = freshFolder("faults-storage-" + backend);
   auto disk = std::make_shared<FaultInjectingFileSystem>();
   disk->failNth(Op::kSync, 3, std::errc::io_error, "-state");
   disk->failNth(Op::kRename, 2, std::errc::io_error, "_metadata");
@@ -176,7 +170,7 @@ TEST_P(CrashRecovery, ResumingFromTheLatestCheckpointOnTheDiskGivesExactOutput) 
   constexpr double kFirstRunRate = 500;
   const auto& [crash, backend] = GetParam();
   Failures::reset({});
-  fs::path dir = freshFolder("crash-" + crash.name + "-" + backend);
+  fs::path dir = freshFolder("faults-crash-" + crash.name + "-" + backend);
   auto disk = std::make_shared<FaultInjectingFileSystem>();
   auto committed = std::make_shared<Committed>();
 

@@ -15,6 +15,8 @@
 #include <thread>
 
 #include "checkpoint/checkpoint_storage.h"
+#include "support/fresh_folder.h"
+#include "support/job_end.h"
 #include "support/recovery_job.h"
 #include "weir/weir.h"
 
@@ -81,19 +83,6 @@ JobRun runJob(const Options& o, int64_t n, double rate, std::shared_ptr<Committe
   return run;
 }
 
-// Polls the job's metrics until `reached` holds; false when the job stopped first (its
-// bounded input can run out before a slow machine, e.g. under TSan, got that far) or
-// two minutes passed.
-template <class Reached>
-bool waitWhileRunning(JobClient& client, Reached reached) {
-  auto deadline = std::chrono::steady_clock::now() + 120s;
-  while (!reached(client.getMetrics())) {
-    if (client.getJobStatus() != JobStatus::RUNNING || std::chrono::steady_clock::now() > deadline) return false;
-    std::this_thread::sleep_for(5ms);
-  }
-  return true;
-}
-
 // What ended a job that should still run: its error, or its status.
 std::string whyStopped(JobClient& client) {
   if (client.getJobStatus() == JobStatus::RUNNING) return "the job still runs after two minutes";
@@ -111,14 +100,6 @@ std::vector<int64_t> failurePositions(uint64_t seed, int64_t n) {
   std::vector<int64_t> at;
   for (int i = 0; i < count; ++i) at.push_back(std::uniform_int_distribution<int64_t>(n / 20, n - 1)(rng));
   return at;
-}
-
-// An empty folder of its own for a test's checkpoints.
-fs::path freshFolder(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("weir-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
 }
 
 // Parallelism 2, a checkpoint every 20 ms into `dir`, retained when the job is cancelled.

@@ -14,6 +14,7 @@
 
 #include "checkpoint/checkpoint_storage.h"
 #include "core/sync_point.h"
+#include "support/fresh_folder.h"
 #include "support/fault_injecting_file_system.h"
 #include "support/job_end.h"
 #include "support/recovery_job.h"
@@ -23,15 +24,9 @@ namespace weir::test {
 namespace {
 
 namespace fs = std::filesystem;
+using test::freshFolder;
 using namespace std::chrono_literals;
 using Op = FaultInjectingFileSystem::Op;
-
-fs::path freshFolder(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("weir-file-sink-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
 
 struct OutEncoder final : Encoder<Out> {
   void encode(const Out& o, std::string& out) override {
@@ -120,7 +115,7 @@ void checkpointEvery20ms(StreamExecutionEnvironment& env, const fs::path& checkp
 // checkpoint, in the same process.
 TEST(FileSinkRecovery, ExceptionsAtFiveRecordsLoseAndDoubleNothing) {
   constexpr int64_t kRecords = 30000;
-  fs::path dir = freshFolder("exceptions");
+  fs::path dir = freshFolder("file-sink-exceptions");
   Failures::reset({2500, 9000, 14000, 20000, 26000});
   StreamExecutionEnvironment env;
   checkpointEvery20ms(env, dir / "checkpoints");
@@ -138,7 +133,7 @@ TEST(FileSinkRecovery, ExceptionsAtFiveRecordsLoseAndDoubleNothing) {
 // with its footer, through five failures.
 TEST(FileSinkRecovery, BulkFormatPartFilesArePublishedWholeThroughExceptions) {
   constexpr int64_t kRecords = 30000;
-  fs::path dir = freshFolder("bulk");
+  fs::path dir = freshFolder("file-sink-bulk");
   Failures::reset({2500, 9000, 14000, 20000, 26000});
   StreamExecutionEnvironment env;
   checkpointEvery20ms(env, dir / "checkpoints");
@@ -162,7 +157,7 @@ TEST(FileSinkRecovery, BulkFormatPartFilesArePublishedWholeThroughExceptions) {
 // and writes it again, and the output is exact.
 TEST(FileSinkRecovery, APartFileThatDisappearsIsWrittenAgain) {
   constexpr int64_t kRecords = 30000;
-  fs::path dir = freshFolder("disappears");
+  fs::path dir = freshFolder("file-sink-disappears");
   Failures::reset({});
   StreamExecutionEnvironment env;
   checkpointEvery20ms(env, dir / "checkpoints");
@@ -205,7 +200,7 @@ class FileSinkDiskFaults : public ::testing::TestWithParam<DiskFault> {};
 TEST_P(FileSinkDiskFaults, AFailedWriteSyncOrRenameLosesAndDoublesNothing) {
   constexpr int64_t kRecords = 20000;
   const DiskFault& fault = GetParam();
-  fs::path dir = freshFolder("disk-" + fault.name);
+  fs::path dir = freshFolder("file-sink-disk-" + fault.name);
   Failures::reset({});
   auto disk = std::make_shared<FaultInjectingFileSystem>();
   disk->failNth(fault.op, fault.nth, fault.error, fault.pathPart);
@@ -247,7 +242,7 @@ TEST_P(FileSinkCrash, ResumingAfterAPowerCutPublishesExactlyTheOutput) {
     GTEST_SKIP() << "needs sync points, compiled out of Release builds (make tsan runs this)";
   constexpr int64_t kRecords = 20000;
   const CrashPoint& crash = GetParam();
-  fs::path dir = freshFolder("crash-" + crash.name);
+  fs::path dir = freshFolder("file-sink-crash-" + crash.name);
   Failures::reset({});
   auto disk = std::make_shared<FaultInjectingFileSystem>();
   std::mutex mutex;

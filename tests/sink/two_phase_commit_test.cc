@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "checkpoint/checkpoint_storage.h"
+#include "support/fresh_folder.h"
 #include "support/recovery_job.h"
 #include "weir/weir.h"
 
@@ -22,6 +23,7 @@ namespace weir::test {
 namespace {
 
 namespace fs = std::filesystem;
+using test::freshFolder;
 
 // A transaction: its name ("<writer uid>-<subtask>-<sequence>") and its records. A
 // writer's position in its checkpoint is spelled the same way, with its next sequence.
@@ -168,13 +170,6 @@ class LedgerSink final : public TwoPhaseCommittingSink<int64_t, Txn> {
   std::shared_ptr<Ledger> ledger_;
 };
 
-fs::path freshFolder(const std::string& name) {
-  fs::path dir = fs::temp_directory_path() / ("weir-2pc-" + name + "-" + std::to_string(::getpid()));
-  fs::remove_all(dir);
-  fs::create_directories(dir);
-  return dir;
-}
-
 std::vector<int64_t> upTo(int64_t n) {
   std::vector<int64_t> all(static_cast<size_t>(n));
   std::iota(all.begin(), all.end(), 0);
@@ -217,7 +212,7 @@ void expectEveryTransactionEnded(Ledger& ledger) {
 
 TEST(TwoPhaseCommit, EveryRecordIsCommittedOnceThroughFailures) {
   constexpr int64_t kRecords = 20000;
-  fs::path dir = freshFolder("failures");
+  fs::path dir = freshFolder("2pc-failures");
   auto ledger = std::make_shared<Ledger>();
   Failures::reset({1500, 6000, 9500, 14000, 17500});
   StreamExecutionEnvironment env;
@@ -249,7 +244,7 @@ bool eventually(Ledger& ledger, const std::function<bool()>& done) {
 // and are committed, once each, when the job finishes at parallelism 1.
 TEST(TwoPhaseCommit, CommittablesRescaleWithTheJobTwoToThreeToOne) {
   constexpr int64_t kRecords = 12000;
-  fs::path dir = freshFolder("rescale");
+  fs::path dir = freshFolder("2pc-rescale");
   Failures::reset({});
   auto ledger = std::make_shared<Ledger>();
   ledger->hold = true;
