@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 
@@ -66,10 +67,14 @@ class ClicksPerUser : public KeyedProcessFunction<int64_t, Click, UserCount> {
 // Keeps the latest count of every user, and how many counts it received; the writers of
 // all subtasks merge at the end. Both are operator state, so a restart or a resumed run
 // goes on from the last checkpoint, as the counts in keyed state do.
+// Each subtask publishes its latest counts when its input ends, or when the job stops
+// with a savepoint: then the savepoint it was told completed covers every count it
+// received. A subtask's publication replaces its earlier one (a restarted attempt's
+// subtask publishes again), so the totals count every click once.
 class LatestCountSink : public Sink<UserCount> {
  public:
-  std::unique_ptr<SinkWriter<UserCount>> createWriter(RuntimeContext&) const override {
-    return std::make_unique<Writer>(shared_);
+  std::unique_ptr<SinkWriter<UserCount>> createWriter(RuntimeContext& context) const override {
+    return std::make_unique<Writer>(shared_, context.getIndexOfThisSubtask());
   }
   std::vector<UserCount> counts() const {
     std::lock_guard lock(shared_->mutex);
@@ -78,17 +83,19 @@ class LatestCountSink : public Sink<UserCount> {
   // Every count the sink received, over all its runs: one per click.
   int64_t received() const {
     std::lock_guard lock(shared_->mutex);
-    return shared_->received;
+    int64_t total = 0;
+    for (const auto& [subtask, n] : shared_->received) total += n;
+    return total;
   }
 
  private:
   struct Shared {
     std::mutex mutex;
     std::unordered_map<int64_t, int64_t> latest;  // guarded by mutex
-    int64_t received = 0;                         // guarded by mutex
+    std::map<int, int64_t> received;              // guarded by mutex; by subtask
   };
-  struct Writer : SinkWriter<UserCount>, CheckpointedFunction {
-    explicit Writer(std::shared_ptr<Shared> s) : shared(std::move(s)) {}
+  struct Writer : SinkWriter<UserCount>, CheckpointedFunction, CheckpointListener {
+    Writer(std::shared_ptr<Shared> s, int subtask) : shared(std::move(s)), subtask(subtask) {}
     void initializeState(FunctionInitializationContext& context) override {
       auto& store = context.getOperatorStateStore();
       latestState = &store.getListState(ListStateDescriptor<UserCount>("latest counts"));
@@ -98,23 +105,39 @@ class LatestCountSink : public Sink<UserCount> {
       for (const auto& [user, count] : latestState->get()) latest[user] = std::max(latest[user], count);
       for (int64_t n : receivedState->get()) received += n;
     }
-    void snapshotState(const FunctionSnapshotContext&) override {
+    void snapshotState(const FunctionSnapshotContext& context) override {
       latestState->update({latest.begin(), latest.end()});
       receivedState->update({received});
+      snapshotId = context.getCheckpointId();
+      writtenSinceSnapshot = false;
     }
+    void notifyCheckpointComplete(int64_t id) override { covered = id == snapshotId && !writtenSinceSnapshot; }
     void write(const UserCount& c) override {
       latest[c.first] = c.second;
       ++received;
+      writtenSinceSnapshot = true;
+      covered = false;
     }
     void flush(bool endOfInput) override {
-      if (!endOfInput) return;
+      if (endOfInput) publish();
+    }
+    // Stopped with a savepoint: the last thing it heard is that the savepoint holding
+    // everything it wrote completed.
+    void close() override {
+      if (covered) publish();
+    }
+    void publish() {
       std::lock_guard lock(shared->mutex);
       for (auto& [user, count] : latest) shared->latest[user] = std::max(shared->latest[user], count);
-      shared->received += received;
+      shared->received[subtask] = received;
     }
     std::shared_ptr<Shared> shared;
+    int subtask;
     std::unordered_map<int64_t, int64_t> latest;
     int64_t received = 0;
+    int64_t snapshotId = 0;
+    bool writtenSinceSnapshot = false;
+    bool covered = false;  // the newest completed checkpoint holds every count written
     ListState<UserCount>* latestState = nullptr;
     ListState<int64_t>* receivedState = nullptr;
   };
@@ -142,11 +165,14 @@ int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
   LatestCountSink sink;
   env.fromSource(DataGeneratorSource(ClickGenerator{clicks.users}, clicks.events, limiter),
                  WatermarkStrategy<Click>::noWatermarks(), "clicks")
+      .uid("clicks")
       .keyBy([](const Click& c) { return c.user; })
       .process(ClicksPerUser{})
       .name("count per user")
+      .uid("count-per-user")
       .sinkTo(sink)
-      .name("latest counts");
+      .name("latest counts")
+      .uid("latest-counts");
 
   std::printf("clicks: %s events from up to %s users, parallelism %d\n", withThousands(static_cast<uint64_t>(clicks.events)).c_str(),
               withThousands(static_cast<uint64_t>(clicks.users)).c_str(), env.getParallelism());
@@ -195,7 +221,7 @@ int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
   const JobMetrics metrics = client.getMetrics();
   uint64_t generated = 0;
   for (auto& v : metrics.vertices) generated += v.numSourceRecords;
-  if (metrics.numRestarts == 0 && options.restorePath.empty() && static_cast<uint64_t>(total) != generated) {
+  if (metrics.numRestarts == 0 && !options.restore.restoreSavepoint() && static_cast<uint64_t>(total) != generated) {
     std::fprintf(stderr, "weir: counted %lld events, but the source generated %llu\n", static_cast<long long>(total),
                  static_cast<unsigned long long>(generated));
     return 1;
@@ -214,7 +240,7 @@ Example clickCountExample() {
   return {"clicks", "The demo: count clicks per user in a generated stream and print the top users",
           [](CLI::App& app) {
             auto clicks = std::make_shared<ClickOptions>();
-            app.add_option("-n,--events", clicks->events, "Number of clicks to generate (default 20,000,000)");
+            app.add_option("--events", clicks->events, "Number of clicks to generate (default 20,000,000)");
             app.add_option("-u,--users", clicks->users, "Number of distinct users (default 100,000)");
             app.add_option("-t,--top", clicks->top, "How many top users to print (default 10)");
             app.add_option("-r,--rate", clicks->rate, "Clicks per second at most, over all subtasks (default: no limit)");

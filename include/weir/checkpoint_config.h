@@ -87,6 +87,14 @@ class CheckpointConfig {
     storage_ = std::move(directory);
   }
 
+  // Where savepoints go when a request names no folder (Flink's
+  // execution.checkpointing.savepoint-dir); default: none, so a request must name one.
+  const std::string& getDefaultSavepointDirectory() const { return savepointDir_; }
+  void setDefaultSavepointDirectory(std::string directory) {
+    if (directory.empty()) throw Error(ErrorCode::kInvalidArgument, "savepoint directory must not be empty");
+    savepointDir_ = std::move(directory);
+  }
+
   // Unaligned checkpoints (default off; EXACTLY_ONCE only): a barrier overtakes the
   // records queued ahead of it, which go into the checkpoint as channel state and are
   // processed again after a restore. Checkpoints then complete in about the same time
@@ -121,6 +129,7 @@ class CheckpointConfig {
   int retained_ = 1;
   ExternalizedCheckpointCleanup cleanup_ = ExternalizedCheckpointCleanup::DELETE_ON_CANCELLATION;
   std::string storage_;
+  std::string savepointDir_;
   bool unaligned_ = false;
   Millis alignedTimeout_{0};
 };

@@ -3,11 +3,13 @@
 
 #include <chrono>
 #include <cstdint>
+#include <future>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "weir/error.h"
+#include "weir/savepoint_format_type.h"
 
 namespace weir {
 
@@ -103,6 +105,27 @@ class JobClient {
   std::string getWebInterfaceURL() const;
   // Ends the job gracefully: sources stop and every operator drains; it then FINISHES.
   void stop();
+
+  // Savepoints (docs/savepoints.md). Each returns at once; the future gives the
+  // savepoint's folder once it completed, or throws weir::Error when it failed. A request
+  // that cannot start throws weir::Error (kInvalidArgument) at once and leaves the job
+  // as it was: no folder given and no default one (CheckpointConfig::
+  // setDefaultSavepointDirectory), a job without checkpointing, one that is not
+  // running, or a savepoint already in progress.
+  //
+  // A savepoint of the running job, in <dir>/savepoint-<job id's first 6 digits>-<random>;
+  // the job goes on. As in Flink, its sinks do not commit at it: what a two-phase-commit
+  // sink prepared for it is committed by the next checkpoint.
+  std::future<std::string> triggerSavepoint(const std::string& savepointDirectory = "",
+                                            SavepointFormatType formatType = SavepointFormatType::CANONICAL);
+  // Stop-with-savepoint: sources stop, the savepoint is taken, sinks commit what it
+  // covers, and the job FINISHES. With `advanceToEndOfEventTime` (Flink's --drain) the
+  // sources first end their input: event time advances to its end and every timer and
+  // window fires before the savepoint; without it, timers and windows stay in the
+  // savepoint and fire after a resume. When the savepoint fails the job goes on (without
+  // drain) or restarts from its latest checkpoint (with drain, whose sources ended).
+  std::future<std::string> stopWithSavepoint(bool advanceToEndOfEventTime, const std::string& savepointDirectory = "",
+                                             SavepointFormatType formatType = SavepointFormatType::CANONICAL);
 
  private:
   std::shared_ptr<runtime::JobExecution> execution_;

@@ -12,6 +12,7 @@
 #include "weir/job_client.h"
 #include "weir/rest_options.h"
 #include "weir/restart_strategy.h"
+#include "weir/savepoint_restore_settings.h"
 #include "weir/source.h"
 #include "weir/watermark_strategy.h"
 
@@ -76,9 +77,12 @@ class StreamExecutionEnvironment {
   // Whether and when a failed job restarts from its latest checkpoint (default: none
   // without checkpointing, fixed delay without limit with it).
   StreamExecutionEnvironment& setRestartStrategy(RestartStrategy strategy);
-  // Starts the job from the checkpoint in `path` (a chk-<n> folder or its _metadata
-  // file) instead of from scratch.
+  // Starts the job from the savepoint or checkpoint in `path` (its folder or its
+  // _metadata file) instead of from scratch: setSavepointRestoreSettings(forPath(path)).
   StreamExecutionEnvironment& setRestorePath(std::string path);
+  // Starts the job from a savepoint or checkpoint, with what may be left behind and who
+  // owns it afterwards (weir/savepoint_restore_settings.h).
+  StreamExecutionEnvironment& setSavepointRestoreSettings(SavepointRestoreSettings settings);
 
   // A stream read from `source`, a Source<T> subclass taken by value.
   // Event timestamps and watermarks come from `watermarks`: weir's sources give records

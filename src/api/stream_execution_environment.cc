@@ -91,8 +91,11 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setRestartStrategy(Resta
 }
 
 StreamExecutionEnvironment& StreamExecutionEnvironment::setRestorePath(std::string path) {
-  if (path.empty()) throw Error(ErrorCode::kInvalidArgument, "restore path must not be empty");
-  graph_->graph.restorePath = std::move(path);
+  return setSavepointRestoreSettings(SavepointRestoreSettings::forPath(std::move(path)));
+}
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::setSavepointRestoreSettings(SavepointRestoreSettings settings) {
+  graph_->graph.restore = std::move(settings);
   return *this;
 }
 

@@ -117,8 +117,9 @@ int64_t CheckpointCoordinator::tick(bool canTrigger) {
   if (!attemptRunning_ || now < nextTrigger_) return wake(nextTrigger_);
   // Due, but as many as may be are in progress: looks again in a millisecond (one may
   // complete), not at once, which would spin until one does.
-  if (pending_.size() >= concurrency()) return wake(now + 1);
-  if (!canTrigger) {
+  if (pendingCheckpointsLocked() >= concurrency()) return wake(now + 1);
+  const bool stopping = std::any_of(pending_.begin(), pending_.end(), [](const auto& p) { return p.second.kind.synchronous; });
+  if (!canTrigger || stopping) {
     nextTrigger_ = now + config_.getCheckpointInterval().count();
     return wake(nextTrigger_);
   }
@@ -128,28 +129,73 @@ int64_t CheckpointCoordinator::tick(bool canTrigger) {
   p.start = now;
   p.folder = (fs::path(jobFolder_) / ("chk-" + std::to_string(p.id))).string();
   nextTrigger_ = now + config_.getCheckpointInterval().count();
+  auto next = wake(nextTrigger_);
+  triggerLocked(lock, std::move(p));
+  return next;
+}
+
+size_t CheckpointCoordinator::pendingCheckpointsLocked() const {
+  return static_cast<size_t>(
+      std::count_if(pending_.begin(), pending_.end(), [](const auto& p) { return !p.second.kind.savepoint; }));
+}
+
+void CheckpointCoordinator::triggerLocked(std::unique_lock<std::mutex>& lock, Pending p) {
   std::error_code ec = fileSystem_->createDirectories(p.folder);
   const int64_t id = p.id, ts = p.timestampMillis;
+  const SnapshotKind kind = p.kind;
   const std::string folder = p.folder;
   pending_.emplace(id, std::move(p));
   ++stats_.inProgress;
-  auto next = wake(nextTrigger_);
   if (ec) {
     abortLocked(lock, id, "its folder '" + folder + "' cannot be created: " + ec.message());
-    return next;
+    return;
   }
   auto trigger = hooks_.triggerSources;
   lock.unlock();
-  trigger(id, ts);
-  return next;
+  trigger(id, ts, kind);
+}
+
+int64_t CheckpointCoordinator::triggerSavepoint(SavepointRequest request) {
+  std::unique_lock lock(mutex_);
+  auto refuse = [](const std::string& why) { return Error(ErrorCode::kInvalidArgument, why); };
+  if (!attemptRunning_) throw refuse("the job is not running");
+  for (const auto& [id, p] : pending_)
+    if (p.kind.savepoint)
+      throw refuse("savepoint " + std::to_string(id) + " is in progress; wait for it to complete first");
+  std::error_code ec;
+  if (fs::exists(request.folder, ec))
+    throw refuse("savepoint folder '" + request.folder + "' exists already");
+  Pending p;
+  p.id = nextId_++;
+  p.timestampMillis = clock_->currentTimeMillis();
+  p.start = p.timestampMillis;
+  p.folder = normalPath(request.folder);
+  p.kind = request.kind;
+  p.kind.savepoint = true;
+  p.stateBackend = std::move(request.stateBackend);
+  p.done = std::move(request.done);
+  const int64_t id = p.id;
+  triggerLocked(lock, std::move(p));
+  return id;
+}
+
+std::optional<SnapshotKind> CheckpointCoordinator::kindOf(int64_t id) const {
+  std::lock_guard lock(mutex_);
+  auto it = pending_.find(id);
+  if (it == pending_.end()) return std::nullopt;
+  return it->second.kind;
 }
 
 void CheckpointCoordinator::acknowledge(int64_t id, Ack ack, Upload upload, std::function<void()> done) {
   std::string folder;
+  SnapshotKind kind;
   {
     std::lock_guard lock(mutex_);
     auto it = pending_.find(id);
-    if (it != pending_.end()) folder = it->second.folder;
+    if (it != pending_.end()) {
+      folder = it->second.folder;
+      kind = it->second.kind;
+    }
   }
   if (folder.empty()) {  // aborted already: nothing to write
     done();
@@ -157,14 +203,14 @@ void CheckpointCoordinator::acknowledge(int64_t id, Ack ack, Upload upload, std:
   }
   {
     std::lock_guard lock(ioMutex_);
-    ioQueue_.push_back([this, id, folder, ack, upload = std::move(upload),
+    ioQueue_.push_back([this, id, folder, kind, ack, upload = std::move(upload),
                         done = std::move(done)] {
       std::vector<StateFileInfo> files;
       std::string error;
       auto start = std::chrono::steady_clock::now();
       try {
-        files = upload(
-            CheckpointTarget{folder, (fs::path(jobFolder_) / "shared").string(), id, &shared_, fileSystem_.get()});
+        files = upload(CheckpointTarget{folder, (fs::path(jobFolder_) / "shared").string(), id, &shared_,
+                                        fileSystem_.get(), kind});
       } catch (const std::exception& e) {
         error = e.what();
       }
@@ -226,7 +272,9 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, int6
   failed.triggerTimestampMillis = p.timestampMillis;
   failed.durationMillis = clock_->currentTimeMillis() - p.start;
   failed.failureMessage = reason;
+  failed.savepoint = p.kind.savepoint;
   recordLocked(std::move(failed));
+  failure = failure && !p.kind.savepoint;  // a failed savepoint does not fail the job
   if (failure) ++consecutiveFailures_;
   bool tooMany = failure && consecutiveFailures_ > config_.getTolerableCheckpointFailureNumber();
   Hooks hooks = hooks_;
@@ -242,6 +290,7 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, int6
   }
   ioCv_.notify_one();
   if (hooks.notifySubtasks) hooks.notifySubtasks(p.id, false);
+  if (p.done) p.done(p.id, reason);
   if (tooMany && hooks.failJob) {
     hooks.failJob("checkpoint " + std::to_string(p.id) + " failed: " + reason + "; " +
                   std::to_string(tolerable) + " failed checkpoint(s) in a row are tolerated " +
@@ -250,16 +299,22 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, int6
 }
 
 // Called with the lock held; returns with it released. The checkpoint stays pending
-// while _metadata is written.
+// while _metadata is written. A savepoint is not recorded, retained nor subsumes others,
+// and the subtasks are not told of it; its requester is.
 void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, int64_t id) {
   const Pending& pending = pending_.at(id);
   const std::string folder = pending.folder;
+  const bool savepoint = pending.kind.savepoint;
   CheckpointMetadata metadata;
   metadata.checkpointId = id;
   metadata.jobId = jobId_;
   metadata.timestampMillis = pending.timestampMillis;
   metadata.maxParallelism = maxParallelism_;
   metadata.files = pending.files;
+  if (savepoint) {
+    metadata.savepointFormat = pending.kind.native ? "NATIVE" : "CANONICAL";
+    metadata.stateBackend = pending.stateBackend;
+  }
   // The record of completed checkpoints once this one is: the retained ones and it, the
   // oldest beyond the number retained dropped as below. (Completions and discards run
   // on the I/O thread, one at a time: retained_ does not change meanwhile.)
@@ -276,10 +331,12 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
     WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::BeforeMetadataWritten", &id);
     writeMetadata(folder, metadata, *fileSystem_);
     WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::AfterMetadataWritten", &id);
-    // Complete from here: `--restore latest` finds it.
-    store_.write(after);
-    recorded = true;
-    WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::AfterCompletionRecorded", &id);
+    if (!savepoint) {
+      // Complete from here: `--restore latest` finds it.
+      store_.write(after);
+      recorded = true;
+      WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::AfterCompletionRecorded", &id);
+    }
   } catch (const std::exception& e) {
     error = e.what();
   }
@@ -294,50 +351,59 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
     abortLocked(lock, id, error);
     return;
   }
-  // Older checkpoints still in progress can no longer be the latest: subsumed. Each
-  // abort releases the lock, and meanwhile this one may time out or the attempt end.
-  while (!pending_.empty() && pending_.begin()->first < id) {
-    abortLocked(lock, pending_.begin()->first, "subsumed by checkpoint " + std::to_string(id), false);
+  // Older checkpoints still in progress can no longer be the latest: subsumed (not
+  // savepoints). Each abort releases the lock, and meanwhile this one may time out or
+  // the attempt end.
+  while (!savepoint) {
+    auto older = std::find_if(pending_.begin(), pending_.end(),
+                              [&](const auto& e) { return e.first < id && !e.second.kind.savepoint; });
+    if (older == pending_.end()) break;
+    abortLocked(lock, older->first, "subsumed by checkpoint " + std::to_string(id), false);
     lock.lock();
   }
   it = pending_.find(id);
   if (it == pending_.end()) {
     lock.unlock();
-    unrecord(before);
+    if (recorded) unrecord(before);
     return;
   }
   Pending p = std::move(it->second);
   pending_.erase(it);
   --stats_.inProgress;
   ++stats_.completed;
-  consecutiveFailures_ = 0;
-  stats_.lastDurationMillis = clock_->currentTimeMillis() - p.start;
-  int64_t size = 0, fullSize = 0;
+  Record done;
+  done.id = p.id;
+  done.completed = true;
+  done.savepoint = savepoint;
+  done.triggerTimestampMillis = p.timestampMillis;
+  done.durationMillis = clock_->currentTimeMillis() - p.start;
   for (const auto& f : p.files) {
-    size += static_cast<int64_t>(f.size + f.uploadedBytes);
-    fullSize += static_cast<int64_t>(f.size);
-    for (const auto& r : f.rocksdb) fullSize += static_cast<int64_t>(r.size);
+    done.sizeBytes += static_cast<int64_t>(f.size + f.uploadedBytes);
+    done.fullSizeBytes += static_cast<int64_t>(f.size);
+    for (const auto& r : f.rocksdb) done.fullSizeBytes += static_cast<int64_t>(r.size);
   }
-  stats_.lastSizeBytes = size;
-  stats_.lastFullSizeBytes = fullSize;
+  done.alignmentMillis = p.alignmentNanos / 1'000'000;
+  done.unaligned = p.unaligned;
+  done.persistedDataBytes = p.persistedBytes;
+  done.path = p.folder;
+  if (savepoint) {
+    stats_.latestSavepoint = done;
+    recordLocked(std::move(done));
+    lock.unlock();
+    if (p.done) p.done(p.id, "");
+    return;
+  }
+  consecutiveFailures_ = 0;
+  stats_.lastDurationMillis = done.durationMillis;
+  stats_.lastSizeBytes = done.sizeBytes;
+  stats_.lastFullSizeBytes = done.fullSizeBytes;
   stats_.lastSyncMillis = p.syncNanos / 1'000'000;
   stats_.lastAsyncMillis = p.asyncNanos / 1'000'000;
-  stats_.lastAlignmentMillis = p.alignmentNanos / 1'000'000;
+  stats_.lastAlignmentMillis = done.alignmentMillis;
   stats_.lastPersistedDataBytes = p.persistedBytes;
   stats_.totalPersistedDataBytes += p.persistedBytes;
   stats_.latestId = p.id;
   stats_.latestPath = p.folder;
-  Record done;
-  done.id = p.id;
-  done.completed = true;
-  done.triggerTimestampMillis = p.timestampMillis;
-  done.durationMillis = stats_.lastDurationMillis;
-  done.sizeBytes = size;
-  done.fullSizeBytes = fullSize;
-  done.alignmentMillis = stats_.lastAlignmentMillis;
-  done.unaligned = p.unaligned;
-  done.persistedDataBytes = p.persistedBytes;
-  done.path = p.folder;
   recordLocked(std::move(done));
   retained_.push_back({p.id, p.timestampMillis, p.folder});
   std::vector<Retained> dropped;

@@ -40,7 +40,7 @@ class CheckpointCoordinator {
  public:
   // What the coordinator asks of the running attempt.
   struct Hooks {
-    std::function<void(int64_t id, int64_t timestampMillis)> triggerSources;
+    std::function<void(int64_t id, int64_t timestampMillis, SnapshotKind kind)> triggerSources;
     std::function<void(int64_t id, bool completed)> notifySubtasks;
     std::function<void(const std::string& reason)> failJob;  // too many failed checkpoints
   };
@@ -61,8 +61,29 @@ class CheckpointCoordinator {
   void endAttempt();
 
   // Triggers a checkpoint when one is due and `canTrigger`; aborts one that timed out.
-  // Returns when it wants to be called again, in the clock's milliseconds.
+  // Returns when it wants to be called again, in the clock's milliseconds. No checkpoint
+  // is triggered while a synchronous savepoint is in progress.
   int64_t tick(bool canTrigger);
+
+  // A savepoint (Flink's CheckpointProperties of a savepoint): written to `folder`, made
+  // here, which must not exist yet; self-contained (no file in shared/); never recorded
+  // as a completed checkpoint, never retained nor removed once complete; not counted as
+  // a failed checkpoint when it fails; never subsumed. The subtasks are not told when it
+  // completes (Flink's rule: an intermediate savepoint commits no side effects); `done`
+  // is, once, with "" or why it failed (its folder then removed), on the I/O thread or
+  // the one that aborted it.
+  struct SavepointRequest {
+    std::string folder;
+    SnapshotKind kind;        // savepoint is set here
+    std::string stateBackend;  // written into _metadata ("hashmap", "rocksdb")
+    std::function<void(int64_t id, const std::string& error)> done;
+  };
+  // Triggers it at once and returns its id. Throws weir::Error (kInvalidArgument) when
+  // no attempt runs, a savepoint is in progress already, or the folder exists or cannot
+  // be made.
+  int64_t triggerSavepoint(SavepointRequest request);
+  // What checkpoint `id` is, while it is in progress.
+  std::optional<SnapshotKind> kindOf(int64_t id) const;
 
   // How a subtask took its part of a checkpoint.
   struct Ack {
@@ -97,7 +118,8 @@ class CheckpointCoordinator {
     int64_t alignmentMillis = 0;
     bool unaligned = false;          // some subtask took it unaligned
     int64_t persistedDataBytes = 0;  // records in flight it holds
-    std::string path;            // completed: its chk-<n> folder
+    bool savepoint = false;
+    std::string path;            // completed: its chk-<n> (or savepoint) folder
     std::string failureMessage;  // failed: why
   };
   static constexpr size_t kHistorySize = 10;
@@ -110,6 +132,7 @@ class CheckpointCoordinator {
     int64_t lastPersistedDataBytes = -1, totalPersistedDataBytes = 0;
     int64_t latestId = 0;
     std::string latestPath;
+    std::optional<Record> latestSavepoint;  // the newest completed savepoint
     std::deque<Record> history;  // newest first, at most kHistorySize
   };
   Stats stats() const;
@@ -129,7 +152,15 @@ class CheckpointCoordinator {
     int64_t syncNanos = 0, asyncNanos = 0, alignmentNanos = 0;  // the largest of any subtask
     bool unaligned = false;
     int64_t persistedBytes = 0;  // the sum over subtasks
+    SnapshotKind kind;
+    std::string stateBackend;  // savepoints
+    std::function<void(int64_t id, const std::string& error)> done;  // savepoints
   };
+  // How many checkpoints (not savepoints) are in progress.
+  size_t pendingCheckpointsLocked() const;
+  // Adds a checkpoint or savepoint in progress and triggers it at the sources; returns
+  // with the lock released.
+  void triggerLocked(std::unique_lock<std::mutex>& lock, Pending p);
 
   // `failure`: counts toward tolerableCheckpointFailureNumber (a checkpoint given up
   // because the attempt ended, or subsumed by a newer one that completed, does not, as

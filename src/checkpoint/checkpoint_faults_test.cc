@@ -50,7 +50,7 @@ class CheckpointStorageFaults : public ::testing::TestWithParam<Fault> {
     config.setTolerableCheckpointFailureNumber(5);
     coordinator_ = std::make_unique<CheckpointCoordinator>(config, job_, "job", 8, 1, clock_, disk_);
     CheckpointCoordinator::Hooks hooks;
-    hooks.triggerSources = [](int64_t, int64_t) {};
+    hooks.triggerSources = [](int64_t, int64_t, SnapshotKind) {};
     hooks.notifySubtasks = [this](int64_t id, bool ok) {
       if (!ok && crashOnAbort_) disk_->crash();  // before anything else reaches the disk
       std::lock_guard lock(mutex_);

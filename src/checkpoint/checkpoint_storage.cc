@@ -161,7 +161,7 @@ void uploadRocksDB(const CheckpointTarget& target, const RocksDBCheckpoint& chec
     const std::string from = (fs::path(checkpoint.folder) / name).string();
     RocksDBFileInfo f;
     f.name = name;
-    f.shared = isSstFile(name);
+    f.shared = isSstFile(name) && !target.kind.savepoint;  // a savepoint holds its own
     if (f.shared) {
       auto stored = checkpoint.uploads->find(name);
       auto known = stored ? target.shared->retain(target.checkpointId, *stored) : std::nullopt;
@@ -532,6 +532,7 @@ void writeMetadata(const std::string& dir, const CheckpointMetadata& m, core::Fi
                         {"timestamp", m.timestampMillis},
                         {"maxParallelism", m.maxParallelism},
                         {"files", files}};
+  if (m.isSavepoint()) doc["savepoint"] = {{"formatType", m.savepointFormat}, {"stateBackend", m.stateBackend}};
   std::string body = doc.dump();
   // The job folder names chk-<n> and shared/: both must survive a crash that _metadata
   // survives.
@@ -596,6 +597,12 @@ CheckpointMetadata readMetadata(const std::string& path, core::FileSystem& fileS
     m.jobId = doc.at("jobId").get<std::string>();
     m.timestampMillis = doc.at("timestamp").get<int64_t>();
     m.maxParallelism = doc.at("maxParallelism").get<int>();
+    if (doc.contains("savepoint")) {
+      m.savepointFormat = doc.at("savepoint").at("formatType").get<std::string>();
+      m.stateBackend = doc.at("savepoint").at("stateBackend").get<std::string>();
+      if (m.savepointFormat != "CANONICAL" && m.savepointFormat != "NATIVE")
+        throw corrupt(file, "names an unknown savepoint format '" + m.savepointFormat + "'");
+    }
     for (const auto& f : doc.at("files")) {
       StateFileInfo info;
       info.operatorId = f.at("operatorId").get<std::string>();

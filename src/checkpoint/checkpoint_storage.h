@@ -64,6 +64,15 @@ struct StateFileInfo {
   uint64_t uploadedBytes = 0;               // of `rocksdb`, what this checkpoint wrote (not stored)
 };
 
+// What a snapshot is (Flink's CheckpointProperties): a checkpoint, or a savepoint in
+// one of its formats, which stop-with-savepoint takes synchronously (the job ends once
+// it completes).
+struct SnapshotKind {
+  bool savepoint = false;
+  bool native = false;       // a savepoint in the NATIVE format (the state backend's files)
+  bool synchronous = false;  // stop-with-savepoint
+};
+
 struct CheckpointMetadata {
   // 3: a timer's entry key starts with its time (timer_queue.h), as RocksDB keeps them.
   // Earlier versions are refused: their timers would not decode.
@@ -73,6 +82,11 @@ struct CheckpointMetadata {
   int64_t timestampMillis = 0;
   int maxParallelism = 0;
   std::vector<StateFileInfo> files;
+  // Savepoints: "CANONICAL" or "NATIVE", and the state backend that took it ("hashmap",
+  // "rocksdb"); empty for a checkpoint.
+  std::string savepointFormat;
+  std::string stateBackend;
+  bool isSavepoint() const { return !savepointFormat.empty(); }
 };
 
 // The files in a job's shared/ folder and the checkpoints that use each: completed and
@@ -115,12 +129,15 @@ struct CheckpointTarget {
   int64_t checkpointId = 0;
   SharedFiles* shared = nullptr;
   core::FileSystem* fileSystem = core::FileSystem::local().get();  // what the files are written to
+  // A savepoint is self-contained: no file in shared/.
+  SnapshotKind kind{};
 };
 
 // Writes `snapshot` (only key groups in `info.keyGroups`) to <folder>/<info.file>, and an
 // incremental RocksDB checkpoint's files, taken first, beside it and in shared/ (or, when
 // they cannot be taken as they were at the barrier, its every entry); fills in sizes,
-// checksums and state names. Throws weir::Error (kIo) naming the file.
+// checksums and state names. A savepoint's RocksDB files (NATIVE) all go beside the state
+// file. Throws weir::Error (kIo) naming the file.
 void writeStateFile(const CheckpointTarget& target, OperatorSnapshot& snapshot, StateFileInfo& info);
 // Where a checkpoint at `dir` keeps RocksDB file `f`.
 std::string rocksDBFilePath(const std::string& dir, const RocksDBFileInfo& f);

@@ -429,7 +429,7 @@ class ConcurrentCoordinatorTest : public ::testing::Test {
   std::unique_ptr<CheckpointCoordinator> start(const CheckpointConfig& config) {
     auto coordinator = std::make_unique<CheckpointCoordinator>(config, dir_.string(), "job", 8, 1, clock_);
     CheckpointCoordinator::Hooks hooks;
-    hooks.triggerSources = [&](int64_t id, int64_t) {
+    hooks.triggerSources = [&](int64_t id, int64_t, SnapshotKind) {
       std::lock_guard lock(mutex_);
       triggered.push_back(id);
     };

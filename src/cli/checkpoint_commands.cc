@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "checkpoint/checkpoint_storage.h"
+#include "savepoint/savepoint.h"
 #include "state/local_folder.h"
 #include "weir/error.h"
 
@@ -26,7 +27,12 @@ int inspectCheckpoint(const std::string& path) {
     std::fprintf(stderr, "weir: %s\n", e.what());
     return present ? 1 : 2;  // damaged, or no checkpoint there at all
   }
-  std::printf("checkpoint %lld of job %s\n", static_cast<long long>(m.checkpointId), m.jobId.c_str());
+  if (m.isSavepoint())
+    std::printf("savepoint (checkpoint %lld) of job %s, %s format, taken on the %s state backend\n",
+                static_cast<long long>(m.checkpointId), m.jobId.c_str(), m.savepointFormat.c_str(),
+                m.stateBackend.c_str());
+  else
+    std::printf("checkpoint %lld of job %s\n", static_cast<long long>(m.checkpointId), m.jobId.c_str());
   std::printf("taken at %lld ms since the epoch, max parallelism %d, %zu state files\n",
               static_cast<long long>(m.timestampMillis), m.maxParallelism, m.files.size());
   uint64_t total = 0;
@@ -46,7 +52,7 @@ int inspectCheckpoint(const std::string& path) {
       bytes += r.size;
       shared += r.shared ? 1 : 0;
     }
-    std::printf("    RocksDB (incremental): %zu files, %llu bytes, %llu SST files in shared/\n", f.rocksdb.size(),
+    std::printf("    RocksDB files: %zu, %llu bytes, %llu SST files in shared/\n", f.rocksdb.size(),
                 static_cast<unsigned long long>(bytes), static_cast<unsigned long long>(shared));
     total += bytes;
     files += f.rocksdb.size();
@@ -59,6 +65,19 @@ int inspectCheckpoint(const std::string& path) {
   }
   std::printf("verified: %zu files, %llu bytes, sizes and checksums match\n", files,
               static_cast<unsigned long long>(total));
+  return 0;
+}
+
+int disposeSavepoint(const std::string& path) {
+  std::error_code ec;
+  bool present = std::filesystem::exists(std::filesystem::path(checkpoint::checkpointFolder(path)) / "_metadata", ec);
+  try {
+    savepoint::disposeSnapshot(path);
+  } catch (const Error& e) {
+    std::fprintf(stderr, "weir: %s\n", e.what());
+    return present ? 1 : 2;
+  }
+  std::printf("removed %s\n", checkpoint::checkpointFolder(path).c_str());
   return 0;
 }
 
@@ -108,7 +127,14 @@ void CheckpointOptions::addTo(CLI::App& app) {
                  "none | fixed-delay:ATTEMPTS:DELAY_MS | exponential-delay:INITIAL_MS:MAX_MS | "
                  "failure-rate:MAX:INTERVAL_MS:DELAY_MS (default with checkpoints: exponential-delay:1000:60000, ending the job after 5 identical failures in a row)");
   app.add_option("--restore", restore_, "latest: resume from the newest checkpoint under --checkpoint-dir");
-  app.add_option("--from-checkpoint", fromCheckpoint_, "Resume from this checkpoint (a chk-<n> folder)");
+  app.add_option("-s,--from-savepoint,--from-checkpoint", fromSavepoint_,
+                 "Resume from this savepoint or checkpoint (its folder or its _metadata)");
+  app.add_flag("-n,--allow-non-restored-state", allowNonRestoredState_,
+               "Resuming: leave behind the state of operators the job no longer has (by uid)");
+  app.add_option("--restore-mode", restoreMode_,
+                 "Resuming: no-claim (default: the snapshot stays yours) or claim (removed once the job's first "
+                 "checkpoint completes)");
+  app.add_option("--savepoint-dir", savepointDir_, "Where savepoints go when a request names no folder");
 }
 
 void CheckpointOptions::apply(JobOptions& options) const {
@@ -162,18 +188,29 @@ void CheckpointOptions::apply(JobOptions& options) const {
   if (!dir_.empty()) c.setCheckpointStorage(dir_);
   if (!restartStrategy_.empty()) options.restartStrategy = RestartStrategy::parse(restartStrategy_);
 
-  if (!restore_.empty() && !fromCheckpoint_.empty()) throw bad("use --restore or --from-checkpoint, not both");
-  if (!fromCheckpoint_.empty()) options.restorePath = fromCheckpoint_;
+  if (!savepointDir_.empty()) {
+    if (!given(interval_)) throw bad("--savepoint-dir needs --checkpoint-interval: savepoints are taken as checkpoints are");
+    c.setDefaultSavepointDirectory(savepointDir_);
+  }
+  if (!restore_.empty() && !fromSavepoint_.empty()) throw bad("use --restore or --from-savepoint (-s), not both");
+  RestoreMode mode = RestoreMode::NO_CLAIM;
+  if (restoreMode_ == "claim") mode = RestoreMode::CLAIM;
+  else if (!restoreMode_.empty() && restoreMode_ != "no-claim")
+    throw bad("--restore-mode must be claim or no-claim, got '" + restoreMode_ + "'");
+  std::string path = fromSavepoint_;
   if (!restore_.empty()) {
     if (restore_ != "latest")
-      throw bad("unknown --restore target '" + restore_ + "'; use --restore latest or --from-checkpoint PATH");
+      throw bad("unknown --restore target '" + restore_ + "'; use --restore latest or --from-savepoint PATH");
     if (dir_.empty()) throw bad("--restore latest needs --checkpoint-dir, where it looks for checkpoints");
-    options.restorePath = checkpoint::findLatestCheckpoint(dir_);
-    if (options.restorePath.empty())
+    path = checkpoint::findLatestCheckpoint(dir_);
+    if (path.empty())
       std::fprintf(stderr, "weir: no checkpoint under '%s' yet; starting from the beginning\n", dir_.c_str());
     else
-      std::fprintf(stderr, "weir: resuming from checkpoint '%s'\n", options.restorePath.c_str());
+      std::fprintf(stderr, "weir: resuming from checkpoint '%s'\n", path.c_str());
   }
+  if ((allowNonRestoredState_ || !restoreMode_.empty()) && path.empty() && restore_.empty())
+    throw bad("--allow-non-restored-state and --restore-mode need a snapshot to resume from (-s PATH)");
+  if (!path.empty()) options.restore = SavepointRestoreSettings::forPath(path, allowNonRestoredState_, mode);
 }
 
 }  // namespace weir::cli

@@ -15,6 +15,10 @@ namespace weir::cli {
 // when a file is missing or damaged, 2 when there is no checkpoint at `path`.
 int inspectCheckpoint(const std::string& path);
 
+// `weir savepoint dispose PATH`: removes a savepoint (or checkpoint). Exit code 0 when
+// removed, 1 when it could not be, 2 when there is none at `path`.
+int disposeSavepoint(const std::string& path);
+
 // Removes (or with `dryRun` lists) what no complete checkpoint under `path` uses, and
 // says how much; also (not dry) the RocksDB working folders of dead runs in
 // `rocksdbLocalDir` ("": $TMPDIR, else /tmp). Exit code 0 when done, 1 when a running job
@@ -44,7 +48,10 @@ class CheckpointOptions {
   int64_t alignedTimeout_ = kUnset;
   std::string restartStrategy_;
   std::string restore_;
-  std::string fromCheckpoint_;
+  std::string fromSavepoint_;
+  bool allowNonRestoredState_ = false;
+  std::string restoreMode_;
+  std::string savepointDir_;
 };
 
 }  // namespace weir::cli

@@ -18,7 +18,7 @@ void configure(StreamExecutionEnvironment& env, const JobOptions& options, int p
   // job after 5 in a row instead of restarting it forever; --restart-strategy lifts that.
   env.setRestartStrategy(options.restartStrategy ? *options.restartStrategy
                                                  : RestartStrategy::fallback().stopAfterIdenticalFailures(5));
-  if (!options.restorePath.empty()) env.setRestorePath(options.restorePath);
+  if (options.restore.restoreSavepoint()) env.setSavepointRestoreSettings(options.restore);
 }
 
 void requireWholeNumbers(CLI::App& app) {

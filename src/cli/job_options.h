@@ -11,6 +11,7 @@
 #include "weir/checkpoint_config.h"
 #include "weir/rest_options.h"
 #include "weir/restart_strategy.h"
+#include "weir/savepoint_restore_settings.h"
 #include "weir/state_backend.h"
 
 namespace weir {
@@ -29,7 +30,7 @@ struct JobOptions {
   // Checkpoints: on when checkpoint.getCheckpointInterval() is positive.
   CheckpointConfig checkpoint;
   std::optional<RestartStrategy> restartStrategy;  // unset: Flink's default
-  std::string restorePath;                          // a checkpoint to start from
+  SavepointRestoreSettings restore;                  // a savepoint or checkpoint to start from
 };
 
 // Applies the options every example shares to `env`; `parallelism` is the example's

@@ -34,10 +34,10 @@ int run(int argc, char** argv) {
   std::vector<weir::cli::Example> examples{weir::cli::wordCountExample(), weir::cli::clickCountExample()};
 
   // Unknown commands and examples get a message that lists the known ones.
-  const std::vector<std::string> commands{"run", "list", "status", "cancel", "stop", "checkpoint"};
+  const std::vector<std::string> commands{"run", "list", "status", "cancel", "stop", "savepoint", "checkpoint"};
   if (argc >= 2 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end())
     return usageError(std::string("unknown command '") + argv[1] +
-                      "'; the commands are: run, list, status, cancel, stop, checkpoint (see weir --help)");
+                      "'; the commands are: run, list, status, cancel, stop, savepoint, checkpoint (see weir --help)");
   if (argc >= 3 && std::strcmp(argv[1], "run") == 0 && argv[2][0] != '-') {
     bool known = false;
     for (auto& e : examples) known = known || e.name == argv[2];
@@ -88,14 +88,50 @@ int run(int argc, char** argv) {
     auto* sub = app.add_subcommand(name, help);
     sub->add_option("--address", address, "host:port of the REST API (default 127.0.0.1:8081)");
     if (needsJob) sub->add_option("jobid", jobId, "The job's id, as `weir list` prints it")->required();
-    sub->callback([&control, action, &address, &jobId] { control = [action, &address, &jobId] { return action(address, jobId); }; });
+    sub->callback([&control, action, &address, &jobId] {
+      if (!control) control = [action, &address, &jobId] { return action(address, jobId); };
+    });
+    return sub;
   };
   addControl("list", "List the jobs a REST API serves", false,
              [](const std::string& a, const std::string&) { return weir::cli::listJobs(a); });
   addControl("status", "Show a job's state and its operators' throughput and backpressure", true, weir::cli::jobStatus);
   addControl("cancel", "Cancel a running job", true, weir::cli::cancelJob);
-  addControl("stop", "Stop a running job gracefully: its sources end and every operator drains", true,
-             weir::cli::stopJob);
+  weir::cli::StopOptions stop;
+  auto* stopCommand = addControl(
+      "stop",
+      "Stop a running job: with --savepoint-path (or the job's --savepoint-dir) take a savepoint and end it, "
+      "else let its sources end and every operator drain",
+      true, [&stop](const std::string& a, const std::string& j) { return weir::cli::stopJob(a, j, stop); });
+  stopCommand->add_option("-p,--savepoint-path", stop.savepointPath, "Folder to write the savepoint into");
+  stopCommand->add_flag("-d,--drain", stop.drain,
+                        "End the sources' input first: event time advances to its end, every timer and window fires");
+  stopCommand->add_option("-t,--type", stop.type, "The savepoint's format: canonical (default) or native");
+
+  // Savepoints: of a running job through its REST API, and on disk.
+  std::string savepointDir, savepointType = "canonical", savepointPath;
+  auto* savepointCommand = addControl(
+      "savepoint",
+      "Take a savepoint of a running job: weir savepoint <jobid> [dir]; or weir savepoint inspect|dispose PATH", false,
+      [&savepointDir, &savepointType, &jobId](const std::string& a, const std::string&) {
+        if (jobId.empty()) return usageError("weir savepoint needs a job id, or inspect|dispose PATH (see --help)");
+        return weir::cli::triggerSavepoint(a, jobId, savepointDir, savepointType);
+      });
+  savepointCommand->add_option("jobid", jobId, "The job's id, as `weir list` prints it");
+  savepointCommand->add_option("dir", savepointDir, "Folder to write it into (default: the job's --savepoint-dir)");
+  savepointCommand->add_option("-t,--type", savepointType, "canonical (default: restores into any state backend) or "
+                                                           "native (the state backend's own files)");
+  auto* savepointInspect = savepointCommand->add_subcommand(
+      "inspect", "Print a savepoint's operators, states, key groups and sizes, and verify every file's checksum");
+  savepointInspect->add_option("path", savepointPath, "A savepoint folder or its _metadata file")->required();
+  savepointInspect->callback([&control, &savepointPath] {
+    control = [&savepointPath] { return weir::cli::inspectCheckpoint(savepointPath); };
+  });
+  auto* dispose = savepointCommand->add_subcommand("dispose", "Remove a savepoint");
+  dispose->add_option("path", savepointPath, "A savepoint folder or its _metadata file")->required();
+  dispose->callback([&control, &savepointPath] {
+    control = [&savepointPath] { return weir::cli::disposeSavepoint(savepointPath); };
+  });
 
   // Checkpoints on disk.
   auto* checkpointCommand = app.add_subcommand("checkpoint", "Look at checkpoints: weir checkpoint inspect|clean PATH");

@@ -2,9 +2,14 @@
 
 #include <httplib.h>
 
+#include <chrono>
 #include <cstdio>
+#include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
+#include <thread>
+
+#include "weir/savepoint_format_type.h"
 
 namespace weir::cli {
 
@@ -43,9 +48,10 @@ std::optional<httplib::Client> client(const std::string& address) {
   return c;
 }
 
-// The JSON answer of a request, or nullopt after printing why there is none.
+// The JSON answer of a request, or nullopt after printing why there is none. A refusal
+// (4xx) exits with `refusedCode`.
 std::optional<json> call(const std::string& address, const std::string& method, const std::string& path,
-                         int* exitCode) {
+                         int* exitCode, const std::string& body = "", int refusedCode = 1) {
   auto c = client(address);
   if (!c) {
     *exitCode = 2;
@@ -54,26 +60,61 @@ std::optional<json> call(const std::string& address, const std::string& method, 
   }
   httplib::Result r = method == "GET"     ? c->Get(path)
                       : method == "PATCH" ? c->Patch(path)
-                                          : c->Post(path, "", "application/json");
+                                          : c->Post(path, body, "application/json");
   if (!r) {
     *exitCode = fail("cannot reach the REST API at " + address + ": " + httplib::to_string(r.error()) +
                      " (is a job running with --rest-port?)");
     return std::nullopt;
   }
-  json body = json::parse(r->body, nullptr, false);
+  json answer = json::parse(r->body, nullptr, false);
   if (r->status >= 400) {
     std::string why = "HTTP " + std::to_string(r->status);
-    if (body.is_object() && body.contains("errors") && body["errors"].is_array() && !body["errors"].empty() &&
-        body["errors"][0].is_string())
-      why = printable(body["errors"][0].get<std::string>());
+    if (answer.is_object() && answer.contains("errors") && answer["errors"].is_array() && !answer["errors"].empty() &&
+        answer["errors"][0].is_string())
+      why = printable(answer["errors"][0].get<std::string>());
     *exitCode = fail(why);
+    if (r->status < 500 && r->status != 404) *exitCode = refusedCode;
     return std::nullopt;
   }
-  if (body.is_discarded()) {
+  if (answer.is_discarded()) {
     *exitCode = fail("the REST API at " + address + " answered something that is not JSON");
     return std::nullopt;
   }
-  return body;
+  return answer;
+}
+
+// Waits for savepoint operation `trigger` of the job and prints where it went.
+int awaitSavepoint(const std::string& address, const std::string& jobId, const std::string& trigger) {
+  for (;;) {
+    int code = 0;
+    auto status = call(address, "GET", "/jobs/" + jobId + "/savepoints/" + trigger, &code);
+    if (!status) return code;
+    if (!status->is_object() || !(*status)["status"].is_object())
+      return fail("the REST API at " + address + " answered an unexpected document");
+    if ((*status)["status"].value("id", "") != "COMPLETED") {
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      continue;
+    }
+    json operation = (*status)["operation"];
+    if (operation.is_object() && operation.contains("location") && operation["location"].is_string()) {
+      std::printf("Savepoint completed. Path: %s\n", printable(operation["location"].get<std::string>()).c_str());
+      return 0;
+    }
+    std::string why = "the savepoint failed";
+    if (operation.is_object() && operation["failure-cause"].is_object() &&
+        operation["failure-cause"]["stack-trace"].is_string())
+      why = printable(operation["failure-cause"]["stack-trace"].get<std::string>());
+    return fail(why);
+  }
+}
+
+std::optional<SavepointFormatType> formatOf(const std::string& type, int* exitCode) {
+  auto format = parseSavepointFormatType(type);
+  if (!format) {
+    std::fprintf(stderr, "weir: --type must be canonical or native, got '%s'\n", type.c_str());
+    *exitCode = 2;
+  }
+  return format;
 }
 
 // A job id as the REST API names jobs: 32 hexadecimal digits.
@@ -142,12 +183,39 @@ int cancelJob(const std::string& address, const std::string& jobId) {
   return 0;
 }
 
-int stopJob(const std::string& address, const std::string& jobId) {
+int stopJob(const std::string& address, const std::string& jobId, const StopOptions& stop) {
   if (!validJobId(jobId)) return badJobId(jobId);
   int code = 0;
-  if (!call(address, "POST", "/jobs/" + jobId + "/stop", &code)) return code;
+  auto format = formatOf(stop.type, &code);
+  if (!format) return code;
+  json request = {{"drain", stop.drain}, {"formatType", toString(*format)}};
+  if (!stop.savepointPath.empty())
+    request["targetDirectory"] = std::filesystem::absolute(stop.savepointPath).lexically_normal().string();
+  auto answer = call(address, "POST", "/jobs/" + jobId + "/stop", &code, request.dump(), 2);
+  if (!answer) return code;
+  if (answer->is_object() && (*answer)["request-id"].is_string()) {
+    std::fprintf(stderr, "weir: stopping %s with a savepoint%s\n", jobId.c_str(),
+                 stop.drain ? " after draining" : "");
+    return awaitSavepoint(address, jobId, (*answer)["request-id"].get<std::string>());
+  }
   std::printf("stopping %s: its sources end and every operator drains\n", jobId.c_str());
   return 0;
+}
+
+int triggerSavepoint(const std::string& address, const std::string& jobId, const std::string& directory,
+                     const std::string& type) {
+  if (!validJobId(jobId)) return badJobId(jobId);
+  int code = 0;
+  auto format = formatOf(type, &code);
+  if (!format) return code;
+  json request = {{"cancel-job", false}, {"formatType", toString(*format)}};
+  if (!directory.empty()) request["target-directory"] = std::filesystem::absolute(directory).lexically_normal().string();
+  auto answer = call(address, "POST", "/jobs/" + jobId + "/savepoints", &code, request.dump(), 2);
+  if (!answer) return code;
+  if (!answer->is_object() || !(*answer)["request-id"].is_string())
+    return fail("the REST API at " + address + " answered an unexpected document");
+  std::fprintf(stderr, "weir: triggering a savepoint of %s\n", jobId.c_str());
+  return awaitSavepoint(address, jobId, (*answer)["request-id"].get<std::string>());
 }
 
 }  // namespace weir::cli

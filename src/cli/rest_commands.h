@@ -1,4 +1,5 @@
-// `weir list | status | cancel | stop`: control running jobs through their REST API.
+// `weir list | status | cancel | stop | savepoint`: control running jobs through their
+// REST API.
 #pragma once
 
 #include <string>
@@ -10,6 +11,17 @@ namespace weir::cli {
 int listJobs(const std::string& address);
 int jobStatus(const std::string& address, const std::string& jobId);
 int cancelJob(const std::string& address, const std::string& jobId);
-int stopJob(const std::string& address, const std::string& jobId);
+// `weir stop`: with a savepoint folder (or the job's default one) stop-with-savepoint,
+// which waits for the savepoint and prints its path; else a graceful stop that drains.
+struct StopOptions {
+  std::string savepointPath;  // --savepoint-path
+  bool drain = false;         // --drain
+  std::string type = "canonical";
+};
+int stopJob(const std::string& address, const std::string& jobId, const StopOptions& stop);
+// `weir savepoint <jobid> [dir]`: triggers one, waits for it and prints its path. A
+// request the job refuses (one in progress, no folder, the job ended) exits 2.
+int triggerSavepoint(const std::string& address, const std::string& jobId, const std::string& directory,
+                     const std::string& type);
 
 }  // namespace weir::cli

@@ -10,9 +10,12 @@
 
 #include <atomic>
 #include <condition_variable>
+#include <deque>
+#include <future>
 #include <map>
 #include <mutex>
 #include <optional>
+#include <random>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -59,6 +62,13 @@ bool validBody(const httplib::Request& req, httplib::Response& res) {
     return false;
   }
   return true;
+}
+
+uint64_t random64() {
+  static std::mutex mutex;
+  static std::mt19937_64 rng{std::random_device{}()};
+  std::lock_guard lock(mutex);
+  return rng();
 }
 
 std::vector<std::string> splitList(const std::string& s) {
@@ -138,7 +148,12 @@ class RestServer::Impl {
 
   ~Impl() {
     {
-      std::lock_guard lock(mutex_);
+      // The process ends: whoever stopped a job with a savepoint gets to read where it went.
+      std::unique_lock lock(mutex_);
+      cv_.wait_for(lock, kStopResultGrace, [&] {
+        return std::all_of(triggers_.begin(), triggers_.end(),
+                           [](const auto& t) { return !t.second.stop || t.second.fetched || !ready(t.second); });
+      });
       stopping_ = true;
     }
     cv_.notify_all();
@@ -176,6 +191,91 @@ class RestServer::Impl {
     MetricsSampler sampler;
     bool ended;  // sampled once more after the job ended, then left alone
   };
+  // A savepoint asked for through the API. Kept apart from the job's entry: a job
+  // stopped with a savepoint may be gone before its requester asks how it went.
+  struct SavepointTrigger {
+    std::string jobId;
+    std::shared_future<std::string> result;
+    bool stop = false;     // the job ends with it
+    bool fetched = false;  // its outcome was served
+  };
+  static constexpr size_t kMaxSavepointTriggers = 64;
+  // How long a server about to go (its process ends) keeps serving the outcome of a
+  // stop-with-savepoint that nobody fetched yet.
+  static constexpr std::chrono::seconds kStopResultGrace{5};
+
+  // POST /jobs/:id/savepoints and /stop with a savepoint: Flink's bodies, a trigger id back.
+  void requestSavepoint(Entry& e, const httplib::Request& req, httplib::Response& res, bool stop) {
+    json body = req.body.empty() ? json::object() : json::parse(req.body, nullptr, false);
+    auto text = [&](const char* key) -> std::optional<std::string> {
+      if (!body.contains(key) || body[key].is_null()) return std::string();
+      if (!body[key].is_string()) return std::nullopt;
+      return body[key].get<std::string>();
+    };
+    auto flag = [&](const char* key) -> std::optional<bool> {
+      if (!body.contains(key) || body[key].is_null()) return false;
+      if (!body[key].is_boolean()) return std::nullopt;
+      return body[key].get<bool>();
+    };
+    auto dir = text(stop ? "targetDirectory" : "target-directory");
+    auto format = text("formatType");
+    auto cancel = flag("cancel-job");
+    auto drain = flag("drain");
+    if (!dir || !format || !cancel || !drain)
+      return sendError(res, 400, std::string("Bad savepoint request: '") +
+                                     (!dir ? (stop ? "targetDirectory" : "target-directory")
+                                           : !format ? "formatType" : !cancel ? "cancel-job" : "drain") +
+                                     "' has the wrong type.");
+    auto type = format->empty() ? std::optional(SavepointFormatType::CANONICAL) : parseSavepointFormatType(*format);
+    if (!type) return sendError(res, 400, "Unknown formatType '" + *format + "'; use CANONICAL or NATIVE.");
+    const CheckpointConfig* config = e.job->checkpointConfig();
+    if (config == nullptr)
+      return sendError(res, 400, "Job " + e.job->jobId() + " runs without checkpointing; savepoints need it.");
+    if (dir->empty() && config->getDefaultSavepointDirectory().empty())
+      return sendError(res, 400, "No savepoint directory: give '" + std::string(stop ? "targetDirectory" : "target-directory") +
+                                     "', or configure execution.checkpointing.savepoint-dir.");
+    std::future<std::string> result;
+    try {
+      // cancel-job (Flink's cancel with savepoint) ends the job as a stop without drain does.
+      result = e.job->triggerSavepoint(*dir, *type, stop || *cancel, stop && *drain);
+    } catch (const Error& error) {
+      return sendError(res, 409, error.what());
+    }
+    std::string id = runtime::hex128(random64(), random64());
+    triggers_.emplace(id, SavepointTrigger{e.job->jobId(), result.share(), stop || *cancel});
+    triggerOrder_.push_back(id);
+    while (triggerOrder_.size() > kMaxSavepointTriggers) {
+      triggers_.erase(triggerOrder_.front());
+      triggerOrder_.pop_front();
+    }
+    sendJson(res, {{"request-id", id}}, 202);
+  }
+
+  static bool ready(const SavepointTrigger& t) {
+    return t.result.wait_for(std::chrono::seconds(0)) == std::future_status::ready;
+  }
+
+  // GET /jobs/:id/savepoints/:triggerid: Flink's asynchronous operation result, also
+  // once the job is gone.
+  void savepointStatus(const httplib::Request& req, httplib::Response& res) {
+    const std::string jobId = req.matches[1], id = req.matches[2];
+    auto it = triggers_.find(id);
+    if (it == triggers_.end() || it->second.jobId != jobId) {
+      if (std::none_of(jobs_.begin(), jobs_.end(), [&](const auto& e) { return e->job->jobId() == jobId; }))
+        return sendError(res, 404, "Job " + jobId + " not found.");
+      return sendError(res, 404, "There is no savepoint operation with trigger id " + id + " for job " + jobId + ".");
+    }
+    if (!ready(it->second)) return sendJson(res, {{"status", {{"id", "IN_PROGRESS"}}}, {"operation", nullptr}});
+    json operation;
+    try {
+      operation = {{"location", it->second.result.get()}};
+    } catch (const std::exception& error) {
+      operation = {{"failure-cause", {{"class", "weir::Error"}, {"stack-trace", error.what()}}}};
+    }
+    sendJson(res, {{"status", {{"id", "COMPLETED"}}}, {"operation", operation}});
+    it->second.fetched = true;
+    cv_.notify_all();
+  }
 
   // Locks every entry's job for the current request; forgets jobs that are gone.
   void lockJobs() {
@@ -446,7 +546,7 @@ class RestServer::Impl {
     auto entry = [](const checkpoint::CheckpointCoordinator::Record& r) {
       json j = {{"id", r.id},
                 {"status", r.completed ? "COMPLETED" : "FAILED"},
-                {"is_savepoint", false},
+                {"is_savepoint", r.savepoint},
                 {"trigger_timestamp", r.triggerTimestampMillis},
                 {"end_to_end_duration", r.durationMillis},
                 {"state_size", r.fullSizeBytes},
@@ -454,21 +554,22 @@ class RestServer::Impl {
                 {"alignment_buffered", 0},
                 {"is_unaligned", r.unaligned},
                 {"persisted_data", r.persistedDataBytes},
-                {"checkpoint_type", r.unaligned ? "UNALIGNED_CHECKPOINT" : "CHECKPOINT"}};
+                {"checkpoint_type", r.savepoint ? "SAVEPOINT" : r.unaligned ? "UNALIGNED_CHECKPOINT" : "CHECKPOINT"}};
       if (r.completed) j["external_path"] = r.path;
       else j["failure_message"] = r.failureMessage;
       return j;
     };
     json latestCompleted = nullptr, latestFailed = nullptr, history = json::array();
+    json latestSavepoint = stats->latestSavepoint ? entry(*stats->latestSavepoint) : json(nullptr);
     for (const auto& r : stats->history) {
       history.push_back(entry(r));
-      if (r.completed && latestCompleted.is_null()) latestCompleted = entry(r);
+      if (r.completed && !r.savepoint && latestCompleted.is_null()) latestCompleted = entry(r);
       if (!r.completed && latestFailed.is_null()) latestFailed = entry(r);
     }
     return {{"counts", {{"restored", e.job->metrics().numRestarts}, {"total", stats->completed + stats->failed + stats->inProgress},
                         {"in_progress", stats->inProgress}, {"completed", stats->completed}, {"failed", stats->failed}}},
             {"summary", json::object()},
-            {"latest", {{"completed", latestCompleted}, {"savepoint", nullptr}, {"failed", latestFailed},
+            {"latest", {{"completed", latestCompleted}, {"savepoint", latestSavepoint}, {"failed", latestFailed},
                         {"restored", nullptr}}},
             {"history", history}};
   }
@@ -660,16 +761,23 @@ class RestServer::Impl {
     http_.Post(R"(/jobs/([^/]+)/stop)", locked([this](const httplib::Request& req, httplib::Response& res) {
       auto* e = job(req, res);
       if (!e || !validBody(req, res)) return;
+      // With a savepoint when a folder is given or configured (Flink's stop); else weir's
+      // graceful stop, which drains without one.
+      json body = req.body.empty() ? json::object() : json::parse(req.body);
+      const CheckpointConfig* config = e->job->checkpointConfig();
+      bool savepoint = (body.contains("targetDirectory") && !body["targetDirectory"].is_null()) ||
+                       (config != nullptr && !config->getDefaultSavepointDirectory().empty());
+      if (savepoint) return requestSavepoint(*e, req, res, true);
       e->job->stop();
       sendJson(res, json::object(), 202);
     }));
     http_.Post(R"(/jobs/([^/]+)/savepoints)", locked([this](const httplib::Request& req, httplib::Response& res) {
-      if (!job(req, res) || !validBody(req, res)) return;
-      sendError(res, 501, "Savepoints are not implemented yet in weir; the job keeps running.");
+      auto* e = job(req, res);
+      if (!e || !validBody(req, res)) return;
+      requestSavepoint(*e, req, res, false);
     }));
     http_.Get(R"(/jobs/([^/]+)/savepoints/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
-      if (!job(req, res)) return;
-      sendError(res, 501, "Savepoints are not implemented yet in weir.");
+      savepointStatus(req, res);
     }));
     http_.Get(R"(/jobs/([^/]+)/plan)", locked([this](const httplib::Request& req, httplib::Response& res) {
       if (auto* e = job(req, res)) sendJson(res, {{"plan", plan(*e)}});
@@ -824,6 +932,8 @@ class RestServer::Impl {
   std::mutex mutex_;
   std::condition_variable cv_;
   bool stopping_ = false;                      // guarded by mutex_
+  std::map<std::string, SavepointTrigger> triggers_;  // guarded by mutex_; by trigger id
+  std::deque<std::string> triggerOrder_;              // guarded by mutex_; oldest first
   std::vector<std::unique_ptr<Entry>> jobs_;   // guarded by mutex_
 };
 

@@ -96,6 +96,67 @@ TEST(RestServer, ShowsCheckpointCountsHistoryConfigAndMetrics) {
   job.wait();
 }
 
+// Flink's savepoint routes: a trigger id at once, then the operation's status and the
+// savepoint's location; stop with a savepoint; bad requests and conflicts as 4xx.
+TEST(RestServer, TakesSavepointsAndStopsWithOneThroughFlinksRoutes) {
+  namespace fs = std::filesystem;
+  fs::path dir = fs::temp_directory_path() / ("weir-rest-savepoints-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.enableCheckpointing(50ms);
+  env.getCheckpointConfig().setCheckpointStorage(fs::temp_directory_path().string());
+  env.fromSource(DataGeneratorSource([](int64_t i) { return std::pair<int64_t, int64_t>{i % 100, 1}; },
+                                     kUnboundedCount, RateLimiterStrategy::perSecond(20000)),
+                 WatermarkStrategy<std::pair<int64_t, int64_t>>::noWatermarks(), "numbers")
+      .keyBy([](const std::pair<int64_t, int64_t>& p) { return p.first; })
+      .sum<1>()
+      .sinkTo(DiscardingSink<std::pair<int64_t, int64_t>>());
+  auto job = env.executeAsync("savepointed job");
+  Server server(job);
+  const std::string jid = job.getJobID();
+  auto post = [&](const std::string& path, const std::string& body) {
+    auto r = server.client->Post("/jobs/" + jid + path, body, "application/json");
+    EXPECT_TRUE(r) << path;
+    return r ? std::make_pair(r->status, json::parse(r->body, nullptr, false)) : std::make_pair(0, json());
+  };
+  // Waits for a trigger's operation to complete and returns it.
+  auto await = [&](const std::string& trigger) {
+    json status;
+    EXPECT_TRUE(eventually([&] {
+      status = server.get("/jobs/" + jid + "/savepoints/" + trigger);
+      return status["status"]["id"] == "COMPLETED";
+    }));
+    return status["operation"];
+  };
+  EXPECT_EQ(post("/savepoints", R"({"target-directory": 5})").first, 400);
+  EXPECT_EQ(post("/savepoints", R"({"formatType": "FOO", "target-directory": "/tmp"})").first, 400);
+  EXPECT_EQ(post("/savepoints", "{}").first, 400);  // no folder and no default one
+  server.get("/jobs/" + jid + "/savepoints/00000000000000000000000000000000", 404);
+
+  auto [status, body] = post("/savepoints", json{{"target-directory", (dir / "a").string()}}.dump());
+  ASSERT_EQ(status, 202) << body;
+  json operation = await(body["request-id"].get<std::string>());
+  ASSERT_TRUE(operation.contains("location")) << operation;
+  const std::string first = operation["location"];
+  EXPECT_EQ(fs::path(first).parent_path(), fs::canonical(dir / "a"));
+  EXPECT_TRUE(fs::exists(fs::path(first) / "_metadata"));
+  EXPECT_EQ(job.getJobStatus(), JobStatus::RUNNING);
+  auto checkpoints = server.get("/jobs/" + jid + "/checkpoints");
+  EXPECT_EQ(checkpoints["latest"]["savepoint"]["external_path"], first);
+  EXPECT_EQ(checkpoints["latest"]["savepoint"]["is_savepoint"], true);
+  EXPECT_EQ(checkpoints["latest"]["savepoint"]["checkpoint_type"], "SAVEPOINT");
+
+  auto [stopStatus, stopBody] = post("/stop", json{{"targetDirectory", (dir / "b").string()}, {"drain", true}}.dump());
+  ASSERT_EQ(stopStatus, 202) << stopBody;
+  EXPECT_EQ(post("/savepoints", json{{"target-directory", (dir / "c").string()}}.dump()).first, 409);
+  operation = await(stopBody["request-id"].get<std::string>());
+  ASSERT_TRUE(operation.contains("location")) << operation;
+  EXPECT_TRUE(fs::exists(fs::path(operation["location"].get<std::string>()) / "_metadata"));
+  EXPECT_EQ(job.wait().status, JobStatus::FINISHED);
+  EXPECT_EQ(post("/savepoints", json{{"target-directory", (dir / "c").string()}}.dump()).first, 409);
+  fs::remove_all(dir);
+}
+
 TEST(RestServer, ExceptionHistoryKeepsEveryFailedAttempt) {
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
   env.enableCheckpointing(20ms);
@@ -369,11 +430,12 @@ TEST(RestServer, BadRequestsGetJsonErrors) {
   ASSERT_TRUE(huge);
   EXPECT_EQ(huge->status, 413);
 
+  // The job runs without checkpointing, which savepoints need.
   auto savepoint = server.client->Post("/jobs/" + jid + "/savepoints", "{\"cancel-job\": false}", "application/json");
   ASSERT_TRUE(savepoint);
-  EXPECT_EQ(savepoint->status, 501);
-  EXPECT_NE(savepoint->body.find("not implemented"), std::string::npos);
-  server.get("/jobs/" + jid + "/savepoints/123", 501);
+  EXPECT_EQ(savepoint->status, 400);
+  EXPECT_NE(savepoint->body.find("without checkpointing"), std::string::npos) << savepoint->body;
+  server.get("/jobs/" + jid + "/savepoints/123", 404);
   EXPECT_EQ(job.getJobStatus(), JobStatus::RUNNING);  // none of it touched the job
   job.cancel();
   job.wait();

@@ -45,7 +45,7 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
   const auto& vertexOf = plan.vertexOf;
   const auto& parallelism = plan.parallelism;
   auto attempt = std::make_shared<Attempt>();
-  CheckpointRestore restore(plan, restoreFrom);
+  CheckpointRestore restore(plan, restoreFrom, plan.graph.restore.allowNonRestoredState());
   // Per edge: channels[p * consumerParallelism + c], or channels[p] for forward edges.
   std::vector<std::vector<ChannelBase*>> channelsOf(edges.size());
 

@@ -39,7 +39,7 @@ BarrierHandler::Arriving& BarrierHandler::aligning(int64_t id) {
 }
 
 bool BarrierHandler::unalignedNow(int64_t id) const {
-  if (!unaligned_) return false;
+  if (!unaligned_ || task_.isSavepoint(id)) return false;
   if (alignedTimeout_.count() == 0) return true;
   auto triggered = task_.checkpointTriggeredAt(id);
   return triggered && clock_.currentTimeMillis() >= *triggered + alignedTimeout_.count();

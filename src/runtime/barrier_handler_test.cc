@@ -66,6 +66,7 @@ class TwoInputs : public ::testing::Test, public CheckpointableTask {
     return aborted_.contains(id) ? std::nullopt : std::optional(triggered_);
   }
   int64_t lastCheckpointTaken() const override { return lastTaken_; }
+  bool isSavepoint(int64_t id) const override { return savepoints_.contains(id); }
 
   void send(int input, std::vector<int64_t> records) { ASSERT_TRUE(channels_[input]->send(std::move(records), {}, metrics_)); }
   // Each record in a buffer of its own, so each round reads one of them.
@@ -98,6 +99,7 @@ class TwoInputs : public ::testing::Test, public CheckpointableTask {
   ManualClock clock_{1'000'000};
   int64_t triggered_ = clock_.currentTimeMillis();
   std::set<int64_t> aborted_;  // checkpoints the coordinator gave up
+  std::set<int64_t> savepoints_;
   std::map<int64_t, std::vector<int64_t>> processedBefore_;
   std::vector<Acknowledged> acks_;
 };
@@ -150,6 +152,27 @@ TEST_F(TwoInputs, UnalignedTakesTheFirstAnnouncedBarrierAndPersistsWhatIsBeforeI
   std::vector<int64_t> all = op_.seen;
   std::sort(all.begin(), all.end());
   EXPECT_EQ(all, (std::vector<int64_t>{1, 2, 3, 4, 10, 11, 12, 13}));
+}
+
+// As in Flink, a savepoint is aligned even when checkpoints are unaligned: it holds no
+// records in flight, which a changed job could not take back.
+TEST_F(TwoInputs, ASavepointStaysAlignedWhenCheckpointsAreUnaligned) {
+  build(unaligned());
+  savepoints_.insert(1);
+  send(0, {1, 2});
+  barrier(0, 1);
+  send(0, {3});
+  send(1, {10});
+  round();
+  EXPECT_EQ(lastTaken_, 0);  // not taken at the announcement
+  barrier(1, 1);
+  for (int i = 0; i < 6; ++i) round();
+  ASSERT_EQ(acks_.size(), 1u);
+  EXPECT_FALSE(acks_[0].unaligned);
+  EXPECT_TRUE(acks_[0].inFlight.empty());
+  std::vector<int64_t> before = acks_[0].processedBefore;
+  std::sort(before.begin(), before.end());
+  EXPECT_EQ(before, (std::vector<int64_t>{1, 2, 10}));
 }
 
 TEST_F(TwoInputs, UnalignedNeverBlocksAndEndsRecordingWhenAnInputEnds) {

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cstdio>
 #include <deque>
 #include <mutex>
 #include <set>
@@ -13,23 +14,41 @@ namespace weir::runtime {
 using namespace weir::detail;
 using namespace weir::checkpoint;
 
-CheckpointRestore::CheckpointRestore(const JobPlan& plan, const std::string& path) : plan_(plan) {
+CheckpointRestore::CheckpointRestore(const JobPlan& plan, const std::string& path, bool allowNonRestoredState)
+    : plan_(plan) {
   if (path.empty()) return;
   folder_ = checkpointFolder(path);
   metadata_ = readMetadata(folder_, *plan.fileSystem());
+  const std::string what = (metadata_.isSavepoint() ? "savepoint '" : "checkpoint '") + folder_ + "'";
   verifyCheckpoint(folder_, metadata_, *plan.fileSystem());
   if (metadata_.maxParallelism != plan.graph.maxParallelism)
-    throw Error(ErrorCode::kCheckpoint, "checkpoint '" + folder_ + "' was taken with maxParallelism " +
+    throw Error(ErrorCode::kCheckpoint, what + " was taken with maxParallelism " +
                                             std::to_string(metadata_.maxParallelism) + ", the job has " +
                                             std::to_string(plan.graph.maxParallelism) + "; they must be equal");
+  const std::string backend = plan.graph.stateBackend->getName();
+  if (metadata_.savepointFormat == "NATIVE" && metadata_.stateBackend != backend)
+    throw Error(ErrorCode::kCheckpoint, what + " is in the NATIVE format of the '" + metadata_.stateBackend +
+                                            "' state backend, which only that backend restores; the job uses '" +
+                                            backend + "': take a CANONICAL savepoint to change state backends");
+  std::map<std::string, std::string> unknown;  // id -> name
   for (const auto& f : metadata_.files) {
     bool known = std::find(plan.operatorIds.begin(), plan.operatorIds.end(), f.operatorId) != plan.operatorIds.end();
-    if (!known)
-      throw Error(ErrorCode::kCheckpoint, "checkpoint '" + folder_ + "' holds state of operator '" +
-                                              f.operatorName + "' (id " + f.operatorId +
-                                              ") that this job does not have; give operators stable uids");
+    if (!known) {
+      unknown.emplace(f.operatorId, f.operatorName);
+      continue;
+    }
     byOperator_[f.operatorId].push_back(&f);
   }
+  if (unknown.empty()) return;
+  std::string list;
+  for (const auto& [id, name] : unknown) list += (list.empty() ? "" : ", ") + ("'" + id + "' (" + name + ")");
+  if (!allowNonRestoredState)
+    throw Error(ErrorCode::kCheckpoint,
+                what + " holds state of operators this job does not have: " + list +
+                    "; give them back their uids, or allow non-restored state (--allow-non-restored-state) to " +
+                    "leave that state behind");
+  std::fprintf(stderr, "weir: leaving behind the state of operators this job does not have (allowed): %s\n",
+               list.c_str());
 }
 
 std::unique_ptr<RestoredOperatorState> CheckpointRestore::stateOf(int node, int subtask, int parallelism) const {

@@ -18,9 +18,13 @@ namespace weir::runtime {
 
 class CheckpointRestore {
  public:
-  // Reads and verifies the checkpoint at `path` ("": nothing to restore) and checks it
-  // against `plan`. Throws weir::Error (kCheckpoint) naming the file or the mismatch.
-  CheckpointRestore(const JobPlan& plan, const std::string& path);
+  // Reads and verifies the checkpoint or savepoint at `path` ("": nothing to restore)
+  // and checks it against `plan`: its max parallelism, its format (a NATIVE savepoint
+  // restores only into the state backend that took it) and its operators, matched by
+  // id (uid). State of an operator the job does not have is refused, or with
+  // `allowNonRestoredState` skipped with a line on stderr. Throws weir::Error
+  // (kCheckpoint) naming the file or the mismatch.
+  CheckpointRestore(const JobPlan& plan, const std::string& path, bool allowNonRestoredState = false);
 
   // What operator `node`'s instance `subtask` of `parallelism` restores; null: nothing.
   std::unique_ptr<detail::RestoredOperatorState> stateOf(int node, int subtask, int parallelism) const;

@@ -34,6 +34,9 @@ class CheckpointableTask {
   virtual std::optional<int64_t> checkpointTriggeredAt(int64_t id) const = 0;
   // The newest checkpoint the task took part in.
   virtual int64_t lastCheckpointTaken() const = 0;
+  // Whether checkpoint `id`, in progress, is a savepoint (always aligned, as in Flink:
+  // it holds no records in flight, so it restores into a changed job).
+  virtual bool isSavepoint(int64_t id) const = 0;
 };
 
 }  // namespace weir::runtime

@@ -26,5 +26,14 @@ JobMetrics JobClient::getMetrics() const { return execution_->metrics(); }
 const std::string& JobClient::getJobID() const { return execution_->jobId(); }
 std::string JobClient::getWebInterfaceURL() const { return execution_->webInterfaceUrl(); }
 void JobClient::stop() { execution_->stop(); }
+std::future<std::string> JobClient::triggerSavepoint(const std::string& savepointDirectory,
+                                                     SavepointFormatType formatType) {
+  return execution_->triggerSavepoint(savepointDirectory, formatType, false, false);
+}
+std::future<std::string> JobClient::stopWithSavepoint(bool advanceToEndOfEventTime,
+                                                      const std::string& savepointDirectory,
+                                                      SavepointFormatType formatType) {
+  return execution_->triggerSavepoint(savepointDirectory, formatType, true, advanceToEndOfEventTime);
+}
 
 }  // namespace weir

@@ -11,6 +11,7 @@
 #include <random>
 
 #include "core/thread_name.h"
+#include "savepoint/savepoint.h"
 #include "weir/detail/core/operator_failure.h"
 #include "weir/detail/core/type_name.h"
 #include "weir/key_group.h"
@@ -76,9 +77,9 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
   std::shared_ptr<JobExecution> job(new JobExecution(std::move(jobName)), &JobExecution::destroy);
   int64_t firstId = 1;
   int restoredMaxParallelism = 0;
-  if (!graph.restorePath.empty()) {
+  if (graph.restore.restoreSavepoint()) {
     // The first attempt (below) verifies it and checks it against the job's operators.
-    job->restorePath_ = checkpoint::checkpointFolder(graph.restorePath);
+    job->restorePath_ = checkpoint::checkpointFolder(graph.restore.getRestorePath());
     auto metadata = checkpoint::readMetadata(job->restorePath_, *JobPlan::fileSystemOf(graph));
     firstId = metadata.checkpointId + 1;
     restoredMaxParallelism = metadata.maxParallelism;
@@ -251,15 +252,20 @@ void JobExecution::runAttempt(const std::shared_ptr<Attempt>& attempt) {
   }
   if (coordinator_) {
     checkpoint::CheckpointCoordinator::Hooks hooks;
-    hooks.triggerSources = [this, attempt](int64_t id, int64_t timestamp) {
-      // Sources, and subtasks past their input (no barrier reaches them any more).
+    hooks.triggerSources = [attempt](int64_t id, int64_t timestamp, checkpoint::SnapshotKind kind) {
+      // Sources, and subtasks past their input (no barrier reaches them any more). A
+      // source emits nothing after the snapshot of a stop-with-savepoint.
       for (auto& t : attempt->tasks) {
         if (!t->source && !t->inputEnded.load()) continue;
         StreamTask* task = t.get();
-        task->mailbox.put([task, id, timestamp] { task->performCheckpoint(id, timestamp, 0); });
+        task->mailbox.put([task, id, timestamp, suspend = kind.synchronous] {
+          task->performCheckpoint(id, timestamp, 0);
+          if (suspend) task->suspended = true;
+        });
       }
     };
-    hooks.notifySubtasks = [attempt](int64_t id, bool completed) {
+    hooks.notifySubtasks = [this, attempt](int64_t id, bool completed) {
+      if (completed) disposeClaimedSnapshot();
       for (auto& t : attempt->tasks) {
         StreamTask* task = t.get();
         task->mailbox.put([task, id, completed] {
@@ -346,13 +352,28 @@ void JobExecution::awaitDrained(Attempt& attempt, StreamTask& task) {
   for (int64_t pending : coordinator_->pendingIds())
     if (pending > task.lastSnapshotId.load()) task.performCheckpoint(pending, nowMillis(), 0);
   bool last = attempt.inputsEnded.fetch_add(1) + 1 == static_cast<int>(attempt.tasks.size());
+  std::optional<SavepointTrigger> savepoint;
   if (last) {
     // Decided under the lock fail() takes: an attempt that already failed is never
     // drained (its output is not final, the restart replays it), and one that is drained
-    // is never stopped by a later failure.
+    // is never stopped by a later failure. A stop-with-savepoint with drain takes its
+    // savepoint now, which drains the attempt when it completes.
     std::lock_guard lock(mutex_);
     last = !attempt.failure && !userCancelled_;
+    if (last && drainSavepoint_ && drainSavepoint_->attempt.get() == &attempt) {
+      savepoint = std::move(drainSavepoint_);
+      drainSavepoint_.reset();
+      last = false;
+    }
     if (last) attempt.drained.store(true);
+  }
+  if (savepoint) {
+    try {
+      startSavepoint(*savepoint);
+    } catch (const Error& e) {
+      savepoint->result->set_exception(std::current_exception());
+      fail(attempt, std::make_exception_ptr(Error(ErrorCode::kCheckpoint, std::string("stop-with-savepoint: ") + e.what())));
+    }
   }
   if (last) {
     int64_t finalId = coordinator_->lastTriggeredId() + 1;
@@ -402,6 +423,134 @@ void JobExecution::fail(Attempt& attempt, std::exception_ptr error, bool unlessD
   // Once drained, the other subtasks only wait to be told the output is final and to
   // close: let them, so every sink commits what it has.
   if (!drained) stopAttempt(attempt);
+}
+
+std::future<std::string> JobExecution::triggerSavepoint(const std::string& directory, SavepointFormatType format,
+                                                        bool stop, bool drain) {
+  auto refuse = [&](const std::string& why) { return Error(ErrorCode::kInvalidArgument, why); };
+  if (!coordinator_)
+    throw refuse("job '" + jobName_ + "' runs without checkpointing, and savepoints are taken as checkpoints are: " +
+                 "enable checkpointing (execution.checkpointing.interval) to take them");
+  const std::string dir = directory.empty() ? plan_->graph.checkpointConfig.getDefaultSavepointDirectory() : directory;
+  if (dir.empty())
+    throw refuse("no savepoint directory: name one, or configure a default (execution.checkpointing.savepoint-dir, "
+                 "CheckpointConfig::setDefaultSavepointDirectory)");
+  SavepointTrigger trigger;
+  trigger.folder = savepoint::newSavepointFolder(dir, jobId_);
+  trigger.kind.native = format == SavepointFormatType::NATIVE;
+  trigger.kind.synchronous = stop;
+  trigger.drain = stop && drain;
+  trigger.result = std::make_shared<std::promise<std::string>>();
+  auto future = trigger.result->get_future();
+  {
+    std::lock_guard lock(mutex_);
+    if (ended_ || !attempt_) throw refuse("job '" + jobName_ + "' has ended");
+    if (userCancelled_) throw refuse("job '" + jobName_ + "' is being cancelled");
+    if (restarting_ || attempt_->failure) throw refuse("job '" + jobName_ + "' is restarting; try again once it runs");
+    if (attempt_->drained.load()) throw refuse("job '" + jobName_ + "' is finishing: its input has ended");
+    if (stopping_) throw refuse("job '" + jobName_ + "' is being stopped with a savepoint already");
+    trigger.attempt = attempt_;
+    if (stop) stopping_ = true;
+    if (trigger.drain) {
+      // The last task to end its input triggers it (awaitDrained).
+      drainSavepoint_ = trigger;
+      for (auto& t : attempt_->tasks) {
+        if (!t->source) continue;
+        StreamTask* task = t.get();
+        task->mailbox.put([task] { task->stopRequested = true; });
+      }
+      return future;
+    }
+  }
+  try {
+    startSavepoint(trigger);
+  } catch (...) {
+    std::lock_guard lock(mutex_);
+    if (stop) stopping_ = false;
+    throw;
+  }
+  return future;
+}
+
+void JobExecution::startSavepoint(const SavepointTrigger& trigger) {
+  checkpoint::CheckpointCoordinator::SavepointRequest request;
+  request.folder = trigger.folder;
+  request.kind = trigger.kind;
+  request.stateBackend = plan_->graph.stateBackend->getName();
+  request.done = [this, trigger](int64_t id, const std::string& error) {
+    const std::string& folder = trigger.folder;
+    if (error.empty() && trigger.kind.synchronous && !finishWithSavepoint(*trigger.attempt, id)) {
+      {
+        std::lock_guard lock(mutex_);
+        stopping_ = false;
+      }
+      trigger.result->set_exception(std::make_exception_ptr(
+          Error(ErrorCode::kCheckpoint, "savepoint " + std::to_string(id) + " of job '" + jobName_ +
+                                            "' completed in '" + folder +
+                                            "', but the job failed or was cancelled before it could stop")));
+      return;
+    }
+    if (error.empty()) {
+      std::fprintf(stderr, "weir: savepoint %lld of job '%s' completed: %s\n", static_cast<long long>(id),
+                   jobName_.c_str(), folder.c_str());
+      trigger.result->set_value(folder);
+      return;
+    }
+    std::string message = "savepoint " + std::to_string(id) + " of job '" + jobName_ + "' failed: " + error;
+    std::fprintf(stderr, "weir: %s\n", message.c_str());
+    trigger.result->set_exception(std::make_exception_ptr(Error(ErrorCode::kCheckpoint, message)));
+    if (!trigger.kind.synchronous) return;
+    {
+      std::lock_guard lock(mutex_);
+      stopping_ = false;
+    }
+    if (trigger.drain) {
+      // Its sources ended their input: it cannot go on, and restarts from its latest checkpoint.
+      fail(*trigger.attempt, std::make_exception_ptr(Error(ErrorCode::kCheckpoint, "stop-with-savepoint: " + message)));
+      return;
+    }
+    for (auto& t : trigger.attempt->tasks) {  // the job goes on
+      if (!t->source) continue;
+      StreamTask* task = t.get();
+      task->mailbox.put([task] { task->suspended = false; });
+    }
+  };
+  coordinator_->triggerSavepoint(std::move(request));
+}
+
+bool JobExecution::finishWithSavepoint(Attempt& attempt, int64_t id) {
+  {
+    std::lock_guard lock(mutex_);
+    if (attempt.failure || userCancelled_) return false;  // it restarts, or ends cancelled
+    attempt.drained.store(true);
+  }
+  for (auto& t : attempt.tasks) {
+    StreamTask* task = t.get();
+    task->mailbox.put([task, id] {
+      for (auto& op : task->operators) op->notifyCheckpointComplete(id);
+      task->drained = true;  // a task past its input leaves awaitDrained
+      if (!task->inputEnded.load()) throw TaskCancelled{};  // any other leaves its loop, its input not ended
+    });
+  }
+  return true;
+}
+
+void JobExecution::disposeClaimedSnapshot() {
+  if (plan_->graph.restore.getRestoreMode() != RestoreMode::CLAIM || restorePath_.empty()) return;
+  std::string path;
+  {
+    std::lock_guard lock(mutex_);
+    if (claimDisposed_) return;
+    claimDisposed_ = true;
+    path = restorePath_;
+  }
+  try {
+    savepoint::disposeSnapshot(path);
+    std::fprintf(stderr, "weir: removed '%s', which the job restored from in CLAIM mode: its first checkpoint "
+                 "completed\n", path.c_str());
+  } catch (const Error& e) {
+    std::fprintf(stderr, "weir: the snapshot restored in CLAIM mode stays: %s\n", e.what());
+  }
 }
 
 void JobExecution::stop() {

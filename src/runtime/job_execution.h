@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <future>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -64,6 +65,12 @@ class JobExecution {
   // Ends the job gracefully: sources stop reading and end their input, which drains
   // every operator in order; the job then FINISHES. Does nothing once it has ended.
   void stop();
+  // A savepoint (JobClient::triggerSavepoint), or with `stop` stop-with-savepoint
+  // (JobClient::stopWithSavepoint; `drain`: the sources end their input first). The
+  // future gives its folder. Throws weir::Error (kInvalidArgument) when it cannot start,
+  // and then changes nothing.
+  std::future<std::string> triggerSavepoint(const std::string& directory, SavepointFormatType format, bool stop,
+                                            bool drain);
   const std::vector<VertexInfo>& vertices() const { return plan_->vertexInfo; }
   // Set once, by whoever serves the job's REST API, before the job is handed out.
   void setWebInterfaceUrl(std::string url) { webUrl_ = std::move(url); }
@@ -97,6 +104,22 @@ class JobExecution {
   void fail(Attempt& attempt, std::exception_ptr error, bool unlessDrained = false);
   void stopAttempt(Attempt& attempt);
   bool onJobThread() const;
+  // A savepoint about to be triggered on the coordinator.
+  struct SavepointTrigger {
+    std::shared_ptr<Attempt> attempt;
+    std::string folder;
+    checkpoint::SnapshotKind kind;
+    bool drain = false;
+    std::shared_ptr<std::promise<std::string>> result;
+  };
+  // Triggers it; what the coordinator says of it settles `result`. Throws as
+  // CheckpointCoordinator::triggerSavepoint does.
+  void startSavepoint(const SavepointTrigger& trigger);
+  // Stop-with-savepoint `id` completed: its attempt's output is final, sinks commit what
+  // it covers, and every task ends. False when the attempt failed or was cancelled first.
+  bool finishWithSavepoint(Attempt& attempt, int64_t id);
+  // A checkpoint completed: in CLAIM mode the snapshot the job restored from goes, once.
+  void disposeClaimedSnapshot();
 
   std::string jobName_;
   std::string jobId_;
@@ -122,6 +145,11 @@ class JobExecution {
   bool userCancelled_ = false;         // guarded by mutex_
   bool restarting_ = false;            // guarded by mutex_
   bool ended_ = false;                 // guarded by mutex_
+  // A stop-with-savepoint is in progress (another savepoint request is refused), and,
+  // with drain, the savepoint the last task to end its input triggers.
+  bool stopping_ = false;                        // guarded by mutex_
+  std::optional<SavepointTrigger> drainSavepoint_;  // guarded by mutex_
+  bool claimDisposed_ = false;                      // guarded by mutex_
   int restarts_ = 0;                   // guarded by mutex_
   std::chrono::steady_clock::time_point lastFailure_;  // guarded by mutex_
   int64_t lastRecoveryMillis_ = -1;    // guarded by mutex_: failure to every task open again

@@ -66,6 +66,30 @@ std::string operatorIdOf(const Transformation& node) {
   return "op-" + hex128(0, XXH3_64bits(seed.data(), seed.size())).substr(16);
 }
 
+// Flink's advice, as a warning when the job starts: a stateful operator without a uid
+// has an id derived from the graph, which changes when operators are added or removed
+// before it, and its state then no longer restores into it from a savepoint. Sources,
+// sinks and keyed operators are the stateful ones weir can tell from the graph.
+void warnOfStatefulOperatorsWithoutUid(const JobPlan& plan) {
+  const auto& nodes = plan.graph.nodes;
+  std::set<int> keyed;
+  for (const auto& e : plan.edges)
+    if (e.partitioner == PartitionerKind::kKeyGroup) keyed.insert(e.consumer);
+  std::string names;
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const Transformation& node = *nodes[i];
+    if (plan.vertexOf[i] < 0 || !node.uid.empty()) continue;
+    if (node.kind != Transformation::Kind::kSource && !node.isSink && !keyed.contains(static_cast<int>(i))) continue;
+    names += (names.empty() ? "'" : ", '") + node.name + "'";
+  }
+  if (names.empty()) return;
+  std::fprintf(stderr,
+               "weir: stateful operators without a uid: %s; their ids derive from the job's graph, so their state "
+               "restores from a savepoint only into the same graph; set uid(...) on them to change the job around "
+               "them\n",
+               names.c_str());
+}
+
 }  // namespace
 
 std::string hex128(uint64_t hi, uint64_t lo) {
@@ -297,6 +321,7 @@ JobPlan JobPlan::create(const StreamGraph& original, int restoredMaxParallelism)
   }
   const CheckpointConfig& config = graph.checkpointConfig;
   plan.checkpointing = config.isCheckpointingEnabled();
+  if (plan.checkpointing) warnOfStatefulOperatorsWithoutUid(plan);
   if (plan.checkpointing && config.isUnalignedCheckpointsEnabled()) {
     if (config.getCheckpointingMode() != CheckpointingMode::EXACTLY_ONCE)
       throw Error(ErrorCode::kInvalidArgument,

@@ -43,6 +43,11 @@ void StreamTask::runSource() {
   while (true) {
     mailbox.runPending();
     if (stopRequested) break;
+    if (suspended) {  // until the savepoint completes (the task ends) or fails (it goes on)
+      flushOutputs();
+      metrics.idle([&] { signal.wait(); });
+      continue;
+    }
     if (!processingTime.empty()) processingTime.fireDue(clock.currentTimeMillis());
     if (!outputAvailable()) {  // checkpoint triggers and mail go on meanwhile
       flushOutputs();

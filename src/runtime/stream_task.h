@@ -56,6 +56,7 @@ class StreamTask final : public CheckpointableTask {
                            std::vector<std::string> channelState) override;
   std::optional<int64_t> checkpointTriggeredAt(int64_t id) const override;
   int64_t lastCheckpointTaken() const override { return lastSnapshotId.load(); }
+  bool isSavepoint(int64_t id) const override;
 
   int vertex = 0;
   int index = 0;
@@ -72,6 +73,7 @@ class StreamTask final : public CheckpointableTask {
   std::vector<detail::ChannelWriterBase*> writers;                 // where barriers leave
   detail::SourceOperatorBase* source = nullptr;                    // set for source chains
   bool stopRequested = false;                                      // source: end input now
+  bool suspended = false;  // source: took a stop-with-savepoint's snapshot; emits nothing until resumed
   detail::OutputBase* headInput = nullptr;                         // set for chains fed by channels
   std::vector<std::unique_ptr<detail::ChannelInputBase>> inputs;
   std::vector<InputOrigin> inputOrigins;               // per input

@@ -32,6 +32,11 @@ std::optional<int64_t> StreamTask::checkpointTriggeredAt(int64_t id) const {
   return coordinator ? coordinator->triggeredAt(id) : std::nullopt;
 }
 
+bool StreamTask::isSavepoint(int64_t id) const {
+  auto kind = coordinator ? coordinator->kindOf(id) : std::nullopt;
+  return kind && kind->savepoint;
+}
+
 // Every operator's state as it is now, then the barrier goes on downstream. Null when
 // the task took this checkpoint already, or declined it.
 std::shared_ptr<TakenSnapshot> StreamTask::takeSnapshot(int64_t id, int64_t timestamp) {
@@ -40,6 +45,10 @@ std::shared_ptr<TakenSnapshot> StreamTask::takeSnapshot(int64_t id, int64_t time
   auto taken = std::make_shared<TakenSnapshot>();
   taken->id = id;
   taken->operators = std::make_shared<std::vector<OperatorSnapshot>>(operators.size());
+  if (auto kind = coordinator->kindOf(id); kind && kind->savepoint) {
+    for (auto& s : *taken->operators)
+      s.savepoint = kind->native ? SavepointFormatType::NATIVE : SavepointFormatType::CANONICAL;
+  }
   std::string error;
   try {
     for (size_t i = 0; i < operators.size(); ++i) operators[i]->snapshotState(id, timestamp, (*taken->operators)[i]);

@@ -81,7 +81,8 @@ void KeyedStateBackendBase::recordSchema(const std::string& name, const char* ki
 
 void KeyedStateBackendBase::snapshot(int64_t checkpointId, OperatorSnapshot& out) {
   out.keyedSchemas = schemas_;
-  if (!rocksdb_ || !rocksdb_->incrementalCheckpoints()) {
+  const bool files = out.savepoint ? *out.savepoint == SavepointFormatType::NATIVE : rocksdb_ && rocksdb_->incrementalCheckpoints();
+  if (!rocksdb_ || !files) {
     out.keyed = snapshot();
     return;
   }

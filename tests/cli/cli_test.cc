@@ -381,6 +381,74 @@ std::string fileText(const fs::path& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// A user's savepoint round trip: `weir savepoint` of the running demo, `weir stop
+// --savepoint-path`, `weir savepoint inspect`, a resume with -s at another parallelism
+// that counts every event once, and `weir savepoint dispose`. Requests the job cannot
+// take are one line and exit code 2.
+TEST(Cli, TheDemoStoppedWithASavepointResumesAndCountsEveryEventOnce) {
+  fs::path dir = fs::temp_directory_path() / ("weir-demo-savepoint-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "checkpoints");
+  const std::string job = "run clicks --events 3000000 --users 2000 --top 5";
+  Result whole = weir(job + " -p 2 --no-rest");
+  ASSERT_EQ(whole.exitCode, 0) << whole.err;
+  auto topUsers = [](const std::string& out) { return out.substr(out.find("top 5 users:")); };
+
+  fs::path out = dir / "out.txt";
+  pid_t pid = spawnWeir(job + " -p 2 --rate 300000 --rest-port 0 --checkpoint-interval 50 --checkpoint-dir " +
+                            (dir / "checkpoints").string(),
+                        out, dir / "err.txt");
+  std::string address;
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(30);
+  while (address.empty() && std::chrono::steady_clock::now() < deadline) {
+    std::string text = fileText(out);
+    auto at = text.find("Web UI: http://");
+    if (at != std::string::npos && text.find('\n', at) != std::string::npos)
+      address = text.substr(at + 15, text.find('\n', at) - at - 15);
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  ASSERT_FALSE(address.empty()) << fileText(dir / "err.txt");
+  Result list = weir("list --address " + address);
+  ASSERT_EQ(list.exitCode, 0) << list.err;
+  const std::string jobId = list.out.substr(list.out.find('\n') + 1, 32);
+  while (recordedCheckpoints(dir / "checkpoints") == 0 && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+
+  Result noFolder = weir("savepoint " + jobId + " --address " + address);
+  EXPECT_EQ(noFolder.exitCode, 2) << noFolder.err;
+  EXPECT_NE(noFolder.err.find("savepoint"), std::string::npos) << noFolder.err;
+  Result badType = weir("savepoint " + jobId + " " + (dir / "sp").string() + " --type fancy --address " + address);
+  EXPECT_EQ(badType.exitCode, 2) << badType.err;
+  Result taken = weir("savepoint " + jobId + " " + (dir / "sp").string() + " --address " + address);
+  ASSERT_EQ(taken.exitCode, 0) << taken.err;
+  EXPECT_EQ(taken.out.rfind("Savepoint completed. Path: " + (dir / "sp").string() + "/savepoint-" + jobId.substr(0, 6), 0),
+            0u) << taken.out;
+  Result stopped = weir("stop " + jobId + " --savepoint-path " + (dir / "sp").string() + " --address " + address);
+  ASSERT_EQ(stopped.exitCode, 0) << stopped.err;
+  const std::string prefix = "Savepoint completed. Path: ";
+  ASSERT_EQ(stopped.out.rfind(prefix, 0), 0u) << stopped.out;
+  const std::string savepoint = stopped.out.substr(prefix.size(), stopped.out.find('\n') - prefix.size());
+  EXPECT_EQ(exitCodeWithin(pid, 30), 0) << fileText(dir / "err.txt");
+  EXPECT_NE(fileText(out).find("counted"), std::string::npos) << fileText(out);
+
+  Result inspect = weir("savepoint inspect " + savepoint);
+  EXPECT_EQ(inspect.exitCode, 0) << inspect.err;
+  EXPECT_NE(inspect.out.find("CANONICAL format, taken on the hashmap state backend"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("verified"), std::string::npos) << inspect.out;
+
+  Result resumed = weir(job + " -p 3 --no-rest --checkpoint-interval 50 --checkpoint-dir " +
+                        (dir / "checkpoints").string() + " -s " + savepoint);
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
+  EXPECT_NE(resumed.out.find("counted 3,000,000 events"), std::string::npos) << resumed.out;
+  EXPECT_EQ(topUsers(resumed.out), topUsers(whole.out));
+
+  EXPECT_EQ(weir("savepoint dispose " + savepoint).exitCode, 0);
+  EXPECT_FALSE(fs::exists(savepoint));
+  expectUsageError("savepoint dispose " + savepoint, "no checkpoint");
+  expectUsageError(job + " -s " + (dir / "nothing").string(), "nothing");
+  fs::remove_all(dir);
+}
+
 // #35.3 and #35.8: the newest completed checkpoint of a killed run is damaged (its
 // _metadata a FIFO, then a link to /dev/zero) while an older one is whole. `--restore
 // latest` fails at once naming it — no hang, no fall-back to the older one, no fresh

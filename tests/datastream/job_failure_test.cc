@@ -107,12 +107,14 @@ TEST(JobFailure, EveryFailureAndRestartIsALineOnStderr) {
   env.setRestartStrategy(RestartStrategy::fixedDelayRestart(5, 0ms));
   CollectSink<int> sink;
   env.fromElements(1, 2, 3)
+      .uid("numbers")  // stateful operators have uids: no warning on stderr
       .map([failures](int v) {
         if (v == 2 && failures->fetch_add(1) < 2) throw std::runtime_error("flaky record 2");
         return v;
       })
       .name("flaky")
-      .sinkTo(sink);
+      .sinkTo(sink)
+      .uid("sink");
   testing::internal::CaptureStderr();
   env.execute("flaky job");
   std::string err = testing::internal::GetCapturedStderr();
@@ -131,9 +133,11 @@ TEST(JobFailure, AFailureThatRecursOnEveryAttemptEndsTheJobAtTheIdenticalFailure
   env.enableCheckpointing(50ms);
   env.setRestartStrategy(RestartStrategy::fixedDelayRestart(1000, 0ms).stopAfterIdenticalFailures(3));
   env.fromElements(1, 2, 3)
+      .uid("numbers")
       .map([](int v) -> int { throw std::runtime_error("broken " + std::to_string(v)); })
       .name("broken")
-      .sinkTo(DiscardingSink<int>());
+      .sinkTo(DiscardingSink<int>())
+      .uid("sink");
   testing::internal::CaptureStderr();
   auto client = env.executeAsync("broken job");
   EXPECT_THROW(client.wait(), JobExecutionError);

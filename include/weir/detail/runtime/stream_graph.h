@@ -14,6 +14,7 @@
 #include "weir/detail/runtime/record_writer.h"
 #include "weir/detail/runtime/stream_type.h"
 #include "weir/restart_strategy.h"
+#include "weir/savepoint_restore_settings.h"
 #include "weir/source.h"
 #include "weir/state_backend.h"
 
@@ -83,7 +84,7 @@ struct StreamGraph {
   std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>();  // processing time
   CheckpointConfig checkpointConfig;
   RestartStrategy restartStrategy = RestartStrategy::fallback();
-  std::string restorePath;  // a checkpoint to start from; empty: from scratch
+  SavepointRestoreSettings restore;  // the savepoint or checkpoint to start from; none: from scratch
   // What the job's checkpoints are written to and read from; null: the POSIX file
   // system (core::FileSystem::local()). Tests alone set another (a fault-injecting one,
   // tests/support/fault_injecting_file_system.h): not an option of the API.

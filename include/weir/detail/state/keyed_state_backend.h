@@ -247,8 +247,8 @@ class KeyedStateBackendBase {
   // were not registered again are part of it, so they survive to the next restore.
   std::map<std::string, std::unique_ptr<StateSnapshot>> snapshot();
   // The store's part of checkpoint `checkpointId`: snapshot() into `out.keyed`, or with
-  // incremental RocksDB checkpoints RocksDB's own checkpoint into `out.rocksdb` (and
-  // snapshot() as its fallback).
+  // incremental RocksDB checkpoints and NATIVE savepoints (`out.savepoint`) RocksDB's
+  // own checkpoint into `out.rocksdb` (and snapshot() as its fallback).
   void snapshot(int64_t checkpointId, OperatorSnapshot& out);
 
   // What a checkpoint holds for this store: keyed entries by state name, each state

@@ -16,6 +16,7 @@
 
 #include "weir/detail/state/keyed_state_backend.h"
 #include "weir/detail/state/operator_state.h"
+#include "weir/savepoint_format_type.h"
 
 namespace weir::detail {
 
@@ -88,6 +89,11 @@ struct OperatorSnapshot {
   std::unique_ptr<RocksDBCheckpoint> rocksdb;  // incremental: the states kept in RocksDB
   // The schema of each keyed state (KeyedStateBackendBase::stateSchemas), by name.
   std::map<std::string, TypeSchema> keyedSchemas;
+  // Set by the task before the operator snapshots, for a savepoint: in the CANONICAL
+  // format a RocksDB store gives every entry (`keyed`), never its own files; in the
+  // NATIVE format its own files (`rocksdb`), also when its checkpoints are not
+  // incremental.
+  std::optional<SavepointFormatType> savepoint;
 };
 
 // One RocksDB instance's files in a checkpoint, to restore from.

@@ -1,0 +1,413 @@
+// Savepoints of whole jobs: stop-with-savepoint and resume at other parallelisms and on
+// other state backends, with and without drain, intermediate savepoints, operators
+// matched by uid, and damaged savepoints. Each output is checked against a brute force
+// over the input (tests/support/recovery_job.h).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <future>
+#include <thread>
+
+#include "checkpoint/checkpoint_storage.h"
+#include "support/fresh_folder.h"
+#include "support/job_end.h"
+#include "support/recovery_job.h"
+#include "weir/weir.h"
+
+namespace weir {
+namespace {
+
+using namespace std::chrono_literals;
+namespace fs = std::filesystem;
+using namespace weir::test;
+
+// A fresh folder of the test's own with an empty checkpoints/ in it.
+fs::path testFolder(const std::string& name) {
+  fs::path dir = freshFolder("savepoint-" + name);
+  fs::create_directories(dir / "checkpoints");
+  return dir;
+}
+
+// The recovery job (keyed counts with event-time timers, tumbling, sliding and session
+// windows, a rolling reduce, broadcast rules, a two-phase-commit sink with union state)
+// at `parallelism` on `backend`, a checkpoint every 20 ms.
+void configure(StreamExecutionEnvironment& env, int parallelism, const std::string& backend, const fs::path& dir) {
+  env.setParallelism(parallelism).setAutoWatermarkInterval(5ms).setStateBackend(backendNamed(backend));
+  env.setMaxParallelism(128);
+  env.enableCheckpointing(20ms);
+  env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
+  env.setRestartStrategy(RestartStrategy::noRestart());
+}
+
+// Runs the job until it completed two checkpoints and committed output, then stops it
+// with a savepoint in `dir`/savepoints; returns the savepoint's folder.
+std::string runThenStopWithSavepoint(const fs::path& dir, int64_t n, int parallelism, const std::string& backend,
+                                     std::shared_ptr<Committed> committed, bool drain = false,
+                                     SavepointFormatType format = SavepointFormatType::CANONICAL) {
+  StreamExecutionEnvironment env;
+  configure(env, parallelism, backend, dir);
+  addJob(env, n, 4000.0 * parallelism, TransactionalSink(committed), Extra::kBroadcastRules);
+  auto client = env.executeAsync("first");
+  bool ok = waitWhileRunning(client, [&](const JobMetrics& m) {
+    std::lock_guard lock(committed->mutex);
+    return m.numberOfCompletedCheckpoints >= 2 && !committed->out.empty();
+  });
+  EXPECT_TRUE(ok) << "the job ended before it completed two checkpoints";
+  if (!ok) return "";
+  std::string path = client.stopWithSavepoint(drain, (dir / "savepoints").string(), format).get();
+  EXPECT_EQ(client.wait().status, JobStatus::FINISHED);
+  return path;
+}
+
+// Resumes the job from `savepoint` at `parallelism` on `backend` and runs it to the end
+// of its input at full speed.
+void resume(const fs::path& dir, const std::string& savepoint, int64_t n, int parallelism, const std::string& backend,
+            std::shared_ptr<Committed> committed) {
+  StreamExecutionEnvironment env;
+  configure(env, parallelism, backend, dir);
+  env.setRestorePath(savepoint);
+  addJob(env, n, 1e9, TransactionalSink(committed), Extra::kBroadcastRules);
+  env.execute("resumed");
+}
+
+// Stop-with-savepoint, resumed at another parallelism: keyed state, timers and window
+// contents move by key group, the rules' broadcast state and the sink's union state go
+// to every subtask, the source's splits are shared out again, and the two runs' output
+// together is exactly a failure-free run's.
+TEST(StopWithSavepoint, ResumesExactlyAtAnyParallelism) {
+  const int64_t n = 30000;
+  for (auto [from, to] : std::vector<std::pair<int, int>>{{1, 4}, {4, 2}, {3, 5}, {2, 1}, {2, 2}}) {
+    Failures::reset({});
+    fs::path dir = testFolder("rescale");
+    auto committed = std::make_shared<Committed>();
+    std::string savepoint = runThenStopWithSavepoint(dir, n, from, "heap", committed);
+    ASSERT_FALSE(savepoint.empty());
+    EXPECT_EQ(fs::path(savepoint).parent_path(), fs::canonical(dir / "savepoints"));
+    EXPECT_EQ(fs::path(savepoint).filename().string().rfind("savepoint-", 0), 0u) << savepoint;
+    auto metadata = checkpoint::readMetadata(savepoint);
+    EXPECT_EQ(metadata.savepointFormat, "CANONICAL");
+    EXPECT_EQ(metadata.stateBackend, "hashmap");
+    const size_t before = committed->out.size();
+    const int64_t counted = std::count_if(committed->out.begin(), committed->out.end(),
+                                          [](const Out& o) { return o.kind == kCount; });
+    EXPECT_LT(counted, n) << "the first run read its whole input: the savepoint was taken at its end";
+    resume(dir, savepoint, n, to, "heap", committed);
+    Verdict v = check(committed->out, n);
+    EXPECT_TRUE(v.exact()) << from << " to " << to << ", resumed from " << savepoint << " after " << before
+                           << " records committed: " << v;
+    EXPECT_TRUE(fs::exists(fs::path(savepoint) / "_metadata")) << "weir never removes a savepoint";
+    fs::remove_all(dir);
+  }
+}
+
+// Canonical savepoints are independent of the state backend: heap to RocksDB to heap,
+// each leg stopped with a savepoint, and a moved savepoint restores as well.
+TEST(StopWithSavepoint, CanonicalSavepointsMoveBetweenStateBackendsAndFolders) {
+  const int64_t n = 60000;
+  Failures::reset({});
+  fs::path dir = testFolder("backends");
+  auto committed = std::make_shared<Committed>();
+  std::string first = runThenStopWithSavepoint(dir, n, 2, "heap", committed);
+  ASSERT_FALSE(first.empty());
+  // Moved to another folder, it still restores: its files are named relative to it.
+  fs::path moved = dir / "moved" / fs::path(first).filename();
+  fs::create_directories(moved.parent_path());
+  fs::rename(first, moved);
+  // The second leg on RocksDB (incremental checkpoints) stops with a savepoint too.
+  StreamExecutionEnvironment env;
+  configure(env, 3, "rocksdb_incremental", dir);
+  env.setRestorePath(moved.string());
+  addJob(env, n, 12000, TransactionalSink(committed), Extra::kBroadcastRules);
+  auto client = env.executeAsync("rocksdb");
+  const size_t before = committed->out.size();
+  ASSERT_TRUE(waitWhileRunning(client, [&](const JobMetrics& m) {
+    std::lock_guard lock(committed->mutex);
+    return m.numberOfCompletedCheckpoints >= 2 && committed->out.size() > before;
+  }));
+  std::string second = client.stopWithSavepoint(false, (dir / "savepoints").string()).get();
+  EXPECT_EQ(client.wait().status, JobStatus::FINISHED);
+  auto metadata = checkpoint::readMetadata(second);
+  EXPECT_EQ(metadata.stateBackend, "rocksdb");
+  for (const auto& f : metadata.files) EXPECT_TRUE(f.rocksdb.empty()) << "a canonical savepoint holds entries only";
+  resume(dir, second, n, 2, "heap", committed);
+  Verdict v = check(committed->out, n);
+  EXPECT_TRUE(v.exact()) << v;
+  fs::remove_all(dir);
+}
+
+// A NATIVE savepoint holds RocksDB's own files, in its folder (none in shared/); it
+// restores into RocksDB, and any other state backend refuses it before the job runs.
+TEST(StopWithSavepoint, NativeSavepointsRestoreIntoTheirStateBackendOnly) {
+  const int64_t n = 30000;
+  Failures::reset({});
+  fs::path dir = testFolder("native");
+  auto committed = std::make_shared<Committed>();
+  std::string savepoint = runThenStopWithSavepoint(dir, n, 2, "rocksdb", committed, false, SavepointFormatType::NATIVE);
+  ASSERT_FALSE(savepoint.empty());
+  auto metadata = checkpoint::readMetadata(savepoint);
+  EXPECT_EQ(metadata.savepointFormat, "NATIVE");
+  int withFiles = 0;
+  for (const auto& f : metadata.files) {
+    withFiles += f.rocksdb.empty() ? 0 : 1;
+    for (const auto& r : f.rocksdb) EXPECT_FALSE(r.shared) << r.name;
+  }
+  EXPECT_GT(withFiles, 0) << "a native savepoint of RocksDB holds its files";
+  try {
+    resume(dir, savepoint, n, 2, "heap", std::make_shared<Committed>());
+    ADD_FAILURE() << "a native RocksDB savepoint restored into the heap";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("NATIVE format of the 'rocksdb' state backend"), std::string::npos)
+        << e.what();
+  }
+  resume(dir, savepoint, n, 3, "rocksdb", committed);
+  Verdict v = check(committed->out, n);
+  EXPECT_TRUE(v.exact()) << v;
+  fs::remove_all(dir);
+}
+
+// With drain, event time advances to its end before the savepoint: every timer and
+// window of the records read so far fires exactly once, before the job finishes. At
+// parallelism 1 the records read are the first m, m being the counts the job emitted.
+TEST(StopWithSavepoint, DrainFiresEveryWindowOnceBeforeTheEnd) {
+  const int64_t n = 1'000'000;
+  Failures::reset({});
+  fs::path dir = testFolder("drain");
+  auto committed = std::make_shared<Committed>();
+  std::string savepoint = runThenStopWithSavepoint(dir, n, 1, "heap", committed, true);
+  ASSERT_FALSE(savepoint.empty());
+  const int64_t m = std::count_if(committed->out.begin(), committed->out.end(), [](const Out& o) { return o.kind == kCount; });
+  ASSERT_GT(m, 0);
+  ASSERT_LT(m, n);
+  Verdict v = check(committed->out, m);
+  EXPECT_TRUE(v.exact()) << "drained after " << m << " records: " << v;
+  fs::remove_all(dir);
+}
+
+// An intermediate savepoint leaves the job running, and its output exact: what the sink
+// prepared for it is committed by the next checkpoint (the savepoint commits nothing).
+TEST(Savepoint, AnIntermediateSavepointLeavesTheJobRunningAndItsOutputExact) {
+  const int64_t n = 40000;
+  Failures::reset({});
+  fs::path dir = testFolder("intermediate");
+  auto committed = std::make_shared<Committed>();
+  StreamExecutionEnvironment env;
+  configure(env, 2, "rocksdb", dir);
+  env.getCheckpointConfig().setDefaultSavepointDirectory((dir / "default").string());
+  addJob(env, n, 10000, TransactionalSink(committed), Extra::kBroadcastRules);
+  auto client = env.executeAsync("intermediate");
+  ASSERT_TRUE(waitWhileRunning(client, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 1; }));
+  std::string savepoint = client.triggerSavepoint().get();  // into the default folder
+  EXPECT_EQ(fs::path(savepoint).parent_path(), fs::canonical(dir / "default"));
+  auto metadata = checkpoint::readMetadata(savepoint);
+  EXPECT_NO_THROW(checkpoint::verifyCheckpoint(savepoint, metadata));
+  EXPECT_EQ(client.getJobStatus(), JobStatus::RUNNING);
+  EXPECT_EQ(client.wait().status, JobStatus::FINISHED);
+  Verdict v = check(committed->out, n);
+  EXPECT_TRUE(v.exact()) << v;
+  fs::remove_all(dir);
+}
+
+// A small job whose operators have uids: a keyed count ("count"), optionally a keyed
+// sum after it ("sum"), into a collecting sink.
+struct Keyed {
+  int64_t key = 0;
+  int64_t value = 0;
+};
+WEIR_STRUCT(Keyed, key, value);
+
+struct RunningCount : KeyedProcessFunction<int64_t, int64_t, Keyed> {
+  void open() override { count_ = &getRuntimeContext().getState(ValueStateDescriptor<int64_t>("count", 0)); }
+  void processElement(const int64_t& v, Context&, Collector<Keyed>& out) override {
+    count_->update(*count_->value() + 1);
+    out.collect({v % 10, *count_->value()});
+  }
+  ValueState<int64_t>* count_ = nullptr;
+};
+
+void addUidJob(StreamExecutionEnvironment& env, int64_t n, double rate, bool withSum, CollectSink<Keyed> sink) {
+  auto source = env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, n, RateLimiterStrategy::perSecond(rate)),
+                               WatermarkStrategy<int64_t>::noWatermarks(), "numbers")
+                    .uid("numbers");
+  DataStream<Keyed> counts =
+      source.keyBy([](const int64_t& v) { return v % 10; }).process(RunningCount{}).uid("count");
+  if (withSum) counts = counts.keyBy([](const Keyed& k) { return k.key; }).sum(&Keyed::value).uid("sum");
+  counts.sinkTo(std::move(sink)).uid("sink");
+}
+
+// State of an operator the job no longer has is refused, naming its uid, unless
+// non-restored state is allowed; then the rest restores and the job runs on.
+TEST(Savepoint, StateOfARemovedOperatorIsRefusedUnlessAllowed) {
+  fs::path dir = testFolder("uids");
+  const int64_t n = 200000;
+  StreamExecutionEnvironment env;
+  env.setParallelism(2).enableCheckpointing(20ms);
+  env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
+  CollectSink<Keyed> first;
+  addUidJob(env, n, 20000, true, first);
+  auto client = env.executeAsync("with sum");
+  ASSERT_TRUE(waitWhileRunning(client, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 1; }));
+  std::string savepoint = client.stopWithSavepoint(false, (dir / "savepoints").string()).get();
+  client.wait();
+  auto without = [&](bool allow) {
+    StreamExecutionEnvironment resumed;
+    resumed.setParallelism(3).enableCheckpointing(20ms);
+    resumed.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
+    resumed.setSavepointRestoreSettings(SavepointRestoreSettings::forPath(savepoint, allow));
+    CollectSink<Keyed> sink;
+    addUidJob(resumed, n, 1e9, false, sink);
+    resumed.execute("without sum");
+    return sink.getResults();
+  };
+  try {
+    without(false);
+    ADD_FAILURE() << "state of the removed operator 'sum' was dropped silently";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'sum'"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("--allow-non-restored-state"), std::string::npos) << e.what();
+  }
+  auto results = without(true);
+  // The counts go on from the savepoint: each key's last count is its number of records.
+  std::map<int64_t, int64_t> last;
+  for (const auto& k : results) last[k.key] = std::max(last[k.key], k.value);
+  ASSERT_EQ(last.size(), 10u);
+  for (const auto& [key, count] : last) EXPECT_EQ(count, n / 10) << "key " << key;
+  fs::remove_all(dir);
+}
+
+// Flink's advice as a warning when a job with checkpoints starts: the stateful operators
+// (sources, keyed operators, sinks) that have no uid, by name; none when they all have one.
+TEST(Savepoint, StatefulOperatorsWithoutAUidAreNamedWhenTheJobStarts) {
+  auto run = [](bool uids) {
+    StreamExecutionEnvironment env;
+    env.enableCheckpointing(1000ms);
+    auto numbers = env.fromElements(int64_t{1}, int64_t{2}, int64_t{3});
+    auto counts = numbers.map([](int64_t v) { return v; }).name("plain map")
+                      .keyBy([](const int64_t& v) { return v % 2; }).process(RunningCount{}).name("running count");
+    auto sink = counts.sinkTo(DiscardingSink<Keyed>());
+    if (uids) {
+      numbers.uid("numbers");
+      counts.uid("count");
+      sink.uid("sink");
+    }
+    testing::internal::CaptureStderr();
+    env.execute("uids");
+    return testing::internal::GetCapturedStderr();
+  };
+  std::string without = run(false);
+  EXPECT_NE(without.find("stateful operators without a uid: 'Collection Source', 'running count', 'Sink'"),
+            std::string::npos) << without;
+  EXPECT_EQ(without.find("plain map"), std::string::npos) << "a map has no state of its own: " << without;
+  EXPECT_EQ(run(true), "");
+}
+
+// Requests that cannot start are refused at once, and the job is not disturbed.
+TEST(Savepoint, RequestsThatCannotStartAreRefused) {
+  fs::path dir = testFolder("refused");
+  {
+    StreamExecutionEnvironment env;  // no checkpointing
+    CollectSink<Keyed> sink;
+    addUidJob(env, 100000, 20000, false, sink);
+    auto client = env.executeAsync("unchecked");
+    try {
+      client.triggerSavepoint(dir.string());
+      ADD_FAILURE() << "a savepoint of a job without checkpointing";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("without checkpointing"), std::string::npos) << e.what();
+    }
+    client.cancel();
+    client.wait();
+  }
+  StreamExecutionEnvironment env;
+  env.setParallelism(2).enableCheckpointing(50ms);
+  env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
+  CollectSink<Keyed> sink;
+  addUidJob(env, 20000, 10000, false, sink);
+  auto client = env.executeAsync("refusing");
+  try {
+    client.triggerSavepoint();
+    ADD_FAILURE() << "a savepoint without a folder";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("no savepoint directory"), std::string::npos) << e.what();
+  }
+  auto stopping = client.stopWithSavepoint(true, (dir / "savepoints").string());
+  try {
+    client.triggerSavepoint((dir / "savepoints").string());
+    ADD_FAILURE() << "a savepoint while the job is being stopped with one";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("being stopped with a savepoint"), std::string::npos) << e.what();
+  }
+  std::string path = stopping.get();
+  EXPECT_EQ(client.wait().status, JobStatus::FINISHED);
+  EXPECT_TRUE(fs::exists(fs::path(path) / "_metadata"));
+  // The drained job's every record reached the sink: its counts are complete up to where
+  // the sources stopped, and the job ended.
+  try {
+    client.triggerSavepoint((dir / "savepoints").string());
+    ADD_FAILURE() << "a savepoint of a finished job";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("has ended"), std::string::npos) << e.what();
+  }
+  fs::remove_all(dir);
+}
+
+// A flipped byte, a truncated or a deleted file: found before any state is used, with
+// an error naming the file, and the job does not run.
+TEST(Savepoint, DamagedSavepointsAreRefusedBeforeUse) {
+  fs::path dir = testFolder("damaged");
+  StreamExecutionEnvironment env;
+  env.setParallelism(2).enableCheckpointing(20ms);
+  env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
+  CollectSink<Keyed> sink;
+  addUidJob(env, 100000, 20000, true, sink);
+  auto client = env.executeAsync("to damage");
+  ASSERT_TRUE(waitWhileRunning(client, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 1; }));
+  std::string savepoint = client.stopWithSavepoint(false, (dir / "savepoints").string()).get();
+  client.wait();
+  std::vector<fs::path> stateFiles;
+  for (const auto& f : fs::directory_iterator(savepoint))
+    if (f.path().filename() != "_metadata") stateFiles.push_back(f.path());
+  std::sort(stateFiles.begin(), stateFiles.end());
+  ASSERT_FALSE(stateFiles.empty());
+  enum class Damage { kFlip, kTruncate, kDelete };
+  int trial = 0;
+  for (Damage damage : {Damage::kFlip, Damage::kTruncate, Damage::kDelete}) {
+    for (const fs::path& victim : stateFiles) {
+      fs::path copy = dir / ("copy-" + std::to_string(trial++));
+      fs::copy(savepoint, copy);
+      fs::path file = copy / victim.filename();
+      if (damage == Damage::kDelete) {
+        fs::remove(file);
+      } else if (damage == Damage::kTruncate) {
+        fs::resize_file(file, fs::file_size(file) / 2);
+      } else {
+        std::fstream f(file, std::ios::in | std::ios::out | std::ios::binary);
+        f.seekg(static_cast<std::streamoff>(fs::file_size(file) / 2));
+        char c = 0;
+        f.read(&c, 1);
+        f.seekp(static_cast<std::streamoff>(fs::file_size(file) / 2));
+        c = static_cast<char>(c ^ 0x10);
+        f.write(&c, 1);
+      }
+      StreamExecutionEnvironment resumed;
+      resumed.setParallelism(2).enableCheckpointing(20ms);
+      resumed.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
+      resumed.setRestorePath(copy.string());
+      CollectSink<Keyed> out;
+      addUidJob(resumed, 100000, 1e9, true, out);
+      try {
+        resumed.execute("damaged");
+        ADD_FAILURE() << "a damaged savepoint restored: " << file;
+      } catch (const Error& e) {
+        EXPECT_NE(std::string(e.what()).find(file.filename().string()), std::string::npos) << e.what();
+      }
+      EXPECT_TRUE(out.getResults().empty()) << "the job ran from a damaged savepoint";
+      fs::remove_all(copy);
+    }
+  }
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace weir
