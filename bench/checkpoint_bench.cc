@@ -80,10 +80,10 @@ void addWrites(StreamExecutionEnvironment& env, int64_t keys, std::shared_ptr<st
 // `checkpoints` more checkpoints completed.
 JobClient startFilled(const std::string& backend, int64_t keys, int checkpoints,
                       std::shared_ptr<std::atomic<bool>> armed, RestartStrategy restart,
-                      const std::string& retainIn = "") {
+                      const std::string& retainIn = "", std::chrono::milliseconds interval = 500ms) {
   StreamExecutionEnvironment env;
   env.setParallelism(1).setStateBackend(backendNamed(backend));
-  env.enableCheckpointing(500ms);
+  env.enableCheckpointing(interval);
   env.setRestartStrategy(restart);
   if (!retainIn.empty()) {
     env.getCheckpointConfig().setCheckpointStorage(retainIn);
@@ -261,6 +261,84 @@ void rescale(int runs) {
                   {{"keys", static_cast<double>(keys)}, {"checkpoint_bytes", size}, {"from_parallelism", 1},
                    {"to_parallelism", 2}, {"restore_s", seconds[seconds.size() / 2]},
                    {"peak_rss_added_bytes", added[added.size() / 2]}});
+    }
+  }
+}
+
+namespace {
+
+double folderBytes(const std::filesystem::path& folder) {
+  double bytes = 0;
+  for (const auto& f : std::filesystem::recursive_directory_iterator(folder))
+    if (f.is_regular_file()) bytes += static_cast<double>(f.file_size());
+  return bytes;
+}
+
+// Resumes the writes job from `path` at `parallelism`: seconds until every keyed subtask
+// is open with its state.
+double restoreSeconds(const std::string& backend, int64_t keys, const std::string& path, int parallelism) {
+  StreamExecutionEnvironment env;
+  env.setParallelism(parallelism).setStateBackend(backendNamed(backend)).setRestorePath(path);
+  addWrites(env, keys, std::make_shared<std::atomic<bool>>(false));
+  gKeepOpened = 0;
+  const auto start = std::chrono::steady_clock::now();
+  auto client = env.executeAsync("resumed");
+  while (gKeepOpened < parallelism && client.getJobStatus() == JobStatus::RUNNING) std::this_thread::sleep_for(1ms);
+  if (gKeepOpened < parallelism) client.wait();  // it failed: throws, naming why
+  const auto opened = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(gKeepOpenedAtNanos.load()));
+  client.cancel();
+  client.wait();
+  return std::chrono::duration<double>(opened - start).count();
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+void savepoint(int runs) {
+  std::vector<int64_t> sizes = {1'000'000};  // x ~100 bytes: 100 MB
+  if (std::getenv("WEIR_BENCH_LARGE")) sizes.push_back(10'000'000);
+  const char* only = std::getenv("WEIR_BENCH_BACKEND");
+  const auto folder = std::filesystem::temp_directory_path() / ("weir-bench-savepoint-" + std::to_string(::getpid()));
+  struct Case {
+    std::string backend;
+    SavepointFormatType type;
+  };
+  for (int64_t keys : sizes) {
+    for (const Case& c : {Case{"heap", SavepointFormatType::CANONICAL}, Case{"rocksdb", SavepointFormatType::CANONICAL},
+                          Case{"rocksdb", SavepointFormatType::NATIVE}}) {
+      if (only && c.backend.rfind(only, 0) != 0) continue;
+      std::vector<double> checkpointS, savepointS, restore1, restore2;
+      double checkpointBytes = 0, savepointBytes = 0;
+      for (int r = 0; r < std::max(1, runs / 2); ++r) {
+        std::filesystem::remove_all(folder);
+        std::filesystem::create_directories(folder);
+        // A full checkpoint of the filled state, then a savepoint of the same state, in the
+        // same run (the job goes on rewriting 1% of the keys meanwhile). Checkpoints 3 s
+        // apart, and the savepoint right after one completed: it does not wait for one.
+        auto job = startFilled(c.backend, keys, 2, std::make_shared<std::atomic<bool>>(false),
+                               RestartStrategy::noRestart(), "", 3s);
+        const JobMetrics m = job.getMetrics();
+        checkpointS.push_back(static_cast<double>(m.lastCheckpointDuration) / 1000.0);
+        checkpointBytes = static_cast<double>(m.lastCheckpointFullSize);
+        const auto start = std::chrono::steady_clock::now();
+        const std::string path = job.stopWithSavepoint(false, folder.string(), c.type).get();
+        savepointS.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        job.wait();
+        savepointBytes = folderBytes(path);
+        restore1.push_back(restoreSeconds(c.backend, keys, path, 1));
+        restore2.push_back(restoreSeconds(c.backend, keys, path, 2));
+      }
+      std::filesystem::remove_all(folder);
+      const double ratio = median(savepointS) / median(checkpointS);
+      printFigure("savepoint", {{"backend", c.backend}, {"format", toString(c.type)}},
+                  {{"keys", static_cast<double>(keys)}, {"checkpoint_s", median(checkpointS)},
+                   {"checkpoint_bytes", checkpointBytes}, {"savepoint_s", median(savepointS)},
+                   {"savepoint_bytes", savepointBytes}, {"restore_p1_s", median(restore1)},
+                   {"restore_p2_s", median(restore2)}, {"ratio", ratio}});
     }
   }
 }

@@ -20,6 +20,12 @@ void recovery(int runs);
 // restore added, heap and RocksDB (`rescale`).
 void rescale(int runs);
 
+// Stop-with-savepoint of the same state (1 M keys of 100 bytes; 10 M with
+// WEIR_BENCH_LARGE=1) beside a full checkpoint of it in the same run, canonical on the
+// heap and RocksDB and native on RocksDB: seconds, bytes, and the time to resume from it
+// at parallelism 1 and 2 (`savepoint`).
+void savepoint(int runs);
+
 // Checkpoint duration under back-pressure (a sink that takes 5 us per record), aligned
 // against unaligned (`alignment`).
 void alignment(int runs);

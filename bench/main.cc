@@ -511,7 +511,7 @@ int main(int argc, char** argv) {
       {"list_state", [] { listState(gRuns); }}, {"state_memory", [] { stateMemory(gRuns); }},
       {"checkpoint_size", [] { checkpointSize(gRuns); }}, {"checkpoint_overhead", [] { checkpointOverhead(gRuns); }},
       {"recovery", [] { recovery(gRuns); }}, {"file_sink", [] { fileSink(gRuns); }},
-      {"json_decode", [] { jsonDecode(gRuns); }}, {"csv_decode", [] { csvDecode(gRuns); }}, {"rescale", [] { rescale(gRuns); }}, {"alignment", [] { alignment(gRuns); }},
+      {"json_decode", [] { jsonDecode(gRuns); }}, {"csv_decode", [] { csvDecode(gRuns); }}, {"rescale", [] { rescale(gRuns); }}, {"savepoint", [] { savepoint(gRuns); }}, {"alignment", [] { alignment(gRuns); }},
       {"nexmark", [] {
          weir::nexmark::DriverOptions options;
          options.runs = std::min(gRuns, 3);  // 16 figures of 10 M events each: keep make bench short
