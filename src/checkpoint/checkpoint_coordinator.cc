@@ -84,7 +84,13 @@ void CheckpointCoordinator::startAttempt(int subtasks, Hooks hooks) {
   subtasks_ = subtasks;
   hooks_ = std::move(hooks);
   attemptRunning_ = true;
+  stopped_ = false;
   nextTrigger_ = clock_->currentTimeMillis() + config_.getCheckpointInterval().count();
+}
+
+bool CheckpointCoordinator::savepointInProgress() const {
+  std::lock_guard lock(mutex_);
+  return std::any_of(pending_.begin(), pending_.end(), [](const auto& p) { return p.second.kind.savepoint; });
 }
 
 void CheckpointCoordinator::endAttempt() {
@@ -103,6 +109,7 @@ size_t CheckpointCoordinator::concurrency() const {
 }
 
 int64_t CheckpointCoordinator::tick(bool canTrigger) {
+  std::lock_guard triggering(triggerMutex_);
   std::unique_lock lock(mutex_);
   const int64_t now = clock_->currentTimeMillis();
   const int64_t timeout = config_.getCheckpointTimeout().count();
@@ -118,7 +125,9 @@ int64_t CheckpointCoordinator::tick(bool canTrigger) {
   // Due, but as many as may be are in progress: looks again in a millisecond (one may
   // complete), not at once, which would spin until one does.
   if (pendingCheckpointsLocked() >= concurrency()) return wake(now + 1);
-  const bool stopping = std::any_of(pending_.begin(), pending_.end(), [](const auto& p) { return p.second.kind.synchronous; });
+  // Not while a stop-with-savepoint is in progress, nor once one completed.
+  const bool stopping = stopped_ || std::any_of(pending_.begin(), pending_.end(),
+                                                [](const auto& p) { return p.second.kind.synchronous; });
   if (!canTrigger || stopping) {
     nextTrigger_ = now + config_.getCheckpointInterval().count();
     return wake(nextTrigger_);
@@ -156,6 +165,7 @@ void CheckpointCoordinator::triggerLocked(std::unique_lock<std::mutex>& lock, Pe
 }
 
 int64_t CheckpointCoordinator::triggerSavepoint(SavepointRequest request) {
+  std::lock_guard triggering(triggerMutex_);
   std::unique_lock lock(mutex_);
   auto refuse = [](const std::string& why) { return Error(ErrorCode::kInvalidArgument, why); };
   if (!attemptRunning_) throw refuse("the job is not running");
@@ -387,6 +397,7 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   done.persistedDataBytes = p.persistedBytes;
   done.path = p.folder;
   if (savepoint) {
+    if (p.kind.synchronous) stopped_ = true;  // the job ends with it: no checkpoint after it
     stats_.latestSavepoint = done;
     recordLocked(std::move(done));
     lock.unlock();

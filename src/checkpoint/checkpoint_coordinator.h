@@ -79,9 +79,10 @@ class CheckpointCoordinator {
     std::function<void(int64_t id, const std::string& error)> done;
   };
   // Triggers it at once and returns its id. Throws weir::Error (kInvalidArgument) when
-  // no attempt runs, a savepoint is in progress already, or the folder exists or cannot
-  // be made.
+  // no attempt runs, a savepoint is in progress already, or the folder exists; a folder
+  // that cannot be made fails the savepoint at once (`done`, on the caller's thread).
   int64_t triggerSavepoint(SavepointRequest request);
+  bool savepointInProgress() const;
   // What checkpoint `id` is, while it is in progress.
   std::optional<SnapshotKind> kindOf(int64_t id) const;
 
@@ -186,8 +187,12 @@ class CheckpointCoordinator {
   const std::shared_ptr<const Clock> clock_;
   const std::shared_ptr<core::FileSystem> fileSystem_;
 
+  // Held from allocating a checkpoint's id until its barriers are on their way, so every
+  // source gets the barriers of checkpoints and savepoints in id order.
+  std::mutex triggerMutex_;
   mutable std::mutex mutex_;
   Hooks hooks_;                        // guarded by mutex_
+  bool stopped_ = false;               // guarded by mutex_; a stop-with-savepoint completed
   int subtasks_ = 0;                   // guarded by mutex_
   bool attemptRunning_ = false;        // guarded by mutex_
   int64_t nextId_;                     // guarded by mutex_

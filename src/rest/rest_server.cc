@@ -768,7 +768,7 @@ class RestServer::Impl {
       bool savepoint = (body.contains("targetDirectory") && !body["targetDirectory"].is_null()) ||
                        (config != nullptr && !config->getDefaultSavepointDirectory().empty());
       if (savepoint) return requestSavepoint(*e, req, res, true);
-      e->job->stop();
+      if (!e->job->stop()) return sendError(res, 409, "Job " + e->job->jobId() + " is being stopped with a savepoint.");
       sendJson(res, json::object(), 202);
     }));
     http_.Post(R"(/jobs/([^/]+)/savepoints)", locked([this](const httplib::Request& req, httplib::Response& res) {

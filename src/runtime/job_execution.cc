@@ -252,16 +252,12 @@ void JobExecution::runAttempt(const std::shared_ptr<Attempt>& attempt) {
   }
   if (coordinator_) {
     checkpoint::CheckpointCoordinator::Hooks hooks;
-    hooks.triggerSources = [attempt](int64_t id, int64_t timestamp, checkpoint::SnapshotKind kind) {
-      // Sources, and subtasks past their input (no barrier reaches them any more). A
-      // source emits nothing after the snapshot of a stop-with-savepoint.
+    hooks.triggerSources = [attempt](int64_t id, int64_t timestamp, checkpoint::SnapshotKind) {
+      // Sources, and subtasks past their input (no barrier reaches them any more).
       for (auto& t : attempt->tasks) {
         if (!t->source && !t->inputEnded.load()) continue;
         StreamTask* task = t.get();
-        task->mailbox.put([task, id, timestamp, suspend = kind.synchronous] {
-          task->performCheckpoint(id, timestamp, 0);
-          if (suspend) task->suspended = true;
-        });
+        task->mailbox.put([task, id, timestamp] { task->performCheckpoint(id, timestamp, 0); });
       }
     };
     hooks.notifySubtasks = [this, attempt](int64_t id, bool completed) {
@@ -372,6 +368,10 @@ void JobExecution::awaitDrained(Attempt& attempt, StreamTask& task) {
       startSavepoint(*savepoint);
     } catch (const Error& e) {
       savepoint->result->set_exception(std::current_exception());
+      {
+        std::lock_guard lock(mutex_);
+        stopping_ = false;
+      }
       fail(attempt, std::make_exception_ptr(Error(ErrorCode::kCheckpoint, std::string("stop-with-savepoint: ") + e.what())));
     }
   }
@@ -392,8 +392,17 @@ void JobExecution::awaitDrained(Attempt& attempt, StreamTask& task) {
   }
 }
 
+std::optional<JobExecution::SavepointTrigger> JobExecution::abandonDrainSavepointLocked(const Attempt& attempt) {
+  if (!drainSavepoint_ || drainSavepoint_->attempt.get() != &attempt) return std::nullopt;
+  auto abandoned = std::move(drainSavepoint_);
+  drainSavepoint_.reset();
+  stopping_ = false;
+  return abandoned;
+}
+
 void JobExecution::fail(Attempt& attempt, std::exception_ptr error, bool unlessDrained) {
   bool drained = false;
+  std::optional<SavepointTrigger> abandoned;
   {
     std::lock_guard lock(mutex_);
     // An attempt's first failure counts; once the user cancelled, failures while
@@ -402,6 +411,7 @@ void JobExecution::fail(Attempt& attempt, std::exception_ptr error, bool unlessD
     drained = attempt.drained.load();
     if (drained && unlessDrained) return;
     attempt.failure = error;
+    abandoned = abandonDrainSavepointLocked(attempt);
     lastFailure_ = std::chrono::steady_clock::now();
     FailureInfo info;
     info.message = describeError(error, &failureCode_);
@@ -420,6 +430,11 @@ void JobExecution::fail(Attempt& attempt, std::exception_ptr error, bool unlessD
     failureHistory_.push_front(std::move(info));
     if (failureHistory_.size() > kFailureHistory) failureHistory_.pop_back();
   }
+  if (abandoned) {
+    abandoned->result->set_exception(std::make_exception_ptr(Error(
+        ErrorCode::kCheckpoint, "stop-with-savepoint of job '" + jobName_ + "' failed: the job failed while its "
+                                "sources ended their input, before the savepoint; it restarts from its latest checkpoint")));
+  }
   // Once drained, the other subtasks only wait to be told the output is final and to
   // close: let them, so every sink commits what it has.
   if (!drained) stopAttempt(attempt);
@@ -435,6 +450,14 @@ std::future<std::string> JobExecution::triggerSavepoint(const std::string& direc
   if (dir.empty())
     throw refuse("no savepoint directory: name one, or configure a default (execution.checkpointing.savepoint-dir, "
                  "CheckpointConfig::setDefaultSavepointDirectory)");
+  // Checked before any source stops: a request that cannot be taken leaves the job as it was.
+  if (coordinator_->savepointInProgress())
+    throw refuse("a savepoint of job '" + jobName_ + "' is in progress; wait for it to complete first");
+  std::error_code ec;
+  std::filesystem::create_directories(dir, ec);
+  if (ec) throw refuse("savepoint directory '" + dir + "' cannot be made: " + ec.message());
+  if (!std::filesystem::is_directory(dir, ec)) throw refuse("savepoint directory '" + dir + "' is not a folder");
+  if (::access(dir.c_str(), W_OK | X_OK) != 0) throw refuse("savepoint directory '" + dir + "' is not writable");
   SavepointTrigger trigger;
   trigger.folder = savepoint::newSavepointFolder(dir, jobId_);
   trigger.kind.native = format == SavepointFormatType::NATIVE;
@@ -509,10 +532,19 @@ void JobExecution::startSavepoint(const SavepointTrigger& trigger) {
       fail(*trigger.attempt, std::make_exception_ptr(Error(ErrorCode::kCheckpoint, "stop-with-savepoint: " + message)));
       return;
     }
-    for (auto& t : trigger.attempt->tasks) {  // the job goes on
-      if (!t->source) continue;
-      StreamTask* task = t.get();
-      task->mailbox.put([task] { task->suspended = false; });
+    // The job goes on: every task that took its part resumes (those of the attempt now
+    // running too, should the savepoint have reached a newer one).
+    std::shared_ptr<Attempt> current;
+    {
+      std::lock_guard lock(mutex_);
+      current = attempt_;
+    }
+    for (const auto& attempt : {trigger.attempt, current}) {
+      if (!attempt) continue;
+      for (auto& t : attempt->tasks) {
+        StreamTask* task = t.get();
+        task->mailbox.put([task] { task->suspended = false; });
+      }
     }
   };
   coordinator_->triggerSavepoint(std::move(request));
@@ -553,11 +585,12 @@ void JobExecution::disposeClaimedSnapshot() {
   }
 }
 
-void JobExecution::stop() {
+bool JobExecution::stop() {
   std::shared_ptr<Attempt> attempt;
   {
     std::lock_guard lock(mutex_);
-    if (ended_ || !attempt_) return;
+    if (stopping_) return false;  // its sources must not end before its savepoint
+    if (ended_ || !attempt_) return true;
     attempt = attempt_;
   }
   for (auto& t : attempt->tasks) {
@@ -565,6 +598,7 @@ void JobExecution::stop() {
     StreamTask* task = t.get();
     task->mailbox.put([task] { task->stopRequested = true; });
   }
+  return true;
 }
 
 std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
@@ -611,6 +645,7 @@ int64_t JobExecution::endTimeMillis() const {
 
 void JobExecution::cancel() {
   std::shared_ptr<Attempt> attempt;
+  std::optional<SavepointTrigger> abandoned;
   {
     std::lock_guard lock(mutex_);
     // Once drained, the job's output is final (sinks were told to commit it): it
@@ -619,8 +654,12 @@ void JobExecution::cancel() {
     if (ended_ || userCancelled_ || (attempt_ && attempt_->drained.load())) return;
     userCancelled_ = true;
     attempt = attempt_;
+    if (attempt) abandoned = abandonDrainSavepointLocked(*attempt);
     cv_.notify_all();
   }
+  if (abandoned)
+    abandoned->result->set_exception(std::make_exception_ptr(
+        Error(ErrorCode::kCancelled, "stop-with-savepoint of job '" + jobName_ + "': the job was cancelled first")));
   if (attempt) stopAttempt(*attempt);
 }
 

@@ -64,7 +64,8 @@ class JobExecution {
   void cancel();
   // Ends the job gracefully: sources stop reading and end their input, which drains
   // every operator in order; the job then FINISHES. Does nothing once it has ended.
-  void stop();
+  // False (and nothing happens) while a stop-with-savepoint is in progress.
+  bool stop();
   // A savepoint (JobClient::triggerSavepoint), or with `stop` stop-with-savepoint
   // (JobClient::stopWithSavepoint; `drain`: the sources end their input first). The
   // future gives its folder. Throws weir::Error (kInvalidArgument) when it cannot start,
@@ -118,6 +119,9 @@ class JobExecution {
   // Stop-with-savepoint `id` completed: its attempt's output is final, sinks commit what
   // it covers, and every task ends. False when the attempt failed or was cancelled first.
   bool finishWithSavepoint(Attempt& attempt, int64_t id);
+  // The stop-with-savepoint with drain that `attempt` was to take, which it now never
+  // will (it failed or is cancelled); resets stopping_. Called with mutex_ held.
+  std::optional<SavepointTrigger> abandonDrainSavepointLocked(const Attempt& attempt);
   // A checkpoint completed: in CLAIM mode the snapshot the job restored from goes, once.
   void disposeClaimedSnapshot();
 

@@ -91,7 +91,7 @@ void StreamTask::runInputs() {
   const Clock& clock = *contexts.front()->clock();
   while (!barriers.allEnded()) {
     mailbox.runPending();
-    if (!processingTime.empty()) processingTime.fireDue(clock.currentTimeMillis());
+    if (!processingTime.empty() && !suspended) processingTime.fireDue(clock.currentTimeMillis());
     barriers.poll();
     bool progress = false;
     const bool writable = outputAvailable();
@@ -116,7 +116,7 @@ void StreamTask::runInputs() {
       std::optional<std::chrono::steady_clock::time_point> wake;
       if (auto deadline = barriers.deadline())
         wake = std::chrono::steady_clock::now() + barrierClock.sleepUntil(*deadline);
-      if (!processingTime.empty()) {
+      if (!processingTime.empty() && !suspended) {
         auto due = std::chrono::steady_clock::now() + clock.sleepUntil(processingTime.nextDue());
         wake = wake ? std::min(*wake, due) : due;
       }

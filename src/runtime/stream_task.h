@@ -73,7 +73,7 @@ class StreamTask final : public CheckpointableTask {
   std::vector<detail::ChannelWriterBase*> writers;                 // where barriers leave
   detail::SourceOperatorBase* source = nullptr;                    // set for source chains
   bool stopRequested = false;                                      // source: end input now
-  bool suspended = false;  // source: took a stop-with-savepoint's snapshot; emits nothing until resumed
+  bool suspended = false;  // took a stop-with-savepoint's snapshot: no source poll, no timer until resumed
   detail::OutputBase* headInput = nullptr;                         // set for chains fed by channels
   std::vector<std::unique_ptr<detail::ChannelInputBase>> inputs;
   std::vector<InputOrigin> inputOrigins;               // per input
@@ -110,6 +110,8 @@ class StreamTask final : public CheckpointableTask {
   std::shared_ptr<TakenSnapshot> takeSnapshot(int64_t id, int64_t timestamp);
 
   std::chrono::steady_clock::time_point nextFlush_{};
+  mutable int64_t kindAskedFor_ = -1;     // isSavepoint's last answer (task thread)
+  mutable bool askedIsSavepoint_ = false;
 };
 
 }  // namespace weir::runtime

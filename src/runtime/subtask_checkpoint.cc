@@ -32,9 +32,15 @@ std::optional<int64_t> StreamTask::checkpointTriggeredAt(int64_t id) const {
   return coordinator ? coordinator->triggeredAt(id) : std::nullopt;
 }
 
+// The barrier handler asks on every round while a checkpoint aligns: the coordinator is
+// asked once per checkpoint (what a checkpoint is never changes).
 bool StreamTask::isSavepoint(int64_t id) const {
-  auto kind = coordinator ? coordinator->kindOf(id) : std::nullopt;
-  return kind && kind->savepoint;
+  if (id != kindAskedFor_) {
+    auto kind = coordinator ? coordinator->kindOf(id) : std::nullopt;
+    kindAskedFor_ = id;
+    askedIsSavepoint_ = kind && kind->savepoint;
+  }
+  return askedIsSavepoint_;
 }
 
 // Every operator's state as it is now, then the barrier goes on downstream. Null when
@@ -45,7 +51,8 @@ std::shared_ptr<TakenSnapshot> StreamTask::takeSnapshot(int64_t id, int64_t time
   auto taken = std::make_shared<TakenSnapshot>();
   taken->id = id;
   taken->operators = std::make_shared<std::vector<OperatorSnapshot>>(operators.size());
-  if (auto kind = coordinator->kindOf(id); kind && kind->savepoint) {
+  const auto kind = coordinator->kindOf(id);
+  if (kind && kind->savepoint) {
     for (auto& s : *taken->operators)
       s.savepoint = kind->native ? SavepointFormatType::NATIVE : SavepointFormatType::CANONICAL;
   }
@@ -59,6 +66,10 @@ std::shared_ptr<TakenSnapshot> StreamTask::takeSnapshot(int64_t id, int64_t time
   }
   lastSnapshotId.store(id);
   for (auto* writer : writers) writer->broadcastBarrier(id);
+  // A stop-with-savepoint: nothing more comes out of this task (no record, no timer)
+  // until the job ends, or the savepoint fails and a mail resumes it (such a mail, put
+  // once the savepoint is no longer pending, runs after this one).
+  if (kind && kind->synchronous) suspended = true;
   taken->syncNanos =
       std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - syncStart).count();
   if (!error.empty()) {

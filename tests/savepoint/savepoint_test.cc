@@ -8,12 +8,17 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <sstream>
 #include <thread>
 
+#include <nlohmann/json.hpp>
+
 #include "checkpoint/checkpoint_storage.h"
+#include "savepoint/state_reader.h"
 #include "support/fresh_folder.h"
 #include "support/job_end.h"
 #include "support/recovery_job.h"
+#include "support/slow_sink.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -291,15 +296,110 @@ TEST(Savepoint, StatefulOperatorsWithoutAUidAreNamedWhenTheJobStarts) {
       counts.uid("count");
       sink.uid("sink");
     }
-    testing::internal::CaptureStderr();
+    ::testing::internal::CaptureStderr();
     env.execute("uids");
-    return testing::internal::GetCapturedStderr();
+    return ::testing::internal::GetCapturedStderr();
   };
   std::string without = run(false);
   EXPECT_NE(without.find("stateful operators without a uid: 'Collection Source', 'running count', 'Sink'"),
             std::string::npos) << without;
   EXPECT_EQ(without.find("plain map"), std::string::npos) << "a map has no state of its own: " << without;
   EXPECT_EQ(run(true), "");
+}
+
+// `weir savepoint dump`'s reader: every entry of a value, list and map state, each
+// decoded by the schema the savepoint recorded, equal to what the records the job
+// processed before the savepoint make of them (its sink saw exactly those).
+struct Summary {
+  int64_t last = 0;
+  int64_t count = 0;
+  std::string tag;
+};
+WEIR_STRUCT(Summary, last, count, tag);
+
+struct Collecting : KeyedProcessFunction<int64_t, int64_t, int64_t> {
+  void open() override {
+    summary_ = &getRuntimeContext().getState(ValueStateDescriptor<Summary>("summary"));
+    seen_ = &getRuntimeContext().getListState(ListStateDescriptor<int64_t>("seen"));
+    byResidue_ = &getRuntimeContext().getMapState(MapStateDescriptor<std::string, int64_t>("byResidue"));
+  }
+  void processElement(const int64_t& v, Context& ctx, Collector<int64_t>& out) override {
+    Summary s = summary_->value().value_or(Summary{});
+    summary_->update(Summary{v, s.count + 1, "key " + std::to_string(ctx.getCurrentKey())});
+    seen_->add(v);
+    byResidue_->put(std::to_string(v % 3), v);
+    out.collect(v);
+  }
+  ValueState<Summary>* summary_ = nullptr;
+  ListState<int64_t>* seen_ = nullptr;
+  MapState<std::string, int64_t>* byResidue_ = nullptr;
+};
+
+TEST(Savepoint, DumpWritesEveryEntryOfAStateByItsSchema) {
+  for (std::string backend : {"heap", "rocksdb"}) {
+    fs::path dir = testFolder("dump-" + backend);
+    StreamExecutionEnvironment env;
+    env.setParallelism(2).enableCheckpointing(20ms).setStateBackend(backendNamed(backend));
+    env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
+    CollectSink<int64_t> sink;
+    env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, 1'000'000, RateLimiterStrategy::perSecond(20000)),
+                   WatermarkStrategy<int64_t>::noWatermarks(), "numbers")
+        .uid("numbers")
+        .setParallelism(1)
+        .keyBy([](const int64_t& v) { return v % 7; })
+        .process(Collecting{})
+        .uid("collect")
+        .sinkTo(sink)
+        .uid("sink");
+    auto client = env.executeAsync("dumped");
+    ASSERT_TRUE(waitWhileRunning(client, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 1; }));
+    std::string savepoint = client.stopWithSavepoint(false, (dir / "savepoints").string(),
+                                                     backend == "rocksdb" ? SavepointFormatType::NATIVE
+                                                                          : SavepointFormatType::CANONICAL).get();
+    client.wait();
+    std::vector<int64_t> processed = sink.getResults();
+    std::sort(processed.begin(), processed.end());
+    ASSERT_FALSE(processed.empty());
+    std::map<int64_t, std::vector<int64_t>> seen;  // by key, in order (one source subtask)
+    for (int64_t v : processed) seen[v % 7].push_back(v);
+
+    auto dump = [&](const std::string& state) {
+      std::stringstream out;
+      uint64_t n = savepoint::dumpKeyedState(savepoint, "collect", state, out);
+      std::vector<nlohmann::json> lines;
+      for (std::string line; std::getline(out, line);) lines.push_back(nlohmann::json::parse(line));
+      EXPECT_EQ(lines.size(), n);
+      return lines;
+    };
+    auto summaries = dump("summary");
+    ASSERT_EQ(summaries.size(), seen.size()) << backend;
+    for (const auto& line : summaries) {
+      const auto& values = seen.at(line["key"].get<int64_t>());
+      EXPECT_EQ(line["value"], (nlohmann::json{{"last", values.back()},
+                                               {"count", static_cast<int64_t>(values.size())},
+                                               {"tag", "key " + std::to_string(line["key"].get<int64_t>())}}))
+          << backend;
+      EXPECT_FALSE(line.contains("namespace"));
+    }
+    auto lists = dump("seen");
+    ASSERT_EQ(lists.size(), seen.size()) << backend;
+    for (const auto& line : lists) EXPECT_EQ(line["value"], nlohmann::json(seen.at(line["key"].get<int64_t>())));
+    std::map<std::pair<int64_t, std::string>, int64_t> expectedMap;
+    for (const auto& [key, values] : seen)
+      for (int64_t v : values) expectedMap[{key, std::to_string(v % 3)}] = v;
+    auto maps = dump("byResidue");
+    ASSERT_EQ(maps.size(), expectedMap.size()) << backend;
+    for (const auto& line : maps)
+      EXPECT_EQ(line["value"].get<int64_t>(),
+                expectedMap.at({line["key"].get<int64_t>(), line["userKey"].get<std::string>()}));
+    try {
+      dump("nope");
+      ADD_FAILURE() << "a state that does not exist was dumped";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("'byResidue', 'seen', 'summary'"), std::string::npos) << e.what();
+    }
+    fs::remove_all(dir);
+  }
 }
 
 // Requests that cannot start are refused at once, and the job is not disturbed.
@@ -349,6 +449,29 @@ TEST(Savepoint, RequestsThatCannotStartAreRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("has ended"), std::string::npos) << e.what();
   }
+  fs::remove_all(dir);
+}
+
+// A job cancelled while its sources drain for a stop-with-savepoint: the savepoint's
+// future fails at once rather than never, and nothing of the stop is left behind.
+TEST(Savepoint, ACancelWhileDrainingForASavepointFailsItsFuture) {
+  fs::path dir = testFolder("cancel-drain");
+  StreamExecutionEnvironment env;
+  env.setParallelism(2).enableCheckpointing(50ms);
+  env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
+  // A sink at ~20,000 records/s behind full buffers: draining takes seconds.
+  auto client = weir::testing::startSlowJob(env);
+  ASSERT_TRUE(waitWhileRunning(client, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 1; }));
+  auto stopping = client.stopWithSavepoint(true, (dir / "savepoints").string());
+  client.cancel();
+  ASSERT_EQ(stopping.wait_for(10s), std::future_status::ready);
+  try {
+    stopping.get();
+    ADD_FAILURE() << "the savepoint completed although the job was cancelled while draining";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("cancelled"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(client.wait().status, JobStatus::CANCELED);
   fs::remove_all(dir);
 }
 
