@@ -2,9 +2,11 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <iostream>
 
 #include "checkpoint/checkpoint_storage.h"
 #include "savepoint/savepoint.h"
+#include "savepoint/state_reader.h"
 #include "state/local_folder.h"
 #include "weir/error.h"
 
@@ -65,6 +67,21 @@ int inspectCheckpoint(const std::string& path) {
   }
   std::printf("verified: %zu files, %llu bytes, sizes and checksums match\n", files,
               static_cast<unsigned long long>(total));
+  return 0;
+}
+
+int dumpSavepointState(const std::string& path, const std::string& operatorId, const std::string& state) {
+  std::error_code ec;
+  bool present = std::filesystem::exists(std::filesystem::path(checkpoint::checkpointFolder(path)) / "_metadata", ec);
+  try {
+    savepoint::dumpKeyedState(path, operatorId, state, std::cout);
+    std::cout.flush();
+  } catch (const Error& e) {
+    std::cout.flush();
+    std::fprintf(stderr, "weir: %s\n", e.what());
+    // No snapshot there, or no such operator or state: 2; damaged, or not decodable: 1.
+    return !present || e.code() == ErrorCode::kState ? 2 : 1;
+  }
   return 0;
 }
 

@@ -15,6 +15,11 @@ namespace weir::cli {
 // when a file is missing or damaged, 2 when there is no checkpoint at `path`.
 int inspectCheckpoint(const std::string& path);
 
+// `weir savepoint dump PATH --operator UID --state NAME`: the state's entries as JSON
+// Lines on stdout. Exit code 0 when written, 1 when a file is damaged or an entry does
+// not decode, 2 when there is no snapshot at `path`, or no such operator or state.
+int dumpSavepointState(const std::string& path, const std::string& operatorId, const std::string& state);
+
 // `weir savepoint dispose PATH`: removes a savepoint (or checkpoint). Exit code 0 when
 // removed, 1 when it could not be, 2 when there is none at `path`.
 int disposeSavepoint(const std::string& path);

@@ -112,9 +112,9 @@ int run(int argc, char** argv) {
   std::string savepointDir, savepointType = "canonical", savepointPath;
   auto* savepointCommand = addControl(
       "savepoint",
-      "Take a savepoint of a running job: weir savepoint <jobid> [dir]; or weir savepoint inspect|dispose PATH", false,
+      "Take a savepoint of a running job: weir savepoint <jobid> [dir]; or weir savepoint inspect|dump|dispose PATH", false,
       [&savepointDir, &savepointType, &jobId](const std::string& a, const std::string&) {
-        if (jobId.empty()) return usageError("weir savepoint needs a job id, or inspect|dispose PATH (see --help)");
+        if (jobId.empty()) return usageError("weir savepoint needs a job id, or inspect|dump|dispose PATH (see --help)");
         return weir::cli::triggerSavepoint(a, jobId, savepointDir, savepointType);
       });
   savepointCommand->add_option("jobid", jobId, "The job's id, as `weir list` prints it");
@@ -126,6 +126,15 @@ int run(int argc, char** argv) {
   savepointInspect->add_option("path", savepointPath, "A savepoint folder or its _metadata file")->required();
   savepointInspect->callback([&control, &savepointPath] {
     control = [&savepointPath] { return weir::cli::inspectCheckpoint(savepointPath); };
+  });
+  std::string dumpOperator, dumpState;
+  auto* dump = savepointCommand->add_subcommand(
+      "dump", "Write one keyed state of one operator as JSON Lines: keyGroup, key, namespace, userKey, value");
+  dump->add_option("path", savepointPath, "A savepoint or checkpoint folder, or its _metadata file")->required();
+  dump->add_option("--operator", dumpOperator, "The operator's uid (or the id `savepoint inspect` shows)")->required();
+  dump->add_option("--state", dumpState, "The keyed state's name")->required();
+  dump->callback([&control, &savepointPath, &dumpOperator, &dumpState] {
+    control = [&] { return weir::cli::dumpSavepointState(savepointPath, dumpOperator, dumpState); };
   });
   auto* dispose = savepointCommand->add_subcommand("dispose", "Remove a savepoint");
   dispose->add_option("path", savepointPath, "A savepoint folder or its _metadata file")->required();

@@ -436,6 +436,24 @@ TEST(Cli, TheDemoStoppedWithASavepointResumesAndCountsEveryEventOnce) {
   EXPECT_NE(inspect.out.find("CANONICAL format, taken on the hashmap state backend"), std::string::npos) << inspect.out;
   EXPECT_NE(inspect.out.find("verified"), std::string::npos) << inspect.out;
 
+  // Every user's count, as the savepoint holds it: one JSON line per user, whose counts
+  // add up to the events the stopped run counted.
+  Result dump = weir("savepoint dump " + savepoint + " --operator count-per-user --state clicks");
+  ASSERT_EQ(dump.exitCode, 0) << dump.err;
+  EXPECT_EQ(std::count(dump.out.begin(), dump.out.end(), '\n'), 2000) << dump.out.substr(0, 500);
+  EXPECT_EQ(dump.out.rfind("{\"keyGroup\":", 0), 0u) << dump.out.substr(0, 200);
+  int64_t dumped = 0;
+  for (size_t at = dump.out.find("\"value\":"); at != std::string::npos; at = dump.out.find("\"value\":", at + 1))
+    dumped += std::stoll(dump.out.substr(at + 8));
+  const std::string first = fileText(out);
+  const size_t countedAt = first.find("counted ");
+  ASSERT_NE(countedAt, std::string::npos) << first;
+  std::string counted = first.substr(countedAt + 8, first.find(' ', countedAt + 8) - countedAt - 8);
+  counted.erase(std::remove(counted.begin(), counted.end(), ','), counted.end());
+  EXPECT_EQ(dumped, std::stoll(counted)) << first;
+  expectUsageError("savepoint dump " + savepoint + " --operator nope --state clicks", "count-per-user");
+  expectUsageError("savepoint dump " + savepoint + " --operator count-per-user --state nope", "clicks");
+
   Result resumed = weir(job + " -p 3 --no-rest --checkpoint-interval 50 --checkpoint-dir " +
                         (dir / "checkpoints").string() + " -s " + savepoint);
   ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
