@@ -15,20 +15,6 @@ using namespace weir::detail;
 
 namespace fs = std::filesystem;
 
-namespace {
-
-// _metadata goes first: a folder whose removal is cut short (the process dies) is no
-// longer a checkpoint, rather than one with files missing. Best effort: what cannot be
-// removed stays (`weir checkpoint clean` removes it later).
-void removeFolder(core::FileSystem& fileSystem, const std::string& folder) {
-  std::error_code ec = fileSystem.remove((fs::path(folder) / "_metadata").string());
-  if (ec && ec != std::errc::no_such_file_or_directory) return;  // the checkpoint stays whole
-  // The removal of _metadata must be durable before a file it names goes.
-  if (!ec && fileSystem.syncDirectory(folder)) return;
-  fileSystem.removeAll(folder);
-}
-
-}  // namespace
 
 CheckpointCoordinator::CheckpointCoordinator(CheckpointConfig config, std::string jobFolder, std::string jobId,
                                              int maxParallelism, int64_t firstId, std::shared_ptr<const Clock> clock,
@@ -294,7 +280,7 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, int6
     // After the uploads already queued for it.
     std::lock_guard io(ioMutex_);
     ioQueue_.push_back([this, id = p.id, folder = p.folder] {
-      removeFolder(*fileSystem_, folder);
+      removeCheckpointFolder(*fileSystem_, folder);
       shared_.release(id);
     });
   }
@@ -430,7 +416,7 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::BeforeNotifyComplete", &id);
   if (hooks.notifySubtasks) hooks.notifySubtasks(p.id, true);
   for (const auto& d : dropped) {
-    removeFolder(*fileSystem_, d.folder);
+    removeCheckpointFolder(*fileSystem_, d.folder);
     shared_.release(d.id);
   }
 }
@@ -492,7 +478,7 @@ void CheckpointCoordinator::discardRetained(bool discard) {
       // completed checkpoint with files missing), and goes itself after them.
       store_.write({});
       for (const auto& d : retained) {
-        removeFolder(*fileSystem_, d.folder);
+        removeCheckpointFolder(*fileSystem_, d.folder);
         shared_.release(d.id);
       }
       store_.remove();

@@ -542,6 +542,15 @@ void writeMetadata(const std::string& dir, const CheckpointMetadata& m, core::Fi
                           checksumHex(body) + "\n");
 }
 
+std::error_code removeCheckpointFolder(core::FileSystem& fileSystem, const std::string& folder) {
+  std::error_code ec = fileSystem.remove((fs::path(folder) / "_metadata").string());
+  if (ec && ec != std::errc::no_such_file_or_directory) return ec;  // the snapshot stays whole
+  if (!ec) {
+    if (auto synced = fileSystem.syncDirectory(folder)) return synced;
+  }
+  return fileSystem.removeAll(folder);
+}
+
 std::string checksumHex(std::string_view bytes) { return hex(XXH3_64bits(bytes.data(), bytes.size())); }
 
 void writeFileAtomically(core::FileSystem& fileSystem, const std::string& path, std::string_view bytes) {

@@ -146,6 +146,12 @@ std::string rocksDBFilePath(const std::string& dir, const RocksDBFileInfo& f);
 // renamed and its folder fsynced. Throws weir::Error (kIo) naming the file.
 void writeFileAtomically(core::FileSystem& fileSystem, const std::string& path, std::string_view bytes);
 
+// Removes the checkpoint or savepoint in `folder`: _metadata first, made durable before
+// any file it names goes, so a removal cut short (the process dies) leaves no longer a
+// checkpoint rather than one with files missing. Stops at the first failure, leaving
+// the snapshot whole if _metadata stays, and returns it.
+std::error_code removeCheckpointFolder(core::FileSystem& fileSystem, const std::string& folder);
+
 // The XXH3-64 of `bytes` as 16 lower-case hex digits: the checksum line of _metadata
 // and of the completed-checkpoints file.
 std::string checksumHex(std::string_view bytes);

@@ -16,12 +16,18 @@ namespace {
 
 Error bad(const std::string& message) { return Error(ErrorCode::kInvalidArgument, message); }
 
+// Whether `path` names a snapshot at all (its _metadata is there, readable or not): a
+// failure is then exit code 1 (damaged), else 2 (nothing there).
+bool snapshotAt(const std::string& path) {
+  std::error_code ec;
+  return std::filesystem::exists(std::filesystem::path(checkpoint::checkpointFolder(path)) / "_metadata", ec);
+}
+
 }  // namespace
 
 int inspectCheckpoint(const std::string& path) {
   std::string folder = checkpoint::checkpointFolder(path);
-  std::error_code ec;
-  bool present = std::filesystem::exists(std::filesystem::path(folder) / "_metadata", ec);
+  const bool present = snapshotAt(path);
   checkpoint::CheckpointMetadata m;
   try {
     m = checkpoint::readMetadata(path);
@@ -71,8 +77,7 @@ int inspectCheckpoint(const std::string& path) {
 }
 
 int dumpSavepointState(const std::string& path, const std::string& operatorId, const std::string& state) {
-  std::error_code ec;
-  bool present = std::filesystem::exists(std::filesystem::path(checkpoint::checkpointFolder(path)) / "_metadata", ec);
+  const bool present = snapshotAt(path);
   try {
     savepoint::dumpKeyedState(path, operatorId, state, std::cout);
     std::cout.flush();
@@ -86,8 +91,7 @@ int dumpSavepointState(const std::string& path, const std::string& operatorId, c
 }
 
 int disposeSavepoint(const std::string& path) {
-  std::error_code ec;
-  bool present = std::filesystem::exists(std::filesystem::path(checkpoint::checkpointFolder(path)) / "_metadata", ec);
+  const bool present = snapshotAt(path);
   try {
     savepoint::disposeSnapshot(path);
   } catch (const Error& e) {

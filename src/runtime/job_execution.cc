@@ -477,11 +477,7 @@ std::future<std::string> JobExecution::triggerSavepoint(const std::string& direc
     if (trigger.drain) {
       // The last task to end its input triggers it (awaitDrained).
       drainSavepoint_ = trigger;
-      for (auto& t : attempt_->tasks) {
-        if (!t->source) continue;
-        StreamTask* task = t.get();
-        task->mailbox.put([task] { task->stopRequested = true; });
-      }
+      endSourcesInput(*attempt_);
       return future;
     }
   }
@@ -593,12 +589,16 @@ bool JobExecution::stop() {
     if (ended_ || !attempt_) return true;
     attempt = attempt_;
   }
-  for (auto& t : attempt->tasks) {
+  endSourcesInput(*attempt);
+  return true;
+}
+
+void JobExecution::endSourcesInput(Attempt& attempt) {
+  for (auto& t : attempt.tasks) {
     if (!t->source) continue;
     StreamTask* task = t.get();
     task->mailbox.put([task] { task->stopRequested = true; });
   }
-  return true;
 }
 
 std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {

@@ -104,6 +104,8 @@ class JobExecution {
   // commit what they have). With `unlessDrained`, a failure after the drain is ignored.
   void fail(Attempt& attempt, std::exception_ptr error, bool unlessDrained = false);
   void stopAttempt(Attempt& attempt);
+  // Asks every source of `attempt` to end its input (a graceful stop, or a drain).
+  static void endSourcesInput(Attempt& attempt);
   bool onJobThread() const;
   // A savepoint about to be triggered on the coordinator.
   struct SavepointTrigger {

@@ -53,13 +53,8 @@ std::string newSavepointFolder(const std::string& directory, const std::string& 
 void disposeSnapshot(const std::string& path) {
   const std::string folder = checkpoint::checkpointFolder(path);
   checkpoint::readMetadata(folder);  // refuses a folder that is not a snapshot
-  auto& fileSystem = *core::FileSystem::local();
-  std::error_code ec = fileSystem.remove((fs::path(folder) / "_metadata").string());
-  // The removal of _metadata is durable before any file it names goes.
-  if (!ec) ec = fileSystem.syncDirectory(folder);
-  if (ec) throw Error(ErrorCode::kCheckpoint, "cannot remove '" + folder + "/_metadata': " + ec.message());
-  fs::remove_all(folder, ec);
-  if (ec) throw Error(ErrorCode::kCheckpoint, "cannot remove '" + folder + "': " + ec.message());
+  if (auto ec = checkpoint::removeCheckpointFolder(*core::FileSystem::local(), folder))
+    throw Error(ErrorCode::kCheckpoint, "cannot remove '" + folder + "': " + ec.message());
 }
 
 }  // namespace weir::savepoint

@@ -219,7 +219,9 @@ TEST(StopWithSavepoint, ProcessingTimeTimersFireOnceAfterAResumeAtAnotherParalle
   first.wait();
   // Stopped before any timer was due (on a machine that got there in time): all of them
   // are in the savepoint.
-  if (std::chrono::steady_clock::now() - start < 1500ms) EXPECT_TRUE(committed->out.empty()) << "a timer fired early";
+  if (std::chrono::steady_clock::now() - start < 1500ms) {
+    EXPECT_TRUE(committed->out.empty()) << "a timer fired early";
+  }
   // The rest of the input at 12,000 a second: about 3 s, past every timer.
   run(3, 12000, savepoint).wait();
   std::map<int64_t, int> fired;
