@@ -69,7 +69,8 @@ JobRun runJob(const Options& o, int64_t n, double rate, std::shared_ptr<Committe
   }
   if (!committed) committed = std::make_shared<Committed>();
   const Extra extra = o.extra != Extra::kNone ? o.extra : o.maxConcurrent > 1 ? Extra::kProbeOverlap : Extra::kNone;
-  if (o.transactional) addJob(env, n, rate, TransactionalSink(committed, o.slowSink), extra, o.sinkParallelism);
+  if (o.transactional)
+    addJob(env, n, rate, TransactionalSink(committed, o.slowSink ? 32 : 0), extra, o.sinkParallelism);
   else addJob(env, n, rate, ImmediateSink(committed), extra);
   auto client = env.executeAsync("recovery");
   JobRun run;
@@ -121,8 +122,8 @@ std::string runThenCancel(const fs::path& dir, int64_t n, double rate, bool unal
   StreamExecutionEnvironment env;
   retainCheckpointsEvery20ms(env, dir, backend);
   env.getCheckpointConfig().enableUnalignedCheckpoints(unaligned);
-  // Unaligned: back-pressured by one slow sink subtask, so records wait on the keyBy edges.
-  addJob(env, n, rate, TransactionalSink(committed, unaligned), extra, unaligned ? sinkParallelism : 0);
+  // Unaligned: back-pressured by slow sink subtasks, so records wait on the keyBy edges.
+  addJob(env, n, rate, TransactionalSink(committed, unaligned ? 8 : 0), extra, unaligned ? sinkParallelism : 0);
   auto client = env.executeAsync("first");
   bool ok = waitWhileRunning(client, reached);
   client.cancel();
@@ -408,7 +409,7 @@ TEST(IncrementalCheckpoints, SharedFilesAreExactlyThoseTheRetainedCheckpointsUse
     env.getCheckpointConfig().setNumRetainedCheckpoints(3);
     env.getCheckpointConfig().setExternalizedCheckpointCleanup(cleanup);
     env.setRestartStrategy(RestartStrategy::noRestart());  // nothing fails here: a failure ends the test
-    addJob(env, 1'000'000, 20000, TransactionalSink(std::make_shared<Committed>(), false), Extra::kNone, 0);
+    addJob(env, 1'000'000, 20000, TransactionalSink(std::make_shared<Committed>()), Extra::kNone, 0);
     auto client = env.executeAsync("incremental");
     bool smaller = false;  // some checkpoint wrote less than it holds
     ASSERT_TRUE(waitWhileRunning(client, [&](const JobMetrics& m) {
