@@ -231,6 +231,15 @@ struct TypeSchema {
   std::uint32_t version = 1;
   std::vector<Field> fields;
 
+  // Only in a schema made from a C++ type (never written nor compared): how a restore
+  // migrates what older versions of the type wrote (core/schema_migration.h).
+  struct Upgrade;
+  // WEIR_STRUCT: the bytes of a value-initialized struct, whose fields are the defaults
+  // of fields added since a snapshot was taken.
+  std::string defaults = {};
+  // WEIR_STRUCT_UPGRADE: conversions from values of older versions.
+  std::vector<Upgrade> upgrades = {};
+
   void write(DataOutput& out) const;
   static TypeSchema read(DataInput& in);
   // E.g. "Click{user:string, ts:int64, tags:vector<string>}"; "@n" follows a name whose
@@ -252,6 +261,14 @@ struct TypeSchema::Field {
   friend bool operator==(const Field& a, const Field& b) {
     return a.name == b.name && a.type == b.type;
   }
+};
+
+// A WEIR_STRUCT_UPGRADE: reads a value of the old type (`from`, whose fields are matched
+// with the recorded ones by name) and writes the value of the new type it becomes.
+struct TypeSchema::Upgrade {
+  std::uint32_t fromVersion = 0;
+  TypeSchema from;
+  void (*convert)(DataInput& in, DataOutput& out) = nullptr;
 };
 
 // Turns a T into bytes and back, and describes its layout. Specialize it for a type that
@@ -297,7 +314,9 @@ concept WireInteger =
 
 // The argument WEIR_STRUCT's functions are found by (through ADL on T's namespace).
 template <class T>
-struct StructTag {};
+struct StructTag {
+  using type = T;
+};
 
 // One member of a WEIR_STRUCT: its name and pointer.
 template <class C, class M>
@@ -361,6 +380,14 @@ constexpr std::uint32_t structVersion() {
     return 1;
   }
 }
+
+// The old type WEIR_STRUCT_UPGRADE(T, V, Old, f) names, and its conversion to a T.
+template <class T, std::uint32_t V>
+concept HasStructUpgrade = requires { weirStructUpgradeFrom(StructTag<T>{}, std::integral_constant<std::uint32_t, V>{}); };
+
+template <class T, std::uint32_t V>
+using StructUpgradeSource =
+    typename decltype(weirStructUpgradeFrom(StructTag<T>{}, std::integral_constant<std::uint32_t, V>{}))::type;
 
 template <class T, class Fields = StructFields<T>>
 struct StructMinEncodedSize;
@@ -652,7 +679,29 @@ struct Serializer<T> {
            ...);
         },
         weirStructFields(detail::StructTag<T>{}));
+    DataOutput defaults;
+    serialize(T{}, defaults);
+    result.defaults = defaults.release();
+    addUpgrades(result, std::make_integer_sequence<std::uint32_t, detail::structVersion<T>()>{});
     return result;
+  }
+
+ private:
+  template <std::uint32_t... Vs>
+  static void addUpgrades(TypeSchema& schema, std::integer_sequence<std::uint32_t, Vs...>) {
+    (addUpgrade<Vs>(schema), ...);
+  }
+  template <std::uint32_t V>
+  static void addUpgrade(TypeSchema& schema) {
+    if constexpr (V > 0 && detail::HasStructUpgrade<T, V>) {
+      using Old = detail::StructUpgradeSource<T, V>;
+      schema.upgrades.push_back({V, Serializer<Old>::schema(), [](DataInput& in, DataOutput& out) {
+                                   const Old old = Serializer<Old>::deserialize(in);
+                                   Serializer<T>::serialize(weirStructUpgrade(detail::StructTag<T>{},
+                                                               std::integral_constant<std::uint32_t, V>{}, old),
+                                             out);
+                                 }});
+    }
   }
 };
 
@@ -752,8 +801,29 @@ T deserializeFromString(std::string_view bytes) {
   static_assert(::std::is_class_v<Type>, "WEIR_STRUCT(" #Type ", ...) needs a struct or class")
 
 // Sets the schema version of a WEIR_STRUCT (default 1); same placement as WEIR_STRUCT.
+// State written at another version is restored only through a WEIR_STRUCT_UPGRADE.
 #define WEIR_STRUCT_VERSION(Type, version)                                             \
   inline constexpr ::std::uint32_t weirStructVersion(::weir::detail::StructTag<Type>) { \
     return version;                                                                    \
   }                                                                                    \
   static_assert(true, "")
+
+// Restores state that version `fromVersion` of Type wrote, for a change the field rules
+// cannot make (a field's type or meaning changed): OldType is a WEIR_STRUCT with Type's
+// fields as they were then, and the function (the last argument: a lambda or the name of
+// one) turns an OldType into a Type. Same placement
+// as WEIR_STRUCT, after WEIR_STRUCT_VERSION(Type, n) with n > fromVersion:
+//   struct ClickV1 { std::string user; int32_t cents; };
+//   WEIR_STRUCT(ClickV1, user, cents);
+//   WEIR_STRUCT_VERSION(Click, 2);
+//   WEIR_STRUCT_UPGRADE(Click, 1, ClickV1, [](const ClickV1& c) { return Click{c.user, c.cents / 100.0}; });
+#define WEIR_STRUCT_UPGRADE(Type, fromVersion, OldType, ...)                                                      \
+  inline constexpr ::weir::detail::StructTag<OldType> weirStructUpgradeFrom(                                       \
+      ::weir::detail::StructTag<Type>, ::std::integral_constant<::std::uint32_t, fromVersion>) {                  \
+    return {};                                                                                                     \
+  }                                                                                                                \
+  inline Type weirStructUpgrade(::weir::detail::StructTag<Type>,                                                   \
+                                ::std::integral_constant<::std::uint32_t, fromVersion>, const OldType& old) {     \
+    return (__VA_ARGS__)(old);                                                                                     \
+  }                                                                                                                \
+  static_assert((fromVersion) >= 1, "WEIR_STRUCT_UPGRADE(" #Type ", ...): versions start at 1")
