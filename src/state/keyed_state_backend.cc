@@ -6,6 +6,9 @@
 
 #include <algorithm>
 #include <cstring>
+#include <cstdio>
+
+#include "core/schema_migration.h"
 
 namespace weir {
 
@@ -22,7 +25,7 @@ namespace weir::detail {
 
 KeyedStateBackendBase::KeyedStateBackendBase(const StateBackend& backend, int maxParallelism, const std::string& owner,
                                  std::shared_ptr<const Clock> clock)
-    : maxParallelism_(maxParallelism), clock_(std::move(clock)) {
+    : maxParallelism_(maxParallelism), owner_(owner), clock_(std::move(clock)) {
   if (auto* rocks = dynamic_cast<const EmbeddedRocksDBStateBackend*>(&backend)) {
     rocksdb_ = openRocksDB(*rocks, owner);
     localDirectory_ = rocks->options().localDirectory;
@@ -65,18 +68,75 @@ void KeyedStateBackendBase::recordSchema(const std::string& name, const char* ki
   if (!layout || !keySchema_) return;  // a type without a Serializer: nothing to check it by
   TypeSchema schema{kind, 1, {{"key", *keySchema_}}};
   schema.fields.insert(schema.fields.end(), layout->fields.begin(), layout->fields.end());
-  if (auto it = schemas_.find(name); it != schemas_.end()) {
-    const TypeSchema& old = it->second;
-    std::string difference = old.typeName != schema.typeName
-                                 ? "it was a " + old.typeName + ", it is now a " + schema.typeName
-                                 : old.firstDifference(schema, "state");
-    if (!difference.empty())
-      throw Error(ErrorCode::kState,
-                  "state '" + name + "' does not have the type the restored checkpoint recorded for it: " + difference +
-                      " (its old type: " + old.toString() + "); weir cannot migrate state yet: restore it with its " +
-                      "old type, or name the new state differently");
-  }
+  if (auto it = schemas_.find(name); it != schemas_.end() && !(it->second == schema))
+    migrateRestored(name, it->second, schema);
   schemas_[name] = std::move(schema);
+}
+
+void KeyedStateBackendBase::migrateRestored(const std::string& name, const TypeSchema& old, const TypeSchema& now) {
+  auto refuse = [&](const std::string& difference) {
+    throw Error(ErrorCode::kState, "state '" + name + "' of '" + owner_ +
+                                       "' does not have the type the restored checkpoint recorded for it: " + difference +
+                                       " (its old type: " + old.toString() + "); weir migrates added, removed and " +
+                                       "reordered WEIR_STRUCT fields, and other changes through WEIR_STRUCT_UPGRADE");
+  };
+  if (old.typeName != now.typeName) refuse("it was a " + old.typeName + ", it is now a " + now.typeName);
+  if (old.fields.size() != now.fields.size()) refuse(old.firstDifference(now, "state"));
+  // The entries' keys (key, namespace, map key) stay as they are; the value migrates.
+  std::optional<detail::SchemaMigration> migration;
+  for (size_t i = 0; i < now.fields.size(); ++i) {
+    const TypeSchema::Field& was = old.fields[i];
+    const TypeSchema::Field& is = now.fields[i];
+    if (was.name != is.name) refuse(old.firstDifference(now, "state"));
+    if (i + 1 < now.fields.size()) {
+      if (!(was.type == is.type))
+        refuse(was.type.firstDifference(is.type, "state." + is.name) + ", and the keys of entries cannot migrate");
+      continue;
+    }
+    try {
+      migration.emplace(was.type, is.type, "state." + is.name);
+    } catch (const Error& e) {
+      refuse(e.what());
+    }
+  }
+  if (!migration || migration->identity()) return;
+  const bool list = now.typeName == "ListState";
+  auto migrated = [&](const StateEntry& e) {
+    try {
+      if (!list) return migration->migrate(e.value);
+      DataInput in(e.value);
+      DataOutput out;
+      while (!in.atEnd()) out.writeString(migration->migrate(in.readStringView()));
+      return out.release();
+    } catch (const SerializationError& error) {
+      throw Error(ErrorCode::kSerialization, "state '" + name + "' of '" + owner_ + "', key group " +
+                                                 std::to_string(e.keyGroup) + ": a restored value does not decode as " +
+                                                 old.toString() + ": " + error.what());
+    }
+  };
+  uint64_t entries = 0;
+  if (auto it = restored_.find(name); it != restored_.end()) {
+    PackedEntries rewritten;
+    it->second.take([&](const StateEntry& e) {
+      rewritten.add(StateEntry{e.keyGroup, e.key, migrated(e)});
+      ++entries;
+    });
+    it->second = std::move(rewritten);
+  }
+  if (rocksdb_) {
+    const auto columns = rocksdb_->columnNames();
+    if (std::find(columns.begin(), columns.end(), name) != columns.end()) {
+      RocksDBColumn& column = rocksdb_->column(name);
+      auto view = rocksdb_->readView();  // the entries as restored, while they are rewritten
+      for (auto scan = column.scan("", "", view.get()); scan->valid(); scan->next()) {
+        column.put(scan->key(), migrated(StateEntry{keyGroupOfPrefix(scan->key()), scan->key(), scan->value()}));
+        ++entries;
+      }
+    }
+  }
+  const std::string line = "weir: state '" + name + "' of '" + owner_ + "': migrated " + std::to_string(entries) +
+                           " restored entries from " + old.toString() + " to " + now.toString() + "\n";
+  std::fputs(line.c_str(), stderr);  // one write, so that subtasks' lines do not interleave
 }
 
 void KeyedStateBackendBase::snapshot(int64_t checkpointId, OperatorSnapshot& out) {

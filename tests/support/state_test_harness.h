@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "weir/detail/state/operator_snapshot.h"
 #include "weir/runtime_context.h"
 
 namespace weir::test {
@@ -29,6 +30,29 @@ class StateHarness {
     store_->setCurrentKey(key_);
   }
   void destroy() { store_.reset(); }
+
+  // What a canonical checkpoint of the store holds, as a restore reads it back: every
+  // state's entries and the schemas recorded for them.
+  detail::RestoredOperatorState checkpoint() {
+    detail::OperatorSnapshot snapshot;
+    snapshot.savepoint = SavepointFormatType::CANONICAL;
+    store_->snapshot(1, snapshot);
+    detail::RestoredOperatorState restored;
+    restored.keyGroups = KeyGroupRange{0, 127};
+    for (auto& [name, state] : snapshot.keyed)
+      state->readEntries(restored.keyGroups, [&](const detail::StateEntry& e) {
+        restored.keyed[name].push_back({e.keyGroup, std::string(e.key), std::string(e.value)});
+      });
+    restored.keyedSchemas = snapshot.keyedSchemas;
+    return restored;
+  }
+  // Replaces the store by a new one restored from `restored` (no state registered yet).
+  void restore(detail::RestoredOperatorState& restored) {
+    store_.reset();
+    store_ = std::make_unique<detail::KeyedStateBackend<K>>(*backend_, 128, "test");
+    context_.setKeyedStateBackend(store_.get());
+    store_->setRestored(restored);
+  }
 
  private:
   std::shared_ptr<StateBackend> backend_;

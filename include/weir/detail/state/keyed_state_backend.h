@@ -213,8 +213,9 @@ class KeyedStateBackendBase {
   // The state registered under `name`, made by `make()` the first time; `make` returns
   // the new state as its owner and as a State. `kind` and `type` must match the first
   // registration. `layout` is the schema of what the state stores besides the key (its
-  // namespace, map key and value, as stored: a TTL wraps the value), when it has one; a
-  // restored checkpoint that recorded another fails the registration, naming the field.
+  // namespace, map key and value, as stored: a TTL wraps the value), when it has one; the
+  // restored values of a state whose checkpoint recorded another are migrated to it
+  // (core/schema_migration.h), or the registration fails naming the field.
   template <class State, class Make>
   State& getOrCreate(const std::string& name, const char* kind, std::type_index type,
                      const std::optional<TypeSchema>& layout, Make&& make) {
@@ -304,10 +305,14 @@ class KeyedStateBackendBase {
 
   void restoreInto(const std::string& name, KeyedStateBase& state);
   // Records the schema of state `name` (its kind, the key's schema and `layout`), after
-  // checking it against the one a restored checkpoint recorded.
+  // migrating the restored entries of a checkpoint that recorded another.
   void recordSchema(const std::string& name, const char* kind, const std::optional<TypeSchema>& layout);
+  // Rewrites the restored entries of `name` (on the heap, waiting; in RocksDB, its column)
+  // from schema `old` to `now`; throws Error(kState) for a change that cannot be made.
+  void migrateRestored(const std::string& name, const TypeSchema& old, const TypeSchema& now);
 
   int maxParallelism_;
+  std::string owner_;  // the operator subtask, for messages
   std::map<std::string, PackedEntries> restored_;
   std::shared_ptr<const Clock> clock_;
   HeapKeyTable* heapKeys_ = nullptr;
