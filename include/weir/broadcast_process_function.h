@@ -52,8 +52,10 @@ class BroadcastStates {
       auto state = std::make_shared<BroadcastState<K, V>>();
       Entry entry{typeid(BroadcastState<K, V>), state, nullptr};
       if constexpr (Serializable<K> && Serializable<V>) {
+        entry.schema = detail::indexedSchema<K, V>("pair");  // each entry: its key, then its value
         if (auto r = restored_.find(name); r != restored_.end()) {
-          for (const auto& bytes : r->second) {
+          std::vector<std::string> migrated;
+          for (const auto& bytes : detail::elementsAs(r->second, entry.schema, "broadcast state '" + name + "'", migrated)) {
             DataInput in(bytes);
             K key = Serializer<K>::deserialize(in);
             state->put(std::move(key), Serializer<V>::deserialize(in));
@@ -88,14 +90,20 @@ class BroadcastStates {
   std::vector<OperatorStateSnapshot> snapshot() const {
     std::vector<OperatorStateSnapshot> out;
     for (const auto& [name, entry] : states_)
-      if (entry.serialize) out.push_back({kPrefix + name, OperatorStateMode::kUnion, entry.serialize()});
-    for (const auto& [name, elements] : restored_) out.push_back({kPrefix + name, OperatorStateMode::kUnion, elements});
+      if (entry.serialize) out.push_back({kPrefix + name, OperatorStateMode::kUnion, entry.serialize(), entry.schema});
+    for (const auto& [name, restored] : restored_) {
+      out.push_back(restored);
+      out.back().name = kPrefix + name;
+    }
     return out;
   }
   void restore(const std::vector<OperatorStateSnapshot>& lists) {
     for (const auto& l : lists) {
       if (l.name.rfind(kPrefix, 0) != 0) continue;
-      auto& elements = restored_[l.name.substr(kPrefix.size())];
+      auto& restored = restored_[l.name.substr(kPrefix.size())];
+      restored.mode = OperatorStateMode::kUnion;
+      if (l.schema) restored.schema = l.schema;
+      auto& elements = restored.elements;
       elements.insert(elements.end(), l.elements.begin(), l.elements.end());
       std::sort(elements.begin(), elements.end());  // the copies of all old instances: once
       elements.erase(std::unique(elements.begin(), elements.end()), elements.end());
@@ -108,11 +116,12 @@ class BroadcastStates {
     std::type_index type;
     std::shared_ptr<void> state;
     std::function<std::vector<std::string>()> serialize;  // null: its types have no Serializer
+    std::optional<TypeSchema> schema = {};                 // of an entry: pair<K, V>
   };
   std::vector<std::string> declared_;
   std::string checkpointProblem_;
   std::map<std::string, Entry> states_;
-  std::map<std::string, std::vector<std::string>> restored_;  // by name, until asked for
+  std::map<std::string, detail::OperatorStateSnapshot> restored_;  // by name, until asked for
 };
 
 // What both sides' contexts share: the element's timestamp, time, side outputs and

@@ -30,7 +30,8 @@ namespace {
 constexpr std::string_view kStateMagic = "WEIRSTAT";
 constexpr std::string_view kMetadataMagic = "WEIR-CHECKPOINT";
 // 2: the schemas of the keyed states follow the operator state (1 had none).
-constexpr uint64_t kStateFormatVersion = 2;
+// 3: then those of the operator states that have one.
+constexpr uint64_t kStateFormatVersion = 3;
 
 Error ioError(const std::string& what, const std::string& path, std::error_code ec) {
   return Error(ErrorCode::kIo, "checkpoint: cannot " + what + " '" + path + "': " + ec.message());
@@ -270,6 +271,13 @@ void writeStateFile(const CheckpointTarget& target, OperatorSnapshot& snapshot, 
     out.writeString(name);
     schema.write(out);
   }
+  out.writeVarint(std::count_if(snapshot.operatorState.begin(), snapshot.operatorState.end(),
+                                [](const auto& state) { return state.schema.has_value(); }));
+  for (const auto& state : snapshot.operatorState) {
+    if (!state.schema) continue;
+    out.writeString(state.name);
+    state.schema->write(out);
+  }
   info.keyedStates.clear();
   for (auto& [name, state] : snapshot.keyed) {
     info.keyedStates.push_back(name);
@@ -331,6 +339,14 @@ uint64_t parseStateFileHead(std::string_view bytes, const std::string& path,
     for (size_t n = in.readLength("schema count"); n > 0; --n) {
       std::string name = in.readString();
       schemas[name] = TypeSchema::read(in);
+    }
+  }
+  if (version >= 3) {
+    for (size_t n = in.readLength("operator state schema count"); n > 0; --n) {
+      std::string name = in.readString();
+      TypeSchema schema = TypeSchema::read(in);
+      for (auto& s : lists)
+        if (s.name == name) s.schema = schema;
     }
   }
   for (auto& s : lists) operatorState.push_back(std::move(s));

@@ -275,6 +275,28 @@ TEST_F(CheckpointFilesTest, AFileOutsideTheWantedKeyGroupsGivesItsOperatorStateO
   EXPECT_EQ(lists[0].elements, (std::vector<std::string>{big, "small"}));
 }
 
+// The schema of an operator state's elements is written beside it (format 3) and read
+// back with it; a state without one (weir's own) stays without.
+TEST_F(CheckpointFilesTest, OperatorStateSchemasAreReadBackWithTheirStates) {
+  OperatorSnapshot s;
+  const TypeSchema schema = Serializer<std::pair<int64_t, std::string>>::schema();
+  s.operatorState.push_back({"offsets", OperatorStateMode::kSplitDistribute, {"a", "b"}, schema});
+  s.operatorState.push_back({"internal", OperatorStateMode::kUnion, {"c"}});
+  StateFileInfo info;
+  info.keyGroups = KeyGroupRange{0, 3};
+  info.file = "op-0-state";
+  writeStateFile(CheckpointTarget{dir_.string(), "", 0, nullptr}, s, info);
+  RestoredOperatorState restored;
+  std::vector<OperatorStateSnapshot> lists;
+  readStateFile(dir_.string(), info, KeyGroupRange{0, 3}, restored, lists);
+  ASSERT_EQ(lists.size(), 2u);
+  EXPECT_EQ(lists[0].name, "offsets");
+  ASSERT_TRUE(lists[0].schema.has_value());
+  EXPECT_EQ(*lists[0].schema, schema);
+  EXPECT_EQ(lists[0].schema->toString(), "pair<int64, string>");
+  EXPECT_FALSE(lists[1].schema.has_value());
+}
+
 TEST_F(CheckpointFilesTest, NoMetadataMeansNoCheckpoint) {
   auto m = writeCheckpoint();
   fs::remove(dir_ / "_metadata");

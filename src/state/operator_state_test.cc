@@ -8,6 +8,31 @@
 
 #include "weir/checkpointed_function.h"
 
+// An element type as two versions of a job declare it.
+namespace v1 {
+struct Offset {
+  int64_t position = 0;
+  std::string topic;
+};
+WEIR_STRUCT(Offset, position, topic);
+}  // namespace v1
+namespace v2 {
+struct Offset {
+  std::string topic;  // reordered
+  int64_t position = 0;
+  int32_t partition = -1;  // new
+  bool operator==(const Offset&) const = default;
+};
+WEIR_STRUCT(Offset, topic, position, partition);
+}  // namespace v2
+namespace retyped {
+struct Offset {
+  double position = 0;  // was int64
+  std::string topic;
+};
+WEIR_STRUCT(Offset, position, topic);
+}  // namespace retyped
+
 namespace weir {
 namespace {
 
@@ -127,6 +152,48 @@ TEST(OperatorState, AStateRestoredAsTheOtherKindIsRefusedByName) {
   EXPECT_FALSE(fresh.isRestored());
   freshStore.getListState(ListStateDescriptor<int>("x"));
   EXPECT_THROW(freshStore.getListState(ListStateDescriptor<std::string>("x")), Error);
+}
+
+// The schema of the elements goes with them through redistribution; a split and a union
+// list restored as the next version of their struct get their elements migrated.
+TEST(OperatorState, ElementsOfAChangedStructAreMigratedAtAnyParallelism) {
+  std::vector<std::vector<OperatorStateSnapshot>> old;
+  for (int i = 0; i < 2; ++i) {
+    OperatorStateRegistry registry;
+    OperatorStateStore store(&registry);
+    auto& split = store.getListState(ListStateDescriptor<v1::Offset>("offsets"));
+    for (int j = 0; j < 3; ++j) split.add({i * 10 + j, "t" + std::to_string(i)});
+    store.getUnionListState(ListStateDescriptor<v1::Offset>("all")).add({i, "u"});
+    old.push_back(registry.snapshot());
+    ASSERT_TRUE(old.back()[0].schema.has_value());
+  }
+  std::vector<v2::Offset> offsets, all;
+  for (auto& part : detail::redistributeOperatorState(old, 3)) {
+    OperatorStateRegistry registry(part);
+    OperatorStateStore store(&registry);
+    for (const auto& o : store.getListState(ListStateDescriptor<v2::Offset>("offsets")).get()) offsets.push_back(o);
+    all = store.getUnionListState(ListStateDescriptor<v2::Offset>("all")).get();
+  }
+  EXPECT_EQ(offsets, (std::vector<v2::Offset>{
+                         {"t0", 0, -1}, {"t0", 1, -1}, {"t0", 2, -1}, {"t1", 10, -1}, {"t1", 11, -1}, {"t1", 12, -1}}));
+  EXPECT_EQ(all, (std::vector<v2::Offset>{{"u", 0, -1}, {"u", 1, -1}}));
+}
+
+TEST(OperatorState, AnElementFieldOfAnotherTypeIsRefusedNamingTheStateAndTheField) {
+  OperatorStateRegistry before;
+  OperatorStateStore(&before).getListState(ListStateDescriptor<v1::Offset>("offsets")).add({1, "t"});
+  OperatorStateRegistry registry(before.snapshot());
+  OperatorStateStore store(&registry);
+  try {
+    store.getListState(ListStateDescriptor<retyped::Offset>("offsets"));
+    FAIL() << "int64 positions restored as doubles";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kState);
+    EXPECT_NE(std::string(e.what()).find("operator state 'offsets' does not have the type the restored checkpoint "
+                                         "recorded for it: 'state.element.position' was int64, is now float64"),
+              std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(OperatorState, BytesThatDoNotDecodeNameTheState) {

@@ -270,6 +270,46 @@ TEST(BroadcastState, ACheckpointedCopyRestoresOnceFromTheUnionOfAllInstances) {
   for (const auto& s : next) EXPECT_EQ(s.elements.size(), s.name == "_broadcast/names" ? 2u : 1u) << s.name;
 }
 
+// Broadcast state restored with a changed value struct gets its entries migrated (a
+// field added with its default, another renamed away); a changed key type is refused.
+struct RuleV1 {
+  int64_t threshold = 0;
+  std::string unit;
+};
+WEIR_STRUCT(RuleV1, threshold, unit);
+namespace v2 {
+struct RuleV1 {  // the same name: the next version of the struct
+  int64_t threshold = 0;
+  bool enabled = true;
+};
+WEIR_STRUCT(RuleV1, threshold, enabled);
+}  // namespace v2
+
+TEST(BroadcastState, ValuesOfAChangedStructAreMigratedOnRestore) {
+  detail::BroadcastStates before({"rules"});
+  before.get(MapStateDescriptor<std::string, RuleV1>("rules")).put("cpu", RuleV1{90, "%"});
+  before.get(MapStateDescriptor<std::string, RuleV1>("rules")).put("disk", RuleV1{5, "GB"});
+  auto copy = before.snapshot();
+  detail::BroadcastStates after({"rules"});
+  after.restore(copy);
+  const auto& rules = after.get(MapStateDescriptor<std::string, v2::RuleV1>("rules")).immutableEntries();
+  ASSERT_EQ(rules.size(), 2u);
+  EXPECT_EQ(rules.at("cpu").threshold, 90);
+  EXPECT_TRUE(rules.at("cpu").enabled);
+  EXPECT_EQ(rules.at("disk").threshold, 5);
+  detail::BroadcastStates byNumber({"rules"});
+  byNumber.restore(copy);
+  try {
+    byNumber.get(MapStateDescriptor<int64_t, RuleV1>("rules"));
+    FAIL() << "string keys restored as numbers";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("broadcast state 'rules' does not have the type the restored checkpoint "
+                                         "recorded for it: 'state.element.0' was string, is now int64"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 TEST(BroadcastState, CheckpointingRefusesStateWithoutASerializer) {
   struct Opaque {
     int x = 0;

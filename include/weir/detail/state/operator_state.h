@@ -5,6 +5,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <typeindex>
 #include <vector>
@@ -27,7 +28,16 @@ struct OperatorStateSnapshot {
   std::string name;
   OperatorStateMode mode = OperatorStateMode::kSplitDistribute;
   std::vector<std::string> elements;
+  // The schema of each element; none for weir's own operator states, elements without a
+  // Serializer, and checkpoints of state file format 2 or older.
+  std::optional<TypeSchema> schema = {};
 };
+
+// The elements of `restored` as elements of schema `now` (migrated when its recorded
+// schema differs: core/schema_migration.h); `storage` holds them when they had to be
+// rewritten. Throws Error(kState) naming `what` for a change that cannot be made.
+const std::vector<std::string>& elementsAs(const OperatorStateSnapshot& restored, const std::optional<TypeSchema>& now,
+                                           const std::string& what, std::vector<std::string>& storage);
 
 // What each of `parallelism` new instances restores from the old ones' snapshots (old[i]
 // is instance i's), as Flink does: at the same parallelism a split list stays where it
@@ -40,6 +50,8 @@ class OperatorListStateBase {
  public:
   virtual ~OperatorListStateBase() = default;
   virtual std::vector<std::string> serializeElements() const = 0;
+  // The schema of an element; none when the type has no Serializer.
+  virtual std::optional<TypeSchema> schema() const = 0;
 };
 
 template <class T>
@@ -53,6 +65,10 @@ class OperatorListState final : public ListState<T>, public OperatorListStateBas
   void update(std::vector<T> values) override { list_ = std::move(values); }
   void clear() override { list_.clear(); }
 
+  std::optional<TypeSchema> schema() const override {
+    if constexpr (Serializable<T>) return Serializer<T>::schema();
+    return std::nullopt;
+  }
   std::vector<std::string> serializeElements() const override {
     std::vector<std::string> out;
     DataOutput buffer;
@@ -107,7 +123,8 @@ class OperatorStateRegistry {
                                                                                        : "list state") +
                                            " and cannot be restored as a " + kind);
       }
-      state->restore(name, snapshot.elements);
+      std::vector<std::string> migrated;
+      state->restore(name, elementsAs(snapshot, state->schema(), "operator state '" + name + "'", migrated));
     }
     auto& result = *state;
     states_.emplace(name, Registered{typeid(OperatorListState<T>), mode, &result, std::move(state)});
