@@ -23,6 +23,7 @@
 #include "weir/encoder.h"
 #include "weir/error.h"
 #include "weir/evictor.h"
+#include "weir/execution_config.h"
 #include "weir/file_sink.h"
 #include "weir/file_source.h"
 #include "weir/functions.h"

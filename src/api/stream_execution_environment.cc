@@ -84,6 +84,7 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::enableCheckpointing(std:
 }
 
 CheckpointConfig& StreamExecutionEnvironment::getCheckpointConfig() { return graph_->graph.checkpointConfig; }
+ExecutionConfig& StreamExecutionEnvironment::getConfig() { return graph_->graph.executionConfig; }
 
 StreamExecutionEnvironment& StreamExecutionEnvironment::setRestartStrategy(RestartStrategy strategy) {
   graph_->graph.restartStrategy = std::move(strategy);

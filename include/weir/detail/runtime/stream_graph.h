@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "weir/checkpoint_config.h"
+#include "weir/execution_config.h"
 #include "weir/clock.h"
 #include "weir/detail/operators/stream_operator.h"
 #include "weir/detail/runtime/record_writer.h"
@@ -83,6 +84,7 @@ struct StreamGraph {
   std::shared_ptr<const StateBackend> stateBackend = std::make_shared<HashMapStateBackend>();
   std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>();  // processing time
   CheckpointConfig checkpointConfig;
+  ExecutionConfig executionConfig;
   RestartStrategy restartStrategy = RestartStrategy::fallback();
   SavepointRestoreSettings restore;  // the savepoint or checkpoint to start from; none: from scratch
   // What the job's checkpoints are written to and read from; null: the POSIX file
