@@ -259,6 +259,11 @@ class KeyedStateBackendBase {
   // Heap: takes the restored entries of `name` out for an operator that keeps that state
   // itself rather than in a registered one (none once taken, or on RocksDB).
   void takeRestored(const std::string& name, const StateEntryVisitor& visit);
+  // Records the schema of state `name` (its kind, the key's schema and `layout`, as
+  // getOrCreate gives them), after migrating the restored entries of a checkpoint that
+  // recorded another, or refusing. Registering a state does it; an operator that keeps a
+  // state itself (heap windows' contents) calls it before takeRestored.
+  void recordSchema(const std::string& name, const char* kind, const std::optional<TypeSchema>& layout);
   // Heap: the slot of the serialized key at the front of `in` (made if new).
   virtual uint32_t restoreHeapKey(DataInput& in, const std::string& state, int keyGroup) = 0;
   // The schemas of the states, by name: those registered, and those restored that did
@@ -304,9 +309,6 @@ class KeyedStateBackendBase {
   };
 
   void restoreInto(const std::string& name, KeyedStateBase& state);
-  // Records the schema of state `name` (its kind, the key's schema and `layout`), after
-  // migrating the restored entries of a checkpoint that recorded another.
-  void recordSchema(const std::string& name, const char* kind, const std::optional<TypeSchema>& layout);
   // Rewrites the restored entries of `name` (on the heap, waiting; in RocksDB, its column)
   // from schema `old` to `now`; throws Error(kState) for a change that cannot be made.
   void migrateRestored(const std::string& name, const TypeSchema& old, const TypeSchema& now);

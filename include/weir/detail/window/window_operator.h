@@ -89,6 +89,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       if (keyedStateInRocksDB(this->context())) store_ = makeKeyedStateBackend<K>(this->context());
     const bool onRocksDB = store_ != nullptr;  // (on the heap the store is made on first use)
     if (auto* restored = this->context().restored()) this->callUser([&] { restore(*restored); });
+    if (!onRocksDB) recordContentsSchema();
     if (onRocksDB) {
       if constexpr (KeepsRecords<Policy>)
         this->openContents(&listState<TimeWindow>(*store_, ListStateDescriptor<T>(kWindowContentsState)));
@@ -249,13 +250,9 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       return;
     }
     if constexpr (Serializable<K> && Serializable<Acc>) {
-      if constexpr (kMerging)
-        for (const auto& e : restored.takeKeyed(kSessionsState)) restoreSessions(StateEntry{e.keyGroup, e.key, e.value});
-      for (const auto& e : restored.takeKeyed(kWindowContentsState))
-        restoreWindow(StateEntry{e.keyGroup, e.key, e.value});
-      for (const auto& e : restored.takeKeyed(kTimersState)) restoreTimer(StateEntry{e.keyGroup, e.key, e.value});
-      if (restored.hasKeyed()) {  // a RocksDB instance's incremental checkpoint, or the function's state
+      if (restored.hasKeyed()) {  // from state files or a RocksDB instance's incremental files
         keyedState().setRestored(restored);
+        recordContentsSchema();  // the contents' records migrate, as a ListState's would
         if constexpr (kMerging) store_->takeRestored(kSessionsState, [&](const StateEntry& e) { restoreSessions(e); });
         store_->takeRestored(kWindowContentsState, [&](const StateEntry& e) { restoreWindow(e); });
         store_->takeRestored(kTimersState, [&](const StateEntry& e) { restoreTimer(e); });
@@ -263,6 +260,17 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     }
     if constexpr (kMerging) this->finishRestore(this->name());
     if constexpr (!kMerging && !kPaned) this->scheduleRestoredWindows();
+  }
+  // Heap: the schema of "_windows" as RocksDB's contents state records it (a ListState
+  // of the records, or a ValueState of the accumulator, per window), so that a changed
+  // record type migrates or is refused on either backend, and checkpoints carry it.
+  void recordContentsSchema() {
+    if constexpr (Serializable<K> && Serializable<Acc>) {
+      if constexpr (KeepsRecords<Policy>)
+        keyedState().recordSchema(kWindowContentsState, "ListState", stateLayout<TimeWindow, T>({"element"}));
+      else
+        keyedState().recordSchema(kWindowContentsState, "ValueState", stateLayout<TimeWindow, Acc>({"value"}));
+    }
   }
   // Heap: one restored "_sessions" entry, a key's sessions, whose contents come next.
   void restoreSessions(const StateEntry& e) {
