@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 
 #include "checkpoint/checkpoint_storage.h"
 #include "savepoint/savepoint.h"
@@ -21,6 +22,26 @@ Error bad(const std::string& message) { return Error(ErrorCode::kInvalidArgument
 bool snapshotAt(const std::string& path) {
   std::error_code ec;
   return std::filesystem::exists(std::filesystem::path(checkpoint::checkpointFolder(path)) / "_metadata", ec);
+}
+
+// The schemas a state file's head records: each keyed state's kind, key, namespace and
+// value types (a TTL shows as ttl{...}), and each operator state's element type. A file
+// that does not read is left to the verification that follows.
+void printSchemas(const std::string& folder, const checkpoint::StateFileInfo& file) {
+  detail::RestoredOperatorState restored;
+  std::vector<detail::OperatorStateSnapshot> lists;
+  try {
+    checkpoint::readStateFile(folder, file, file.keyGroups, restored, lists);
+  } catch (const Error&) {
+    return;
+  }
+  for (const auto& [name, schema] : restored.keyedSchemas)
+    std::printf("    state '%s': %s\n", name.c_str(), schema.toString().c_str());
+  for (const auto& list : lists)
+    if (list.schema)
+      std::printf("    operator state '%s': %s of %s\n", list.name.c_str(),
+                  list.mode == detail::OperatorStateMode::kUnion ? "union list" : "list",
+                  list.schema->toString().c_str());
 }
 
 }  // namespace
@@ -45,6 +66,7 @@ int inspectCheckpoint(const std::string& path) {
               static_cast<long long>(m.timestampMillis), m.maxParallelism, m.files.size());
   uint64_t total = 0;
   size_t files = 0;
+  std::set<std::string> described;  // operators whose schemas were printed (every subtask has the same)
   for (const auto& f : m.files) {
     total += f.size;
     ++files;
@@ -54,6 +76,7 @@ int inspectCheckpoint(const std::string& path) {
     std::printf("  %s [%s] subtask %d/%d, key groups %d-%d, %llu bytes: %s\n", f.operatorName.c_str(),
                 f.operatorId.c_str(), f.subtask + 1, f.parallelism, f.keyGroups.start, f.keyGroups.end,
                 static_cast<unsigned long long>(f.size), states.empty() ? "(no state)" : states.c_str());
+    if (described.insert(f.operatorId).second) printSchemas(folder, f);
     if (f.rocksdb.empty()) continue;
     uint64_t bytes = 0, shared = 0;
     for (const auto& r : f.rocksdb) {

@@ -435,6 +435,8 @@ TEST(Cli, TheDemoStoppedWithASavepointResumesAndCountsEveryEventOnce) {
   EXPECT_EQ(inspect.exitCode, 0) << inspect.err;
   EXPECT_NE(inspect.out.find("CANONICAL format, taken on the hashmap state backend"), std::string::npos) << inspect.out;
   EXPECT_NE(inspect.out.find("verified"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find("    state 'clicks': ValueState{key:"), std::string::npos) << inspect.out;
+  EXPECT_NE(inspect.out.find(", namespace:void, value:int64}\n"), std::string::npos) << inspect.out;
 
   // Every user's count, as the savepoint holds it: one JSON line per user, whose counts
   // add up to the events the stopped run counted.
