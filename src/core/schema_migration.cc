@@ -70,7 +70,8 @@ struct SchemaMigration::Step {
   enum class Kind { kCopy, kVector, kMap, kOptional, kPositional, kStruct, kUpgrade };
   Kind kind = Kind::kCopy;
   const TypeSchema* old = nullptr;  // kCopy: to find the value's end; kStruct: its old fields
-  std::vector<Step> children;       // kStruct: one per field now (unused for new ones)
+  std::vector<Step> children;       // kStruct: one per field now (unused for new ones); kUpgrade:
+                                    // the field plan to the old type, none when recorded as it is
   std::vector<int> source;          // kStruct: the old field of each field now; -1: new
   std::vector<std::string> defaults;  // kStruct: the bytes of each new field
   void (*convert)(DataInput&, DataOutput&) = nullptr;  // kUpgrade, after children[0]
@@ -129,14 +130,20 @@ Step planFields(const TypeSchema& old, const TypeSchema& now, const std::string&
 Step plan(const TypeSchema& old, const TypeSchema& now, const std::string& path, int depth) {
   if (depth > TypeSchema::kMaxDepth) refuse("'" + path + "' is nested too deeply");
   if (old == now) {
+    // Copied inside a value, it must be skipped over: its layout must be known.
+    if (depth > 0 && !knowsLayout(old))
+      refuse("'" + path + "' (" + old.toString() + ") is written by a Serializer of the job's own, so weir " +
+             "cannot migrate the value around it");
     Step copy;
     copy.old = &old;
     return copy;
   }
   const std::string& t = now.typeName;
   if (old.typeName != t) refuse(incompatible(path, old, now));
-  if (fixedWidth(t) >= 0 || t == "string" || (now.fields.empty() && old.fields.empty() && !isPositional(t)))
-    refuse(incompatible(path, old, now));  // a primitive or a job's own type at another version
+  // A primitive, a job's own type at another version, or a type that switched between
+  // WEIR_STRUCT and a Serializer of the job's own.
+  if (fixedWidth(t) >= 0 || t == "string" || ((now.fields.empty() || old.fields.empty()) && !isPositional(t)))
+    refuse(incompatible(path, old, now));
   Step step;
   step.old = &old;
   if (isContainer(t)) {
@@ -152,9 +159,6 @@ Step plan(const TypeSchema& old, const TypeSchema& now, const std::string& path,
       step.children.push_back(
           plan(old.fields[i].type, now.fields[i].type, path + (name.empty() ? "[]" : "." + name), depth + 1));
     }
-    if (step.kind == Step::Kind::kPositional)
-      for (const auto& f : old.fields)
-        if (!knowsLayout(f.type)) refuse(incompatible(path, old, now));
     return step;
   }
   if (old.version != now.version) {
@@ -169,8 +173,8 @@ Step plan(const TypeSchema& old, const TypeSchema& now, const std::string& path,
     from.typeName = old.typeName;
     from.version = old.version;
     step.kind = Step::Kind::kUpgrade;
-    step.children.push_back(old == from ? Step{Step::Kind::kCopy, &old, {}, {}, {}, nullptr}
-                                        : planFields(old, from, path, depth));
+    // Recorded as the old type is now: its deserializer reads the value where it is.
+    if (!(old == from)) step.children.push_back(planFields(old, from, path, depth));
     step.convert = upgrade->convert;
     return step;
   }
@@ -232,10 +236,15 @@ void SchemaMigration::Step::run(DataInput& in, DataOutput& out, std::string_view
       return;
     }
     case Kind::kUpgrade: {
+      if (children.empty()) {
+        convert(in, out);
+        return;
+      }
       DataOutput asOld;
       children[0].run(in, asOld, whole);
       DataInput from(asOld.data());
       convert(from, out);
+      if (!from.atEnd()) throw SerializationError("an upgraded value left bytes its old type did not read");
       return;
     }
   }

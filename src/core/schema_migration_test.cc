@@ -83,6 +83,18 @@ WEIR_STRUCT(Point, x, y);
 WEIR_STRUCT_VERSION(Point, 2);
 }  // namespace unupgraded
 
+// A type with a Serializer of its own: weir sees no fields in it.
+struct Opaque {
+  std::string text;
+  bool operator<(const Opaque& o) const { return text < o.text; }
+};
+template <>
+struct weir::Serializer<Opaque> {
+  static void serialize(const Opaque& v, DataOutput& out) { out.writeString(v.text); }
+  static Opaque deserialize(DataInput& in) { return {in.readString()}; }
+  static TypeSchema schema() { return {"Opaque", 1, {}}; }
+};
+
 namespace weir::detail {
 namespace {
 
@@ -151,6 +163,20 @@ TEST(SchemaMigration, AFieldOfAnotherTypeIsRefusedNamingItsPathAndBothTypes) {
   EXPECT_EQ((refusal<std::vector<int32_t>, std::optional<int32_t>>()),
             "'state.value' was vector<int32>, is now optional<int32>");
   EXPECT_EQ((refusal<v1::Point, v1::Order>()).substr(0, 31), "'state.value' was Point{x:int32");
+}
+
+// A part written by a Serializer of the job's own cannot be skipped: a value that must be
+// rewritten around one is refused, never misread.
+TEST(SchemaMigration, AroundATypeWithItsOwnSerializerItIsRefused) {
+  EXPECT_EQ((refusal<std::map<Opaque, v1::Point>, std::map<Opaque, v2::Point>>()),
+            "'state.value.key' (Opaque) is written by a Serializer of the job's own, so weir cannot migrate the "
+            "value around it");
+  EXPECT_EQ((refusal<std::vector<std::pair<Opaque, v1::Point>>, std::vector<std::pair<Opaque, v2::Point>>>()),
+            "'state.value[].0' (Opaque) is written by a Serializer of the job's own, so weir cannot migrate the "
+            "value around it");
+  EXPECT_TRUE((SchemaMigration(Serializer<std::map<Opaque, int>>::schema(), Serializer<std::map<Opaque, int>>::schema(),
+                               "state.value")
+                   .identity()));
 }
 
 TEST(SchemaMigration, AnotherVersionGoesThroughItsUpgrade) {
