@@ -59,6 +59,7 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
         entries.push_back({assignToKeyGroup(KeyHash<K>{}(k), maxParallelism), key.data(), value.data()});
       }
       out.keyed[kRollingState] = std::make_unique<MaterializedSnapshot>(std::move(entries));
+      out.keyedSchemas[kRollingState] = schema_;
     }
   }
 
@@ -99,17 +100,17 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
       state_ = &valueState<VoidNamespace>(*store_, ValueStateDescriptor<T>(kRollingState));
       return;
     }
-    if (restored == nullptr) return;
-    auto restore = [&](const StateEntry& e) {
+    // Heap: the values come through a heap store, which records the schema RocksDB's
+    // ValueState would (so that a changed T migrates or is refused here too, and
+    // checkpoints carry it) and reads state files and RocksDB files alike.
+    auto store = makeKeyedStateBackend<K>(this->context());
+    if (restored != nullptr) store->setRestored(*restored);
+    store->recordSchema(kRollingState, "ValueState", stateLayout<VoidNamespace, T>({"value"}));
+    schema_ = store->stateSchemas().at(kRollingState);
+    store->takeRestored(kRollingState, [&](const StateEntry& e) {
       values_.insert_or_assign(decodeState<K>(e.key, kRollingState, e.keyGroup),
                                decodeState<T>(e.value, kRollingState, e.keyGroup));
-    };
-    for (const auto& e : restored->takeKeyed(kRollingState)) restore(StateEntry{e.keyGroup, e.key, e.value});
-    if (restored->hasKeyed()) {  // a RocksDB instance's incremental checkpoint
-      auto store = makeKeyedStateBackend<K>(this->context());
-      store->setRestored(*restored);
-      store->takeRestored(kRollingState, restore);
-    }
+    });
   }
 
   // RocksDB: one read and one write of the key's value per record.
@@ -133,6 +134,7 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   std::unique_ptr<KeyedStateBackend<K>> store_;  // RocksDB: the values,
   ValueState<T>* state_ = nullptr;               // as this state
   absl::flat_hash_map<K, T, KeyHasher<K>> values_;  // heap: the values
+  TypeSchema schema_;                                // heap: theirs, as checkpoints record it
   std::vector<Stored<K>> keys_;
   std::vector<T> buffer_;
 };
