@@ -522,26 +522,77 @@ void readStateFile(const std::string& dir, const StateFileInfo& info, KeyGroupRa
   }
 }
 
+namespace {
+
+// One state file's entry of _metadata.
+nlohmann::json fileJson(const StateFileInfo& f) {
+  nlohmann::json json = {{"operatorId", f.operatorId},
+                         {"operatorName", f.operatorName},
+                         {"subtask", f.subtask},
+                         {"parallelism", f.parallelism},
+                         {"keyGroups", {f.keyGroups.start, f.keyGroups.end}},
+                         {"file", f.file},
+                         {"size", f.size},
+                         {"checksum", hex(f.checksum)},
+                         {"keyedStates", f.keyedStates},
+                         {"operatorStates", f.operatorStates}};
+  if (f.rocksdb.empty()) return json;
+  nlohmann::json rocksdb = nlohmann::json::array();
+  for (const auto& r : f.rocksdb)
+    rocksdb.push_back({{"name", r.name}, {"stored", r.stored}, {"shared", r.shared}, {"size", r.size},
+                       {"checksum", hex(r.checksum)}});
+  json["rocksdb"] = std::move(rocksdb);
+  return json;
+}
+
+// The entry `f` of the metadata file `file`; throws nlohmann's and std::stoull's
+// exceptions, or weir::Error naming `file` for a file outside the snapshot's folder.
+StateFileInfo fileFromJson(const nlohmann::json& f, const std::string& file) {
+  StateFileInfo info;
+  info.operatorId = f.at("operatorId").get<std::string>();
+  info.operatorName = f.at("operatorName").get<std::string>();
+  info.subtask = f.at("subtask").get<int>();
+  info.parallelism = f.at("parallelism").get<int>();
+  info.keyGroups = KeyGroupRange{f.at("keyGroups").at(0).get<int>(), f.at("keyGroups").at(1).get<int>()};
+  info.file = f.at("file").get<std::string>();
+  info.size = f.at("size").get<uint64_t>();
+  info.checksum = std::stoull(f.at("checksum").get<std::string>(), nullptr, 16);
+  info.keyedStates = f.at("keyedStates").get<std::vector<std::string>>();
+  info.operatorStates = f.at("operatorStates").get<std::vector<std::string>>();
+  if (info.file.find('/') != std::string::npos) throw corrupt(file, "names a state file outside its folder");
+  if (!f.contains("rocksdb")) return info;
+  for (const auto& r : f.at("rocksdb")) {
+    RocksDBFileInfo rf;
+    rf.name = r.at("name").get<std::string>();
+    rf.stored = r.at("stored").get<std::string>();
+    rf.shared = r.at("shared").get<bool>();
+    rf.size = r.at("size").get<uint64_t>();
+    rf.checksum = std::stoull(r.at("checksum").get<std::string>(), nullptr, 16);
+    if (rf.stored.find('/') != std::string::npos || rf.name.find('/') != std::string::npos || rf.stored.empty() ||
+        rf.name.empty() || rf.stored == ".." || rf.name == "..")
+      throw corrupt(file, "names a RocksDB file outside its folder");
+    info.rocksdb.push_back(std::move(rf));
+  }
+  return info;
+}
+
+}  // namespace
+
+std::string encodeStateFileInfo(const StateFileInfo& info) { return fileJson(info).dump(); }
+
+StateFileInfo decodeStateFileInfo(const std::string& text, const std::string& file) {
+  try {
+    return fileFromJson(nlohmann::json::parse(text), file);
+  } catch (const nlohmann::json::exception& e) {
+    throw corrupt(file, std::string("would hold an entry that does not parse: ") + e.what());
+  } catch (const std::invalid_argument&) {
+    throw corrupt(file, "would hold a checksum that is not hexadecimal");
+  }
+}
+
 void writeMetadata(const std::string& dir, const CheckpointMetadata& m, core::FileSystem& fileSystem) {
   nlohmann::json files = nlohmann::json::array();
-  for (const auto& f : m.files) {
-    files.push_back({{"operatorId", f.operatorId},
-                     {"operatorName", f.operatorName},
-                     {"subtask", f.subtask},
-                     {"parallelism", f.parallelism},
-                     {"keyGroups", {f.keyGroups.start, f.keyGroups.end}},
-                     {"file", f.file},
-                     {"size", f.size},
-                     {"checksum", hex(f.checksum)},
-                     {"keyedStates", f.keyedStates},
-                     {"operatorStates", f.operatorStates}});
-    if (f.rocksdb.empty()) continue;
-    nlohmann::json rocksdb = nlohmann::json::array();
-    for (const auto& r : f.rocksdb)
-      rocksdb.push_back({{"name", r.name}, {"stored", r.stored}, {"shared", r.shared}, {"size", r.size},
-                         {"checksum", hex(r.checksum)}});
-    files.back()["rocksdb"] = std::move(rocksdb);
-  }
+  for (const auto& f : m.files) files.push_back(fileJson(f));
   nlohmann::json doc = {{"formatVersion", CheckpointMetadata::kFormatVersion},
                         {"checkpointId", m.checkpointId},
                         {"jobId", m.jobId},
@@ -628,35 +679,7 @@ CheckpointMetadata readMetadata(const std::string& path, core::FileSystem& fileS
       if (m.savepointFormat != "CANONICAL" && m.savepointFormat != "NATIVE")
         throw corrupt(file, "names an unknown savepoint format '" + m.savepointFormat + "'");
     }
-    for (const auto& f : doc.at("files")) {
-      StateFileInfo info;
-      info.operatorId = f.at("operatorId").get<std::string>();
-      info.operatorName = f.at("operatorName").get<std::string>();
-      info.subtask = f.at("subtask").get<int>();
-      info.parallelism = f.at("parallelism").get<int>();
-      info.keyGroups = KeyGroupRange{f.at("keyGroups").at(0).get<int>(), f.at("keyGroups").at(1).get<int>()};
-      info.file = f.at("file").get<std::string>();
-      info.size = f.at("size").get<uint64_t>();
-      info.checksum = std::stoull(f.at("checksum").get<std::string>(), nullptr, 16);
-      info.keyedStates = f.at("keyedStates").get<std::vector<std::string>>();
-      info.operatorStates = f.at("operatorStates").get<std::vector<std::string>>();
-      if (info.file.find('/') != std::string::npos) throw corrupt(file, "names a state file outside its folder");
-      if (f.contains("rocksdb")) {
-        for (const auto& r : f.at("rocksdb")) {
-          RocksDBFileInfo rf;
-          rf.name = r.at("name").get<std::string>();
-          rf.stored = r.at("stored").get<std::string>();
-          rf.shared = r.at("shared").get<bool>();
-          rf.size = r.at("size").get<uint64_t>();
-          rf.checksum = std::stoull(r.at("checksum").get<std::string>(), nullptr, 16);
-          if (rf.stored.find('/') != std::string::npos || rf.name.find('/') != std::string::npos ||
-              rf.stored.empty() || rf.name.empty() || rf.stored == ".." || rf.name == "..")
-            throw corrupt(file, "names a RocksDB file outside its folder");
-          info.rocksdb.push_back(std::move(rf));
-        }
-      }
-      m.files.push_back(std::move(info));
-    }
+    for (const auto& f : doc.at("files")) m.files.push_back(fileFromJson(f, file));
   } catch (const nlohmann::json::exception& e) {
     throw corrupt(file, std::string("does not hold valid metadata: ") + e.what());
   } catch (const std::invalid_argument&) {

@@ -156,6 +156,13 @@ std::error_code removeCheckpointFolder(core::FileSystem& fileSystem, const std::
 // and of the completed-checkpoints file.
 std::string checksumHex(std::string_view bytes);
 
+// One state file's entry of _metadata as JSON text, and back: how the instances of a
+// bootstrapped savepoint (weir/savepoint_writer.h) tell the one that writes its
+// _metadata what they wrote. Decoding throws weir::Error (kCheckpoint) naming `file`,
+// the _metadata it is meant for.
+std::string encodeStateFileInfo(const StateFileInfo& info);
+StateFileInfo decodeStateFileInfo(const std::string& text, const std::string& file);
+
 // Writes <dir>/_metadata last, atomically, after syncing the folder that holds `dir`.
 // Throws weir::Error (kIo) naming the file.
 void writeMetadata(const std::string& dir, const CheckpointMetadata& metadata,
