@@ -1,9 +1,13 @@
 // Fault injection: a job with keyed counts and event-time timers whose user function
 // throws at random records, restarted from its checkpoints, must commit exactly the
 // output of a failure-free run (checked against a brute force over the input).
+#include <fcntl.h>
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -561,17 +565,23 @@ TEST(CheckpointFailures, TolerableFailuresKeepTheJobRunningAndTheLastCheckpointI
   auto client = env.executeAsync("unwritable");
   ASSERT_TRUE(waitWhileRunning(client, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 2; }));
   // The job's folder becomes a file: no checkpoint folder can be made in it any more.
+  // Swapped in one step (RENAME_EXCHANGE): a checkpoint triggered while the folder was
+  // missing would make it again, as Flink's storage does (mkdirs), and go on there.
   fs::path jobFolder = dir / client.getJobID();
   fs::path aside = dir / "aside";
-  fs::rename(jobFolder, aside);
-  { std::ofstream(jobFolder.string()) << "not a folder"; }
+  { std::ofstream(aside.string()) << "not a folder"; }
+  auto swap = [&] {
+    ASSERT_EQ(::renameat2(AT_FDCWD, aside.c_str(), AT_FDCWD, jobFolder.c_str(), RENAME_EXCHANGE), 0)
+        << std::strerror(errno);
+  };
+  swap();
+  ASSERT_TRUE(fs::is_regular_file(jobFolder));
   int64_t failedBefore = client.getMetrics().numberOfFailedCheckpoints;
   bool failedWhileRunning = waitWhileRunning(
       client, [&](const JobMetrics& m) { return m.numberOfFailedCheckpoints >= failedBefore + 3; });
   EXPECT_TRUE(failedWhileRunning) << toString(client.getJobStatus()) << ", "
                                   << client.getMetrics().numberOfFailedCheckpoints - failedBefore << " failed";
-  fs::remove(jobFolder);
-  fs::rename(aside, jobFolder);
+  swap();
   client.cancel();
   EXPECT_EQ(client.wait().status, JobStatus::CANCELED);
   // The newest completed checkpoint (retained on cancellation) is whole.
@@ -732,7 +742,12 @@ TEST(Cancellation, OnceTheOutputIsFinalTheJobFinishesAndCommitsEverything) {
       ++cancelled;
     }
   };
-  addJob(env, n, 40000, TransactionalSink(committed), Extra::kNone, 0);  // half a second
+  // The input ends after a checkpoint completed.
+  HoldUntilACheckpoint::checkpointCompleted = [&] {
+    JobClient* client = job.load();
+    return client && client->getMetrics().numberOfCompletedCheckpoints > 0;
+  };
+  addJob(env, n, 40000, TransactionalSink(committed), Extra::kHoldUntilACheckpoint, 0);  // half a second
   auto client = env.executeAsync("cancelled at the end");
   job = &client;
   JobExecutionResult result = client.wait();

@@ -119,6 +119,7 @@ struct Committed {
     std::lock_guard lock(mutex);
     if (transactions.insert(transaction).second) out.insert(out.end(), records.begin(), records.end());
   }
+
 };
 
 // An exactly-once sink by two-phase commit: what arrives between two barriers is one
@@ -396,7 +397,7 @@ struct StampWindow : ProcessFunction<Out, Out> {
 };
 
 // What the job has besides its keyed counts and windows (see addJob).
-enum class Extra { kNone, kRefuseSnapshots, kProbeOverlap, kBroadcastRules };
+enum class Extra { kNone, kRefuseSnapshots, kProbeOverlap, kBroadcastRules, kHoldUntilACheckpoint };
 
 // Refuses every third snapshot (a snapshotState that throws declines the checkpoint).
 struct ThrowingSnapshot : RichMapFunction<Event, Event>, CheckpointedFunction {
@@ -423,6 +424,25 @@ struct OverlapProbe : RichMapFunction<Event, Event>, CheckpointedFunction, Check
   void notifyCheckpointAborted(int64_t id) override { lastReported = std::max(lastReported, id); }
 };
 
+// Once its subtask took a snapshot, holds the records until `checkpointCompleted()`
+// (at most a minute): the input cannot end before a checkpoint completes, however slow
+// the machine (ThreadSanitizer, a busy disk). Its subtask acknowledged the snapshot
+// before the next record, so the checkpoint does not wait for it.
+struct HoldUntilACheckpoint : RichMapFunction<Event, Event>, CheckpointedFunction {
+  static inline std::function<bool()> checkpointCompleted;  // set before the job runs
+  bool snapshotted = false, held = false;
+  Event map(const Event& e) override {
+    if (!snapshotted || held) return e;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::minutes(1);
+    while (!checkpointCompleted() && std::chrono::steady_clock::now() < until)
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    held = true;
+    return e;
+  }
+  void initializeState(FunctionInitializationContext&) override {}
+  void snapshotState(const FunctionSnapshotContext&) override { snapshotted = true; }
+};
+
 // The job under test: per key a count and a timer per window (CountWithTimers), and
 // each key's records per tumbling window, both into `sink`.
 template <class S>
@@ -435,6 +455,7 @@ DataStream<Event> addJob(StreamExecutionEnvironment& env, int64_t n, double rate
   DataStream<Event> events = source;
   if (extra == Extra::kRefuseSnapshots) events = source.map(ThrowingSnapshot{});
   if (extra == Extra::kProbeOverlap) events = source.map(OverlapProbe{});
+  if (extra == Extra::kHoldUntilACheckpoint) events = source.map(HoldUntilACheckpoint{});
   if (extra == Extra::kBroadcastRules) {
     // One rule for every 20 events, at most 2,000 a second: still flowing while the
     // checkpoints are taken, so some are queued when the operator is back-pressured.
