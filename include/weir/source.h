@@ -119,6 +119,11 @@ class SourceReader {
   // this empty: one generator serves it.
   virtual std::span<const SplitRun> splitRuns() const { return {}; }
 
+  // The event timestamps the input itself carries (Flink's source-assigned timestamps, a
+  // Kafka record's), one per record the last pollNext appended, or empty when it has
+  // none. A WatermarkStrategy's timestamp assigner, when there is one, takes precedence.
+  virtual std::span<const int64_t> recordTimestamps() const { return {}; }
+
   // Checkpoints (for sources whose supportsCheckpointing() is true). The splits this
   // reader holds, each as bytes that say how far it got; called between two pollNext.
   virtual std::vector<std::string> snapshotState(int64_t checkpointId) { return {}; }
@@ -143,6 +148,9 @@ class Source {
   // Whether its readers implement snapshotState / addSplits, so a job reading it can
   // take checkpoints. Split ids must then be the same each time the input is split.
   virtual bool supportsCheckpointing() const { return false; }
+  // Whether its readers give each record a timestamp (SourceReader::recordTimestamps),
+  // which event time then uses when the WatermarkStrategy has no timestamp assigner.
+  virtual bool carriesTimestamps() const { return false; }
   // What its readers do with a record they cannot read (bad_record.h).
   virtual BadRecordPolicy badRecordPolicy() const { return BadRecordPolicy::FAIL; }
 };

@@ -89,15 +89,15 @@ class StreamExecutionEnvironment {
   StreamExecutionEnvironment& setSavepointRestoreSettings(SavepointRestoreSettings settings);
 
   // A stream read from `source`, a Source<T> subclass taken by value.
-  // Event timestamps and watermarks come from `watermarks`: weir's sources give records
-  // no timestamps of their own, so a strategy with watermarks needs
-  // withTimestampAssigner (a clear error otherwise).
+  // Event timestamps and watermarks come from `watermarks`: a strategy with watermarks
+  // needs withTimestampAssigner (a clear error otherwise), unless the source's records
+  // carry timestamps of their own (Source::carriesTimestamps, a Kafka record's).
   template <class S>
   SingleOutputStreamOperator<typename S::OutputType> fromSource(
       S source, const WatermarkStrategy<typename S::OutputType>& watermarks, std::string name) {
     using T = typename S::OutputType;
     static_assert(std::is_base_of_v<Source<T>, S>, "fromSource(s, ...): s must derive from Source<T>");
-    if (watermarks.generator() && !watermarks.assigner())
+    if (watermarks.generator() && !watermarks.assigner() && !source.carriesTimestamps())
       throw Error(ErrorCode::kInvalidArgument, "source '" + name +
                                                    "': its watermark strategy needs withTimestampAssigner(...), "
                                                    "the source gives records no timestamps");

@@ -80,6 +80,8 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
       if (strategy_.assigner()) {
         timestamps_.resize(batch_.size());
         callUser([&] { strategy_.assigner()(std::span<const T>(batch_), timestamps_); });
+      } else if (auto carried = reader_->recordTimestamps(); carried.size() == batch_.size()) {
+        timestamps_.assign(carried.begin(), carried.end());
       }
       if (idle_) markActive();
       if (strategy_.idleTimeout().count() > 0) lastRecord_ = Clock::now();
