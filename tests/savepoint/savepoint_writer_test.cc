@@ -10,6 +10,7 @@
 #include <tuple>
 #include <vector>
 
+#include "support/error_of.h"
 #include "support/fresh_folder.h"
 #include "support/recovery_job.h"
 #include "weir/savepoint_reader.h"
@@ -294,16 +295,6 @@ TEST(SavepointWriter, OperatorStateIsSplitOrUnitedAsOnAnyRestore) {
   std::sort(want.begin(), want.end());
   EXPECT_EQ(all, want);
   fs::remove_all(dir);
-}
-
-template <class F>
-std::string errorOf(F f) {
-  try {
-    f();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "(no error)";
 }
 
 TEST(SavepointWriter, RequestsThatCannotBeWrittenAreRefused) {

@@ -1,0 +1,413 @@
+// KafkaSource's machinery on librdkafka's C API: the enumerator asks the cluster's
+// metadata for partitions; each reader is one consumer that assigns its partitions
+// itself (no group membership, no rebalancing: the checkpoint, not the group, holds
+// the offsets) and polls them all through one queue.
+#include <librdkafka/rdkafka.h>
+
+#include <algorithm>
+#include <deque>
+#include <iostream>
+#include <mutex>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "weir/detail/connectors/kafka_partition_reader.h"
+#include "weir/error.h"
+
+namespace weir::detail {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+Error invalid(const std::string& what) { return Error(ErrorCode::kInvalidArgument, "kafka source: " + what); }
+
+// A librdkafka configuration: weir's defaults, then the user's properties, each checked.
+rd_kafka_conf_t* makeConf(const KafkaSourceConfig& config, const std::map<std::string, std::string>& defaults) {
+  rd_kafka_conf_t* conf = rd_kafka_conf_new();
+  char error[512];
+  auto set = [&](const std::string& key, const std::string& value) {
+    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), error, sizeof error) != RD_KAFKA_CONF_OK) {
+      rd_kafka_conf_destroy(conf);
+      throw invalid("property '" + key + "' = '" + value + "': " + error);
+    }
+  };
+  set("bootstrap.servers", config.bootstrapServers);
+  set("log_level", "3");  // librdkafka's errors on stderr, not its notices
+  for (const auto& [key, value] : defaults) set(key, value);
+  for (const auto& [key, value] : config.properties) set(key, value);
+  return conf;
+}
+
+rd_kafka_t* makeClient(const KafkaSourceConfig& config, const std::map<std::string, std::string>& defaults) {
+  rd_kafka_conf_t* conf = makeConf(config, defaults);
+  char error[512];
+  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, sizeof error);
+  if (rk == nullptr) {
+    rd_kafka_conf_destroy(conf);
+    throw invalid(error);
+  }
+  return rk;
+}
+
+std::string partitionName(const std::string& topic, int32_t partition) {
+  return "partition " + std::to_string(partition) + " of topic '" + topic + "'";
+}
+
+// Java's String.hashCode, as Flink's enumerator hashes a topic (for ASCII names).
+int32_t javaHashCode(const std::string& s) {
+  uint32_t h = 0;
+  for (unsigned char c : s) h = 31 * h + c;
+  return static_cast<int32_t>(h);
+}
+
+class KafkaEnumerator final : public SplitEnumerator {
+ public:
+  KafkaEnumerator(std::shared_ptr<const KafkaSourceConfig> config, int parallelism)
+      : config_(std::move(config)),
+        parallelism_(parallelism),
+        client_(makeClient(*config_, {{"group.id", "weir-kafka-metadata"}, {"allow.auto.create.topics", "false"}})),
+        queues_(static_cast<size_t>(parallelism)) {
+    try {
+      discover(true);
+    } catch (...) {
+      rd_kafka_destroy(client_);
+      throw;
+    }
+    nextDiscovery_ = Clock::now() + config_->discoveryInterval;
+  }
+  ~KafkaEnumerator() override { rd_kafka_destroy(client_); }
+
+  std::unique_ptr<SourceSplit> nextSplit(int subtask) override {
+    std::lock_guard lock(mutex_);
+    if (config_->discoveryInterval.count() > 0 && !config_->bounded && Clock::now() >= nextDiscovery_) {
+      try {
+        discover(false);
+      } catch (const Error& e) {
+        std::cerr << "weir: " << e.what() << "; trying again in " << config_->discoveryInterval.count() << " ms"
+                  << std::endl;
+      }
+      nextDiscovery_ = Clock::now() + config_->discoveryInterval;
+    }
+    auto& queue = queues_.at(static_cast<size_t>(subtask));
+    if (queue.empty()) return nullptr;
+    auto split = std::make_unique<KafkaPartitionSplit>(std::move(queue.front()));
+    queue.pop_front();
+    return split;
+  }
+
+ private:
+  // Adds the partitions not known yet; at the start, every topic named must exist.
+  void discover(bool first) {
+    const rd_kafka_metadata_t* metadata = nullptr;
+    const int timeout = static_cast<int>(config_->requestTimeout.count());
+    rd_kafka_resp_err_t err = rd_kafka_metadata(client_, 1, nullptr, &metadata, timeout);
+    if (err)
+      throw Error(ErrorCode::kIo, "kafka source: no metadata from '" + config_->bootstrapServers + "' within " +
+                                      std::to_string(timeout) + " ms: " + rd_kafka_err2str(err));
+    std::map<std::string, std::vector<int32_t>> found;
+    for (int t = 0; t < metadata->topic_cnt; ++t) {
+      const auto& topic = metadata->topics[t];
+      if (topic.err) continue;
+      auto& ids = found[topic.topic];
+      for (int p = 0; p < topic.partition_cnt; ++p) ids.push_back(topic.partitions[p].id);
+    }
+    rd_kafka_metadata_destroy(metadata);
+    std::vector<std::pair<std::string, int32_t>> wanted;
+    if (!config_->partitions.empty()) {
+      for (const auto& [topic, partition] : config_->partitions) {
+        auto it = found.find(topic);
+        if (it == found.end() || std::find(it->second.begin(), it->second.end(), partition) == it->second.end()) {
+          if (first) throw invalid(partitionName(topic, partition) + " does not exist on '" + config_->bootstrapServers + "'");
+          continue;
+        }
+        wanted.emplace_back(topic, partition);
+      }
+    } else if (!config_->topicPattern.empty()) {
+      const std::regex pattern(config_->topicPattern);
+      for (const auto& [topic, ids] : found)
+        if (std::regex_match(topic, pattern))
+          for (int32_t p : ids) wanted.emplace_back(topic, p);
+    } else {
+      for (const auto& topic : config_->topics) {
+        auto it = found.find(topic);
+        if (it == found.end()) {
+          if (first) throw invalid("topic '" + topic + "' does not exist on '" + config_->bootstrapServers + "'");
+          continue;
+        }
+        for (int32_t p : it->second) wanted.emplace_back(topic, p);
+      }
+    }
+    std::sort(wanted.begin(), wanted.end());
+    for (const auto& [topic, partition] : wanted) {
+      if (!known_.insert({topic, partition}).second) continue;
+      KafkaPartitionSplit split;
+      split.topic = topic;
+      split.partition = partition;
+      queues_[static_cast<size_t>(kafkaPartitionOwner(topic, partition, parallelism_))].push_back(std::move(split));
+    }
+    if (first && known_.empty())
+      throw invalid("no partition to read on '" + config_->bootstrapServers + "' matches the pattern '" +
+                    config_->topicPattern + "'");
+  }
+
+  const std::shared_ptr<const KafkaSourceConfig> config_;
+  const int parallelism_;
+  rd_kafka_t* const client_;
+  std::mutex mutex_;
+  std::vector<std::deque<KafkaPartitionSplit>> queues_;      // guarded by mutex_; by reader
+  std::set<std::pair<std::string, int32_t>> known_;          // guarded by mutex_
+  Clock::time_point nextDiscovery_;                          // guarded by mutex_
+};
+
+using MessagePtr = std::unique_ptr<rd_kafka_message_t, decltype(&rd_kafka_message_destroy)>;
+
+}  // namespace
+
+void KafkaSourceConfig::validate() const {
+  if (bootstrapServers.empty()) throw invalid("setBootstrapServers(...) is required");
+  const int ways = (topics.empty() ? 0 : 1) + (topicPattern.empty() ? 0 : 1) + (partitions.empty() ? 0 : 1);
+  if (ways != 1) throw invalid("set exactly one of setTopics, setTopicPattern and setPartitions");
+  if (!topicPattern.empty()) {
+    try {
+      std::regex check(topicPattern);
+    } catch (const std::regex_error& e) {
+      throw invalid("the topic pattern '" + topicPattern + "' is not a regular expression: " + e.what());
+    }
+  }
+  if (starting.kind() == OffsetsInitializer::Kind::kCommitted && groupId.empty())
+    throw invalid("committedOffsets() needs setGroupId(...)");
+  if (stopping && stopping->kind() == OffsetsInitializer::Kind::kCommitted && groupId.empty())
+    throw invalid("committed stopping offsets need setGroupId(...)");
+  if (discoveryInterval.count() < 0) throw invalid("the partition discovery interval must not be negative");
+  rd_kafka_conf_destroy(makeConf(*this, {}));  // every property is one librdkafka knows
+}
+
+std::string KafkaPartitionSplit::encode() const {
+  return std::to_string(partition) + " " + std::to_string(offset) + " " + std::to_string(stoppingOffset) + " " + topic;
+}
+
+KafkaPartitionSplit KafkaPartitionSplit::decode(const std::string& bytes) {
+  std::istringstream in(bytes);
+  KafkaPartitionSplit split;
+  in >> split.partition >> split.offset >> split.stoppingOffset;
+  if (!in || in.get() != ' ' || !std::getline(in, split.topic) || split.topic.empty())
+    throw Error(ErrorCode::kCheckpoint, "a Kafka source's checkpointed split does not parse: '" + bytes + "'");
+  return split;
+}
+
+int kafkaPartitionOwner(const std::string& topic, int32_t partition, int parallelism) {
+  const int start = static_cast<int>((static_cast<uint32_t>(javaHashCode(topic)) * 31u & 0x7FFFFFFFu) %
+                                     static_cast<uint32_t>(parallelism));
+  return (start + partition) % parallelism;
+}
+
+std::unique_ptr<SplitEnumerator> createKafkaEnumerator(std::shared_ptr<const KafkaSourceConfig> config,
+                                                       int parallelism) {
+  config->validate();
+  return std::make_unique<KafkaEnumerator>(std::move(config), parallelism);
+}
+
+KafkaPartitionReader::KafkaPartitionReader(std::shared_ptr<const KafkaSourceConfig> config,
+                                           const SourceReaderContext& context)
+    : config_(std::move(config)), context_(context) {
+  consumer_ = makeClient(*config_, {{"group.id", config_->groupId.empty() ? "weir-kafka-source" : config_->groupId},
+                                    {"enable.auto.commit", "false"},
+                                    {"enable.auto.offset.store", "false"},
+                                    {"auto.offset.reset", "earliest"}});
+  rd_kafka_poll_set_consumer(consumer_);
+  queue_ = rd_kafka_queue_get_consumer(consumer_);
+}
+
+KafkaPartitionReader::~KafkaPartitionReader() { close(); }
+
+void KafkaPartitionReader::close() {
+  if (queue_ != nullptr) rd_kafka_queue_destroy(queue_);
+  queue_ = nullptr;
+  if (consumer_ != nullptr) {
+    rd_kafka_consumer_close(consumer_);
+    rd_kafka_destroy(consumer_);
+  }
+  consumer_ = nullptr;
+}
+
+int64_t KafkaPartitionReader::resolveOffset(const OffsetsInitializer& initializer, const std::string& topic,
+                                            int32_t partition, bool stopping) {
+  const int timeout = static_cast<int>(config_->requestTimeout.count());
+  int64_t low = 0, high = 0;
+  rd_kafka_resp_err_t err = rd_kafka_query_watermark_offsets(consumer_, topic.c_str(), partition, &low, &high, timeout);
+  if (err)
+    throw Error(ErrorCode::kIo, "kafka source: cannot look up the offsets of " + partitionName(topic, partition) +
+                                    " on '" + config_->bootstrapServers + "': " + rd_kafka_err2str(err));
+  auto reset = [&](const std::string& why) -> int64_t {
+    switch (initializer.resetStrategy()) {
+      case OffsetResetStrategy::EARLIEST: return low;
+      case OffsetResetStrategy::LATEST: return high;
+      case OffsetResetStrategy::NONE: break;
+    }
+    throw Error(ErrorCode::kInvalidArgument, "kafka source: " + partitionName(topic, partition) + " has no " + why +
+                                                 " offset and the reset strategy is NONE");
+  };
+  switch (initializer.kind()) {
+    case OffsetsInitializer::Kind::kEarliest: return low;
+    case OffsetsInitializer::Kind::kLatest: return high;
+    case OffsetsInitializer::Kind::kTimestamp: {
+      rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+      rd_kafka_topic_partition_list_add(list, topic.c_str(), partition)->offset = initializer.timestampMillis();
+      err = rd_kafka_offsets_for_times(consumer_, list, timeout);
+      int64_t offset = list->elems[0].offset;
+      if (!err) err = list->elems[0].err;
+      rd_kafka_topic_partition_list_destroy(list);
+      if (err)
+        throw Error(ErrorCode::kIo, "kafka source: cannot look up the offset of time " +
+                                        std::to_string(initializer.timestampMillis()) + " in " +
+                                        partitionName(topic, partition) + ": " + rd_kafka_err2str(err));
+      return offset >= 0 ? offset : high;  // no record that late: the end
+    }
+    case OffsetsInitializer::Kind::kCommitted: {
+      rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+      rd_kafka_topic_partition_list_add(list, topic.c_str(), partition);
+      err = rd_kafka_committed(consumer_, list, timeout);
+      int64_t offset = list->elems[0].offset;
+      rd_kafka_topic_partition_list_destroy(list);
+      if (err)
+        throw Error(ErrorCode::kIo, "kafka source: cannot look up the committed offset of " +
+                                        partitionName(topic, partition) + " for group '" + config_->groupId +
+                                        "': " + rd_kafka_err2str(err));
+      return offset >= 0 ? offset : reset("committed");
+    }
+    case OffsetsInitializer::Kind::kOffsets: {
+      auto it = initializer.partitionOffsets().find({topic, partition});
+      return it != initializer.partitionOffsets().end() ? it->second : reset(stopping ? "stopping" : "given");
+    }
+  }
+  return low;
+}
+
+void KafkaPartitionReader::resolve(KafkaPartitionSplit& split) {
+  if (split.offset == KafkaPartitionSplit::kUnresolved)
+    split.offset = resolveOffset(config_->starting, split.topic, split.partition, false);
+  if (split.stoppingOffset == KafkaPartitionSplit::kUnresolved)
+    split.stoppingOffset = config_->stopping ? resolveOffset(*config_->stopping, split.topic, split.partition, true)
+                                             : KafkaPartitionSplit::kNoStop;
+}
+
+void KafkaPartitionReader::start(KafkaPartitionSplit split) {
+  resolve(split);
+  const std::string id = split.splitId();
+  if (split.offset >= split.stoppingOffset) {
+    announced_.push_back({id, 0, true});  // nothing to read: released at once
+    return;
+  }
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+  rd_kafka_topic_partition_list_add(list, split.topic.c_str(), split.partition)->offset = split.offset;
+  rd_kafka_error_t* error = rd_kafka_incremental_assign(consumer_, list);
+  rd_kafka_topic_partition_list_destroy(list);
+  if (error != nullptr) {
+    std::string why = rd_kafka_error_string(error);
+    rd_kafka_error_destroy(error);
+    throw Error(ErrorCode::kIo, "kafka source: cannot read " + partitionName(split.topic, split.partition) + ": " + why);
+  }
+  partitions_[id] = Partition{std::move(split), false};
+  // Said at once, with no record: its watermark holds the source's back from now on,
+  // so the records of the splits read first do not make its records late.
+  announced_.push_back({id, 0, false});
+}
+
+void KafkaPartitionReader::takeNewSplits() {
+  if (enumeratorDone_ || Clock::now() < nextSplitCheck_) return;
+  while (auto split = context_.enumerator->nextSplit(context_.subtaskIndex))
+    start(std::move(static_cast<KafkaPartitionSplit&>(*split)));
+  // A bounded source's enumerator has handed out all it ever will; an unbounded one's
+  // may find new partitions: asked again in a while.
+  if (config_->bounded || config_->discoveryInterval.count() == 0) enumeratorDone_ = true;
+  nextSplitCheck_ = Clock::now() + std::chrono::milliseconds(100);
+}
+
+SplitRun& KafkaPartitionReader::runOf(const std::string& splitId) {
+  if (runs_.empty() || runs_.back().splitId != splitId || runs_.back().finished) runs_.push_back({splitId, 0, false});
+  return runs_.back();
+}
+
+InputStatus KafkaPartitionReader::poll(size_t maxRecords, const std::function<size_t(const ConsumerRecord&)>& visit) {
+  runs_.clear();
+  takeNewSplits();
+  for (SplitRun& run : announced_) runOf(run.splitId).finished = run.finished;
+  announced_.clear();
+  const bool reading = std::any_of(partitions_.begin(), partitions_.end(), [](const auto& p) { return !p.second.finished; });
+  if (!reading) {
+    if (!runs_.empty()) return InputStatus::MORE_AVAILABLE;  // splits released without a record
+    return enumeratorDone_ && config_->bounded ? InputStatus::END_OF_INPUT : InputStatus::NOTHING_AVAILABLE;
+  }
+  std::vector<rd_kafka_message_t*> batch(std::min<size_t>(maxRecords, 1024));
+  ssize_t n = rd_kafka_consume_batch_queue(queue_, 0, batch.data(), batch.size());
+  if (n < 0) throw Error(ErrorCode::kIo, std::string("kafka source: ") + rd_kafka_err2str(rd_kafka_last_error()));
+  std::vector<MessagePtr> messages;
+  messages.reserve(static_cast<size_t>(n));
+  for (ssize_t i = 0; i < n; ++i) messages.emplace_back(batch[static_cast<size_t>(i)], &rd_kafka_message_destroy);
+  size_t visited = 0;
+  for (auto& message : messages) {
+    rd_kafka_message_t* m = message.get();
+    if (m->err) {
+      if (m->err == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
+      char fatal[512];
+      if (rd_kafka_fatal_error(consumer_, fatal, sizeof fatal))
+        throw Error(ErrorCode::kIo, std::string("kafka source: ") + fatal);
+      // librdkafka retries what it can (a broker down, a leader moving): said, not fatal.
+      std::cerr << "weir: kafka source: " << rd_kafka_message_errstr(m) << std::endl;
+      continue;
+    }
+    const std::string topic = rd_kafka_topic_name(m->rkt);
+    auto it = partitions_.find(topic + "-" + std::to_string(m->partition));
+    if (it == partitions_.end() || it->second.finished) continue;
+    KafkaPartitionSplit& split = it->second.split;
+    if (m->offset < split.offset) continue;  // fetched before an earlier position was set
+    if (m->offset >= split.stoppingOffset) continue;
+    ConsumerRecord record;
+    record.topic = topic;
+    record.partition = m->partition;
+    record.offset = m->offset;
+    record.timestamp = rd_kafka_message_timestamp(m, nullptr);
+    if (m->key != nullptr) record.key = std::string_view(static_cast<const char*>(m->key), m->key_len);
+    if (m->payload != nullptr) record.value = std::string_view(static_cast<const char*>(m->payload), m->len);
+    rd_kafka_headers_t* headers = nullptr;
+    if (rd_kafka_message_headers(m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const char* name;
+      const void* value;
+      size_t size;
+      for (size_t h = 0; rd_kafka_header_get_all(headers, h, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++h)
+        record.headers.emplace_back(name, value != nullptr ? std::optional<std::string_view>(std::string_view(
+                                                                 static_cast<const char*>(value), size))
+                                                           : std::nullopt);
+    }
+    context_.metricGroup.getIOMetricGroup().getNumBytesInCounter().inc(m->len + m->key_len);
+    const size_t made = visit(record);
+    SplitRun& run = runOf(it->first);
+    run.records += made;
+    split.offset = m->offset + 1;
+    ++visited;
+    if (split.offset >= split.stoppingOffset) {
+      run.finished = true;
+      it->second.finished = true;
+      rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(1);
+      rd_kafka_topic_partition_list_add(list, split.topic.c_str(), split.partition);
+      if (rd_kafka_error_t* error = rd_kafka_incremental_unassign(consumer_, list)) rd_kafka_error_destroy(error);
+      rd_kafka_topic_partition_list_destroy(list);
+    }
+  }
+  return visited > 0 || !runs_.empty() ? InputStatus::MORE_AVAILABLE : InputStatus::NOTHING_AVAILABLE;
+}
+
+std::vector<std::string> KafkaPartitionReader::snapshotState() const {
+  std::vector<std::string> out;
+  for (const auto& [id, p] : partitions_)
+    if (!p.finished) out.push_back(p.split.encode());
+  return out;
+}
+
+void KafkaPartitionReader::addSplits(const std::vector<std::string>& splits) {
+  for (const auto& bytes : splits) start(KafkaPartitionSplit::decode(bytes));
+}
+
+}  // namespace weir::detail
