@@ -340,12 +340,13 @@ InputStatus KafkaPartitionReader::poll(size_t maxRecords, const std::function<si
     if (!runs_.empty()) return InputStatus::MORE_AVAILABLE;  // splits released without a record
     return enumeratorDone_ && config_->bounded ? InputStatus::END_OF_INPUT : InputStatus::NOTHING_AVAILABLE;
   }
-  std::vector<rd_kafka_message_t*> batch(std::min<size_t>(maxRecords, 1024));
-  ssize_t n = rd_kafka_consume_batch_queue(queue_, 0, batch.data(), batch.size());
+  batch_.resize(std::min<size_t>(maxRecords, 1024));
+  ssize_t n = rd_kafka_consume_batch_queue(queue_, 0, batch_.data(), batch_.size());
   if (n < 0) throw Error(ErrorCode::kIo, std::string("kafka source: ") + rd_kafka_err2str(rd_kafka_last_error()));
-  std::vector<MessagePtr> messages;
+  if (n == 0) return runs_.empty() ? InputStatus::NOTHING_AVAILABLE : InputStatus::MORE_AVAILABLE;
+  std::vector<MessagePtr> messages;  // each destroyed, however the loop below ends
   messages.reserve(static_cast<size_t>(n));
-  for (ssize_t i = 0; i < n; ++i) messages.emplace_back(batch[static_cast<size_t>(i)], &rd_kafka_message_destroy);
+  for (ssize_t i = 0; i < n; ++i) messages.emplace_back(batch_[static_cast<size_t>(i)], &rd_kafka_message_destroy);
   size_t visited = 0;
   for (auto& message : messages) {
     rd_kafka_message_t* m = message.get();

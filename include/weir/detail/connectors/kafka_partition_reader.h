@@ -19,6 +19,7 @@
 
 struct rd_kafka_s;
 struct rd_kafka_queue_s;
+struct rd_kafka_message_s;
 
 namespace weir::detail {
 
@@ -101,6 +102,7 @@ class KafkaPartitionReader {
   rd_kafka_queue_s* queue_ = nullptr;
   std::map<std::string, Partition> partitions_;  // by split id
   std::vector<SplitRun> runs_;
+  std::vector<rd_kafka_message_s*> batch_;  // what one poll takes from librdkafka
   std::vector<SplitRun> announced_;  // splits started since the last poll, as runs of no record
   bool enumeratorDone_ = false;
   std::chrono::steady_clock::time_point nextSplitCheck_{};
