@@ -19,6 +19,7 @@
 #include "harness.h"
 #include "checkpoint_bench.h"
 #include "format_bench.h"
+#include "kafka_bench.h"
 #include "sink_bench.h"
 #include "nexmark/driver.h"
 #include "state_bench.h"
@@ -511,6 +512,7 @@ int main(int argc, char** argv) {
       {"list_state", [] { listState(gRuns); }}, {"state_memory", [] { stateMemory(gRuns); }},
       {"checkpoint_size", [] { checkpointSize(gRuns); }}, {"checkpoint_overhead", [] { checkpointOverhead(gRuns); }},
       {"recovery", [] { recovery(gRuns); }}, {"file_sink", [] { fileSink(gRuns); }},
+      {"kafka_pipeline", [] { kafkaPipeline(gRuns); }},
       {"json_decode", [] { jsonDecode(gRuns); }}, {"csv_decode", [] { csvDecode(gRuns); }}, {"rescale", [] { rescale(gRuns); }}, {"savepoint", [] { savepoint(gRuns); }}, {"alignment", [] { alignment(gRuns); }},
       {"nexmark", [] {
          weir::nexmark::DriverOptions options;

@@ -13,28 +13,12 @@
 
 #include "cli/job_options.h"
 #include "cli/interrupt.h"
+#include "tokenizer.h"
 #include "weir/weir.h"
 
 namespace weir::cli {
 
 namespace {
-
-using WordCount = std::pair<std::string, int64_t>;
-
-// Splits a line into lower-case words made of letters and digits.
-struct Tokenizer : RichFlatMapFunction<std::string, WordCount> {
-  void flatMap(const std::string& line, Collector<WordCount>& out) override {
-    std::string word;
-    for (char c : line + " ") {
-      if (std::isalnum(static_cast<unsigned char>(c))) {
-        word += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-      } else if (!word.empty()) {
-        out.collect({std::move(word), 1});
-        word.clear();
-      }
-    }
-  }
-};
 
 // The output folder, made if missing: a path that can never take part files is a bad
 // option (exit code 2) before the job starts, not a failure of every attempt.

@@ -75,6 +75,11 @@ class RuntimeContext {
   // the local file system unless a test put a fault-injecting one in its place.
   const std::shared_ptr<core::FileSystem>& fileSystem() const { return fileSystem_; }
   void setFileSystem(std::shared_ptr<core::FileSystem> fileSystem) { fileSystem_ = std::move(fileSystem); }
+  // The folder the job's checkpoints go under (<dir> in <dir>/<job-id>/chk-<n>); empty
+  // without checkpointing. A connector keeps there what must outlive a crash of the
+  // process (KafkaSink's transaction markers).
+  const std::string& getCheckpointDirectory() const { return checkpointDirectory_; }
+  void setCheckpointDirectory(std::string directory) { checkpointDirectory_ = std::move(directory); }
   // The subtask's processing-time timers (set by the runtime before open()).
   detail::ProcessingTimeService& processingTimeService() {
     if (processingTime_ == nullptr)
@@ -125,6 +130,7 @@ class RuntimeContext {
   std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
   std::shared_ptr<core::FileSystem> fileSystem_;
   bool checkpointing_ = false;
+  std::string checkpointDirectory_;
   std::chrono::milliseconds autoWatermarkInterval_{200};
   OperatorMetricGroup metricGroup_;
   detail::KeyedStateBackendBase* keyedStore_ = nullptr;

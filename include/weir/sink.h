@@ -4,6 +4,8 @@
 #include <memory>
 #include <span>
 
+#include "weir/checkpoint_config.h"
+#include "weir/restart_strategy.h"
 #include "weir/runtime_context.h"
 
 namespace weir {
@@ -30,6 +32,10 @@ class Sink {
   using InputType = T;
   virtual ~Sink() = default;
   virtual std::unique_ptr<SinkWriter<T>> createWriter(RuntimeContext& context) const = 0;
+  // Called before the job runs, with its checkpointing and (resolved) restart settings:
+  // a sink that cannot keep its promise under them throws weir::Error naming the
+  // conflict, and the job does not start.
+  virtual void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy& restarts) const {}
 };
 
 }  // namespace weir

@@ -55,6 +55,9 @@ class CheckpointCoordinator {
                         std::shared_ptr<core::FileSystem> fileSystem = core::FileSystem::local());
   ~CheckpointCoordinator();
 
+  // <checkpoint-dir>/<job-id>.
+  const std::string& jobFolder() const { return jobFolder_; }
+
   // An attempt with `subtasks` subtasks starts; each checkpoint needs all of them.
   void startAttempt(int subtasks, Hooks hooks);
   // The attempt ended (its threads are gone): a checkpoint in progress is aborted.

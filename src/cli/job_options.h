@@ -52,5 +52,6 @@ void requireWholeNumbers(CLI::App& app);
 
 Example wordCountExample();
 Example clickCountExample();
+Example kafkaWordCountExample();
 
 }  // namespace weir::cli

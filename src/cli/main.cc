@@ -12,6 +12,7 @@
 #include "cli/job_options.h"
 #include "cli/interrupt.h"
 #include "cli/rest_commands.h"
+#include "cli/transaction_commands.h"
 #include "weir/job_client.h"
 #include "weir/key_group.h"
 
@@ -31,13 +32,16 @@ std::string names(const std::vector<weir::cli::Example>& examples) {
 }
 
 int run(int argc, char** argv) {
-  std::vector<weir::cli::Example> examples{weir::cli::wordCountExample(), weir::cli::clickCountExample()};
+  std::vector<weir::cli::Example> examples{weir::cli::wordCountExample(), weir::cli::clickCountExample(),
+                                           weir::cli::kafkaWordCountExample()};
 
   // Unknown commands and examples get a message that lists the known ones.
-  const std::vector<std::string> commands{"run", "list", "status", "cancel", "stop", "savepoint", "checkpoint"};
+  const std::vector<std::string> commands{"run",       "list",       "status",      "cancel",
+                                          "stop",      "savepoint",  "checkpoint",  "transactions"};
   if (argc >= 2 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end())
     return usageError(std::string("unknown command '") + argv[1] +
-                      "'; the commands are: run, list, status, cancel, stop, savepoint, checkpoint (see weir --help)");
+                      "'; the commands are: run, list, status, cancel, stop, savepoint, checkpoint, transactions "
+                      "(see weir --help)");
   if (argc >= 3 && std::strcmp(argv[1], "run") == 0 && argv[2][0] != '-') {
     bool known = false;
     for (auto& e : examples) known = known || e.name == argv[2];
@@ -165,6 +169,28 @@ int run(int argc, char** argv) {
     control = [&checkpointPath, &dryRun, &cleanRocksDir] {
       return weir::cli::cleanCheckpoints(checkpointPath, dryRun, cleanRocksDir);
     };
+  });
+
+  // Transactions a stopped job's exactly-once sinks left open.
+  auto* transactionsCommand = app.add_subcommand(
+      "transactions", "Show or abort the transactions a stopped job left: weir transactions list|abort CHECKPOINT_DIR");
+  transactionsCommand->require_subcommand(1);
+  std::string transactionsDir, transactionsServers;
+  std::vector<std::string> transactionIds;
+  bool allTransactions = false;
+  auto* listTransactions = transactionsCommand->add_subcommand(
+      "list", "List the open and committing transactions of the exactly-once Kafka sinks under a checkpoint directory");
+  listTransactions->add_option("dir", transactionsDir, "The job's checkpoint directory (--checkpoint-dir)")->required();
+  listTransactions->add_flag("--all", allTransactions, "Also the committed and aborted ones still remembered");
+  listTransactions->callback([&] { control = [&] { return weir::cli::listTransactions(transactionsDir, allTransactions); }; });
+  auto* abortTransactions = transactionsCommand->add_subcommand(
+      "abort", "Abort transactions on the cluster: the given ids, or every open one");
+  abortTransactions->add_option("dir", transactionsDir, "The job's checkpoint directory (--checkpoint-dir)")->required();
+  abortTransactions->add_option("ids", transactionIds, "Transactional ids, as `weir transactions list` prints them");
+  abortTransactions->add_option("--bootstrap-servers", transactionsServers, "The Kafka cluster, host:port[,...]")
+      ->required();
+  abortTransactions->callback([&] {
+    control = [&] { return weir::cli::abortTransactions(transactionsDir, transactionsServers, transactionIds); };
   });
 
   weir::cli::requireWholeNumbers(app);

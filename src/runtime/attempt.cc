@@ -1,5 +1,6 @@
 #include "runtime/attempt.h"
 
+#include <filesystem>
 #include <map>
 
 #include "runtime/checkpoint_restore.h"
@@ -112,6 +113,9 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
       task.contexts.back()->setClock(graph.clock);
       task.contexts.back()->setFileSystem(plan.fileSystem());
       task.contexts.back()->setCheckpointingEnabled(plan.checkpointing);
+      if (coordinator != nullptr)
+        task.contexts.back()->setCheckpointDirectory(
+            std::filesystem::path(coordinator->jobFolder()).parent_path().string());
       task.contexts.back()->setProcessingTimeService(&task.processingTime);
       task.contexts.back()->setAutoWatermarkInterval(graph.autoWatermarkInterval);
       task.contexts.back()->setRestored(restore.stateOf(id, task.index, vertex.parallelism));

@@ -87,6 +87,9 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
   job->plan_ = std::make_unique<JobPlan>(JobPlan::create(graph, restoredMaxParallelism));
   const JobPlan& plan = *job->plan_;
   const CheckpointConfig& config = graph.checkpointConfig;
+  const RestartStrategy restarts = graph.restartStrategy.resolve(plan.checkpointing);
+  for (const auto& node : plan.graph.nodes)
+    if (node->checkSettings) node->checkSettings(config, restarts);
   job->jobId_ = randomJobId();
   if (plan.checkpointing) {
     std::string root = config.getCheckpointStorage();

@@ -6,7 +6,11 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <chrono>
+#include <cstdlib>
 #include <cstring>
+#include <functional>
+#include <thread>
 #include <memory>
 #include <stdexcept>
 
@@ -36,6 +40,7 @@ Handle client(rd_kafka_type_t type, const std::string& bootstrap) {
   if (type == RD_KAFKA_CONSUMER) {
     set("group.id", "weir-test-reader");
     set("enable.auto.commit", "false");
+    set("enable.partition.eof", "true");  // a partition whose end is a transaction marker ends too
   }
   rd_kafka_t* rk = rd_kafka_new(type, conf, error, sizeof error);
   if (rk == nullptr) throw std::runtime_error(std::string("kafka test client: ") + error);
@@ -45,6 +50,10 @@ Handle client(rd_kafka_type_t type, const std::string& bootstrap) {
 }  // namespace
 
 KafkaCluster::KafkaCluster(int brokers) {
+  if (const char* external = std::getenv("WEIR_KAFKA_BROKERS"); external != nullptr && *external != 0) {
+    bootstrap_ = external;
+    return;
+  }
   int toChild[2], fromChild[2];
   if (pipe(toChild) != 0 || pipe(fromChild) != 0) throw std::runtime_error("KafkaCluster: pipe failed");
   posix_spawn_file_actions_t actions;
@@ -77,14 +86,49 @@ KafkaCluster::~KafkaCluster() {
 }
 
 void KafkaCluster::command(const std::string& line) {
+  if (!isMock()) throw std::runtime_error("KafkaCluster: '" + line + "' needs the mock cluster (WEIR_KAFKA_BROKERS is set)");
   std::fputs((line + "\n").c_str(), in_);
   std::fflush(in_);
   std::string answer = readLine(out_);
   if (answer != "ok") throw std::runtime_error("KafkaCluster: '" + line + "': " + answer);
 }
 
+namespace {
+
+// Runs one admin request on a real cluster and waits for its result event.
+void adminRequest(const std::string& bootstrap, const std::string& what,
+                  const std::function<void(rd_kafka_t*, rd_kafka_queue_t*)>& request) {
+  Handle admin = client(RD_KAFKA_PRODUCER, bootstrap);
+  rd_kafka_queue_t* queue = rd_kafka_queue_new(admin.get());
+  request(admin.get(), queue);
+  rd_kafka_event_t* event = rd_kafka_queue_poll(queue, 30000);
+  std::string error = event == nullptr ? "no answer within 30 s" : "";
+  if (event != nullptr && rd_kafka_event_error(event)) error = rd_kafka_event_error_string(event);
+  if (event != nullptr) rd_kafka_event_destroy(event);
+  rd_kafka_queue_destroy(queue);
+  if (!error.empty()) throw std::runtime_error("KafkaCluster: " + what + ": " + error);
+}
+
+}  // namespace
+
 void KafkaCluster::createTopic(const std::string& topic, int partitions) {
-  command("topic " + topic + " " + std::to_string(partitions));
+  if (isMock()) {
+    command("topic " + topic + " " + std::to_string(partitions));
+    return;
+  }
+  // A real cluster: the topic is made afresh (what an earlier run left is deleted).
+  adminRequest(bootstrap_, "delete topic '" + topic + "'", [&](rd_kafka_t* rk, rd_kafka_queue_t* q) {
+    rd_kafka_DeleteTopic_t* del = rd_kafka_DeleteTopic_new(topic.c_str());
+    rd_kafka_DeleteTopics(rk, &del, 1, nullptr, q);
+    rd_kafka_DeleteTopic_destroy(del);
+  });
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  adminRequest(bootstrap_, "create topic '" + topic + "'", [&](rd_kafka_t* rk, rd_kafka_queue_t* q) {
+    char error[256];
+    rd_kafka_NewTopic_t* add = rd_kafka_NewTopic_new(topic.c_str(), partitions, 1, error, sizeof error);
+    rd_kafka_CreateTopics(rk, &add, 1, nullptr, q);
+    rd_kafka_NewTopic_destroy(add);
+  });
 }
 void KafkaCluster::setBrokerDown(int id) { command("down " + std::to_string(id)); }
 void KafkaCluster::setBrokerUp(int id) { command("up " + std::to_string(id)); }
@@ -139,27 +183,43 @@ std::vector<KafkaReadRecord> readAll(const std::string& bootstrap, const std::st
       if (e.first == partition) return &e;
     return nullptr;
   };
+  auto ended = [&](std::pair<int32_t, int64_t>* end) {
+    if (end == nullptr || end->second < 0) return;
+    end->second = -1;
+    --open;
+  };
   while (open > 0) {
     rd_kafka_message_t* m = rd_kafka_consumer_poll(consumer.get(), 10000);
     if (m == nullptr) throw std::runtime_error("read '" + topic + "': no record within 10 s");
     if (m->err) {
       const rd_kafka_resp_err_t failed = m->err;
+      const int32_t partition = m->partition;
+      const int64_t at = m->offset;
       std::string why = rd_kafka_message_errstr(m);
       rd_kafka_message_destroy(m);
-      if (failed == RD_KAFKA_RESP_ERR__PARTITION_EOF) continue;
-      throw std::runtime_error("read '" + topic + "': " + why);
+      if (failed != RD_KAFKA_RESP_ERR__PARTITION_EOF) throw std::runtime_error("read '" + topic + "': " + why);
+      if (auto* end = endOf(partition); end != nullptr && at >= end->second) ended(end);
+      continue;
     }
     KafkaReadRecord r;
     r.partition = m->partition;
     r.offset = m->offset;
     if (m->key) r.key.assign(static_cast<const char*>(m->key), m->key_len);
     if (m->payload) r.value.assign(static_cast<const char*>(m->payload), m->len);
+    rd_kafka_headers_t* headers = nullptr;
+    if (rd_kafka_message_headers(m, &headers) == RD_KAFKA_RESP_ERR_NO_ERROR) {
+      const char* name;
+      const void* value;
+      size_t size;
+      for (size_t i = 0; rd_kafka_header_get_all(headers, i, &name, &value, &size) == RD_KAFKA_RESP_ERR_NO_ERROR; ++i)
+        r.headers.emplace_back(name, value ? std::string(static_cast<const char*>(value), size) : std::string());
+    }
     r.timestamp = rd_kafka_message_timestamp(m, nullptr);
     rd_kafka_message_destroy(m);
     auto* end = endOf(r.partition);
     if (end != nullptr && r.offset < end->second) {
       out.push_back(std::move(r));
-      if (out.back().offset + 1 == end->second) --open;
+      if (out.back().offset + 1 == end->second) ended(end);
     }
   }
   rd_kafka_consumer_close(consumer.get());

@@ -15,13 +15,17 @@ namespace weir::test {
 
 class KafkaCluster {
  public:
-  // Starts a cluster of `brokers` brokers; throws std::runtime_error when it cannot.
+  // Starts a mock cluster of `brokers` brokers; throws std::runtime_error when it
+  // cannot. When WEIR_KAFKA_BROKERS names a real cluster (host:port,...), uses that one
+  // instead: createTopic then deletes and recreates the topic, and what only the mock
+  // can do (brokers down, injected errors) throws.
   explicit KafkaCluster(int brokers = 3);
   ~KafkaCluster();  // closes its stdin: it exits
   KafkaCluster(const KafkaCluster&) = delete;
   KafkaCluster& operator=(const KafkaCluster&) = delete;
 
   const std::string& bootstrapServers() const { return bootstrap_; }
+  bool isMock() const { return pid_ > 0; }
   void createTopic(const std::string& topic, int partitions);
   void setBrokerDown(int id);
   void setBrokerUp(int id);
@@ -55,7 +59,10 @@ struct KafkaReadRecord {
   std::string key;
   std::string value;
   int64_t timestamp = 0;
+  std::vector<std::pair<std::string, std::string>> headers;
 };
+// Reads as librdkafka's default, read_committed: a real broker hides what aborted
+// transactions wrote, the mock cluster does not.
 std::vector<KafkaReadRecord> readAll(const std::string& bootstrap, const std::string& topic);
 
 }  // namespace weir::test

@@ -12,6 +12,7 @@
 #include <set>
 #include <sstream>
 
+#include "connectors/kafka/kafka_client.h"
 #include "weir/detail/connectors/kafka_partition_reader.h"
 #include "weir/error.h"
 
@@ -21,34 +22,12 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-Error invalid(const std::string& what) { return Error(ErrorCode::kInvalidArgument, "kafka source: " + what); }
+Error invalid(const std::string& what) { return kafkaInvalid("kafka source", what); }
 
-// A librdkafka configuration: weir's defaults, then the user's properties, each checked.
-rd_kafka_conf_t* makeConf(const KafkaSourceConfig& config, const std::map<std::string, std::string>& defaults) {
-  rd_kafka_conf_t* conf = rd_kafka_conf_new();
-  char error[512];
-  auto set = [&](const std::string& key, const std::string& value) {
-    if (rd_kafka_conf_set(conf, key.c_str(), value.c_str(), error, sizeof error) != RD_KAFKA_CONF_OK) {
-      rd_kafka_conf_destroy(conf);
-      throw invalid("property '" + key + "' = '" + value + "': " + error);
-    }
-  };
-  set("bootstrap.servers", config.bootstrapServers);
-  set("log_level", "3");  // librdkafka's errors on stderr, not its notices
-  for (const auto& [key, value] : defaults) set(key, value);
-  for (const auto& [key, value] : config.properties) set(key, value);
-  return conf;
-}
-
+// A client of the source: the user's properties over `defaults`.
 rd_kafka_t* makeClient(const KafkaSourceConfig& config, const std::map<std::string, std::string>& defaults) {
-  rd_kafka_conf_t* conf = makeConf(config, defaults);
-  char error[512];
-  rd_kafka_t* rk = rd_kafka_new(RD_KAFKA_CONSUMER, conf, error, sizeof error);
-  if (rk == nullptr) {
-    rd_kafka_conf_destroy(conf);
-    throw invalid(error);
-  }
-  return rk;
+  return makeKafkaClient("kafka source", RD_KAFKA_CONSUMER,
+                         makeKafkaConf("kafka source", config.bootstrapServers, defaults, config.properties));
 }
 
 std::string partitionName(const std::string& topic, int32_t partition) {
@@ -181,7 +160,7 @@ void KafkaSourceConfig::validate() const {
   if (stopping && stopping->kind() == OffsetsInitializer::Kind::kCommitted && groupId.empty())
     throw invalid("committed stopping offsets need setGroupId(...)");
   if (discoveryInterval.count() < 0) throw invalid("the partition discovery interval must not be negative");
-  rd_kafka_conf_destroy(makeConf(*this, {}));  // every property is one librdkafka knows
+  rd_kafka_conf_destroy(makeKafkaConf("kafka source", bootstrapServers, {}, properties));  // every property is known
 }
 
 std::string KafkaPartitionSplit::encode() const {

@@ -39,6 +39,8 @@ struct Transformation {
   std::vector<int> inputs;
   std::shared_ptr<const StreamType> outputType;
   bool isSink = false;
+  // A sink's checks of the job's settings (Sink::checkSettings); null: none.
+  std::function<void(const CheckpointConfig&, const RestartStrategy&)> checkSettings;
   bool chainingDisabled = false;  // disableChaining(): never chained either side
   bool startsNewChain = false;    // startNewChain(): not chained to its input
   bool twoInput = false;          // inputs[0] and inputs[1] feed the operator's two inputs

@@ -1,0 +1,226 @@
+// `weir run kafka-wordcount` killed with -9 at random moments and resumed with
+// `--restore latest`, reading a topic kcat filled, against librdkafka's mock cluster in a
+// process of its own (which outlives every kill): the counts it publishes are checked
+// against the truth of the input.
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "support/kafka_cluster.h"
+#include "support/weir_process.h"
+#include "support/word_counts.h"
+
+namespace weir::test {
+namespace {
+
+namespace fs = std::filesystem;
+
+// `records` lines of three words from 500, keyed by their first word, into `topic`
+// through kcat; returns how often each word occurs.
+std::map<std::string, int64_t> produceLines(const KafkaCluster& cluster, const std::string& topic, int64_t records,
+                                            const fs::path& dir) {
+  std::mt19937 rng(11);
+  std::map<std::string, int64_t> truth;
+  const fs::path file = dir / "lines.txt";
+  {
+    std::ofstream out(file);
+    for (int64_t i = 0; i < records; ++i) {
+      std::string line;
+      for (int w = 0; w < 3; ++w) {
+        std::string word = "w" + std::to_string(std::uniform_int_distribution<int>(0, 499)(rng));
+        ++truth[word];
+        line += (w == 0 ? "" : " ") + word;
+      }
+      out << line.substr(0, line.find(' ')) << '\t' << line << '\n';
+    }
+  }
+  const std::string command = "kcat -P -b " + cluster.bootstrapServers() + " -t " + topic + " -K '\t' -l " +
+                              file.string() + " 2>" + (dir / "kcat.err").string();
+  EXPECT_EQ(std::system(command.c_str()), 0) << "kcat failed: see " << (dir / "kcat.err");
+  return truth;
+}
+
+struct Kills {
+  int killed = 0;  // runs killed before they ended
+  int exitCode = -1;
+  std::string err;  // of the last run
+};
+
+// Runs `args` `kills` times, each killed with -9 a random 0-150 ms after one more
+// checkpoint completed, then once to its end.
+Kills killAndResume(const std::string& args, int kills, const fs::path& dir, std::mt19937& rng) {
+  Kills k;
+  for (int i = 0; i < kills; ++i) {
+    const size_t before = completedByAllRuns(dir / "checkpoints");
+    pid_t pid = spawnWeir(args, dir / "out.txt", dir / "err.txt");
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (completedByAllRuns(dir / "checkpoints") == before && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 150)(rng)));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (WIFSIGNALED(status)) ++k.killed;
+  }
+  pid_t pid = spawnWeir(args, dir / "out.txt", dir / "err.txt");
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  k.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream errIn(dir / "err.txt");
+  k.err.assign(std::istreambuf_iterator<char>(errIn), {});
+  return k;
+}
+
+fs::path freshDir(const std::string& name) {
+  fs::path dir = fs::temp_directory_path() / ("weir-" + name + "-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "checkpoints");
+  return dir;
+}
+
+// 1 M records in 4 partitions, read at parallelism 3 with a checkpoint every 200 ms,
+// killed 20 times: the exactly-once file sink publishes every word's counts 1..n once.
+TEST(KafkaChaos, AKafkaWordCountKilledTwentyTimesPublishesEveryCountOnce) {
+  constexpr int64_t kRecords = 1'000'000;
+  fs::path dir = freshDir("kafka-chaos-files");
+  KafkaCluster cluster;
+  cluster.createTopic("lines", 4);
+  const auto truth = produceLines(cluster, "lines", kRecords, dir);
+  std::mt19937 rng(29);
+  const std::string args = "run kafka-wordcount --bootstrap-servers " + cluster.bootstrapServers() +
+                           " --input-topic lines --bounded --output " + (dir / "out").string() +
+                           " --no-rest -p 3 --checkpoint-interval 200 --checkpoint-dir " +
+                           (dir / "checkpoints").string() + " --restore latest";
+  Kills k = killAndResume(args, 20, dir, rng);
+  EXPECT_EQ(k.killed, 20) << "runs ended before they were killed; make the input larger";
+  ASSERT_EQ(k.exitCode, 0) << k.err;
+  EXPECT_NE(k.err.find("resuming from checkpoint"), std::string::npos) << k.err;
+  size_t hidden = 0, broken = 0;
+  RollingCountCheck check = checkRollingCounts(publishedCounts(dir / "out", hidden, broken), truth);
+  EXPECT_TRUE(check.exact()) << check;
+  EXPECT_EQ(hidden, 0u);
+  EXPECT_EQ(broken, 0u);
+  fs::remove_all(dir);
+}
+
+// The same into a Kafka topic AT_LEAST_ONCE: every count of every word is there, some
+// maybe twice.
+TEST(KafkaChaos, AtLeastOnceIntoATopicKeepsEveryCountAcrossKills) {
+  constexpr int64_t kRecords = 300'000;
+  fs::path dir = freshDir("kafka-chaos-topic");
+  KafkaCluster cluster;
+  cluster.createTopic("lines", 4);
+  cluster.createTopic("counts", 4);
+  const auto truth = produceLines(cluster, "lines", kRecords, dir);
+  std::mt19937 rng(31);
+  const std::string args = "run kafka-wordcount --bootstrap-servers " + cluster.bootstrapServers() +
+                           " --input-topic lines --bounded --output-topic counts --delivery-guarantee at-least-once"
+                           " --no-rest -p 3 --checkpoint-interval 200 --checkpoint-dir " +
+                           (dir / "checkpoints").string() + " --restore latest";
+  Kills k = killAndResume(args, 5, dir, rng);
+  EXPECT_EQ(k.killed, 5) << "runs ended before they were killed; make the input larger";
+  ASSERT_EQ(k.exitCode, 0) << k.err;
+  std::map<std::string, std::vector<int64_t>> counts;
+  for (const auto& r : readAll(cluster.bootstrapServers(), "counts")) counts[r.key].push_back(std::stoll(r.value));
+  RollingCountCheck check = checkRollingCounts(std::move(counts), truth);
+  EXPECT_TRUE(check.atLeastOnce()) << check;
+  fs::remove_all(dir);
+}
+
+// Runs `weir args` to its end; returns the exit code and what it printed.
+struct Ran {
+  int exitCode = -1;
+  std::string out, err;
+};
+Ran runWeir(const std::string& args, const fs::path& dir) {
+  fs::remove(dir / "cmd.out");
+  pid_t pid = spawnWeir(args, dir / "cmd.out", dir / "cmd.err");
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Ran r;
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream out(dir / "cmd.out"), err(dir / "cmd.err");
+  r.out.assign(std::istreambuf_iterator<char>(out), {});
+  r.err.assign(std::istreambuf_iterator<char>(err), {});
+  return r;
+}
+
+// EXACTLY_ONCE into a topic, killed with -9 three times: `weir transactions list` shows
+// the transactions the last kill left open, `abort` aborts them (and says so for each),
+// after which none is listed; the resumed job finishes with every count there.
+TEST(KafkaChaos, TheTransactionsAKilledJobLeftOpenAreListedAndAborted) {
+  constexpr int64_t kRecords = 300'000;
+  fs::path dir = freshDir("kafka-chaos-transactions");
+  KafkaCluster cluster;
+  cluster.createTopic("lines", 4);
+  cluster.createTopic("counts", 4);
+  const auto truth = produceLines(cluster, "lines", kRecords, dir);
+  std::mt19937 rng(41);
+  const std::string checkpoints = (dir / "checkpoints").string();
+  const std::string args = "run kafka-wordcount --bootstrap-servers " + cluster.bootstrapServers() +
+                           " --input-topic lines --bounded --output-topic counts --delivery-guarantee exactly-once"
+                           " --transactional-id-prefix chaos --no-rest -p 3 --checkpoint-interval 200"
+                           " --checkpoint-dir " + checkpoints + " --restore latest";
+  for (int kill = 0; kill < 3; ++kill) {
+    const size_t before = completedByAllRuns(dir / "checkpoints");
+    pid_t pid = spawnWeir(args, dir / "out.txt", dir / "err.txt");
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (completedByAllRuns(dir / "checkpoints") == before && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(50, 150)(rng)));
+    ::kill(pid, SIGKILL);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    ASSERT_TRUE(WIFSIGNALED(status)) << "the run ended before it was killed; make the input larger";
+  }
+  // The markers that say open, read here from the folder the sink keeps them in.
+  std::set<std::string> open;
+  for (const auto& e : fs::directory_iterator(dir / "checkpoints" / "kafka-transactions" / "chaos")) {
+    std::ifstream in(e.path());
+    std::string state;
+    std::getline(in, state);
+    if (state == "open") open.insert(e.path().filename().string());
+  }
+  ASSERT_FALSE(open.empty()) << "the kill left no transaction open";
+  Ran list = runWeir("transactions list " + checkpoints, dir);
+  ASSERT_EQ(list.exitCode, 0) << list.err;
+  for (const auto& id : open) EXPECT_NE(list.out.find("kafka  " + id + "  open"), std::string::npos) << list.out;
+
+  Ran unreachable = runWeir("transactions abort " + checkpoints + " --bootstrap-servers 127.0.0.1:1", dir);
+  EXPECT_EQ(unreachable.exitCode, 1) << unreachable.out << unreachable.err;
+  EXPECT_NE(unreachable.err.find("cannot initialize transactional id 'chaos-"), std::string::npos) << unreachable.err;
+  EXPECT_EQ(std::count(unreachable.err.begin(), unreachable.err.end(), '\n'), 1) << unreachable.err;
+
+  Ran abort = runWeir("transactions abort " + checkpoints + " --bootstrap-servers " + cluster.bootstrapServers(), dir);
+  ASSERT_EQ(abort.exitCode, 0) << abort.err;
+  for (const auto& id : open) EXPECT_NE(abort.out.find("aborted " + id + "\n"), std::string::npos) << abort.out;
+  Ran after = runWeir("transactions list " + checkpoints, dir);
+  EXPECT_EQ(after.out.find("  open"), std::string::npos) << after.out;
+  EXPECT_EQ(runWeir("transactions abort " + checkpoints + " --bootstrap-servers " + cluster.bootstrapServers() +
+                        " chaos-9-9",
+                    dir)
+                .exitCode,
+            2);
+
+  Ran resumed = runWeir(args, dir);
+  ASSERT_EQ(resumed.exitCode, 0) << resumed.err;
+  std::map<std::string, std::vector<int64_t>> counts;
+  for (const auto& r : readAll(cluster.bootstrapServers(), "counts")) counts[r.key].push_back(std::stoll(r.value));
+  RollingCountCheck check = checkRollingCounts(std::move(counts), truth);
+  EXPECT_TRUE(check.atLeastOnce()) << check;  // the mock shows aborted records too
+  fs::remove_all(dir);
+}
+
+}  // namespace
+}  // namespace weir::test

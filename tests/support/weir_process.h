@@ -1,0 +1,60 @@
+// The weir program run as a user runs it, by tests that kill it: spawn it with its
+// output in files, and read how many checkpoints its runs completed. The test target
+// defines WEIR_BINARY (the path of the weir program).
+#pragma once
+
+#include <fcntl.h>
+#include <sys/types.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <string>
+
+namespace weir::test {
+
+// Runs `weir args` with stdout appended to `out` and stderr to `err` (in folder `cwd`
+// when given); returns its pid.
+inline pid_t spawnWeir(const std::string& args, const std::filesystem::path& out, const std::filesystem::path& err,
+                       const std::filesystem::path& cwd = {}) {
+  pid_t pid = ::fork();
+  if (pid == 0) {
+    int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    ::dup2(fd, 1);
+    int errFd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    ::dup2(errFd, 2);
+    // exec: the shell becomes weir, so the pid is weir's.
+    std::string command = "exec " + std::string(WEIR_BINARY) + " " + args;
+    if (!cwd.empty()) command = "cd '" + cwd.string() + "' && " + command;
+    ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  return pid;
+}
+
+// How many checkpoints the record of a job under `checkpointDir` lists as completed
+// (its completed-checkpoints file: a magic line, a line per checkpoint, a checksum line).
+inline size_t recordedCheckpoints(const std::filesystem::path& checkpointDir) {
+  size_t most = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(checkpointDir)) {
+    if (e.path().filename() != "completed-checkpoints") continue;
+    std::ifstream in(e.path());
+    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+    if (lines >= 2) most = std::max(most, lines - 2);
+  }
+  return most;
+}
+
+// Checkpoints completed by every run under `checkpointDir` so far (each run has a job
+// folder of its own).
+inline size_t completedByAllRuns(const std::filesystem::path& checkpointDir) {
+  size_t total = 0;
+  for (const auto& e : std::filesystem::recursive_directory_iterator(checkpointDir))
+    if (e.path().filename() == "completed-checkpoints") total += recordedCheckpoints(e.path().parent_path());
+  return total;
+}
+
+}  // namespace weir::test
