@@ -512,7 +512,6 @@ int main(int argc, char** argv) {
       {"list_state", [] { listState(gRuns); }}, {"state_memory", [] { stateMemory(gRuns); }},
       {"checkpoint_size", [] { checkpointSize(gRuns); }}, {"checkpoint_overhead", [] { checkpointOverhead(gRuns); }},
       {"recovery", [] { recovery(gRuns); }}, {"file_sink", [] { fileSink(gRuns); }},
-      {"kafka_pipeline", [] { kafkaPipeline(gRuns); }},
       {"json_decode", [] { jsonDecode(gRuns); }}, {"csv_decode", [] { csvDecode(gRuns); }}, {"rescale", [] { rescale(gRuns); }}, {"savepoint", [] { savepoint(gRuns); }}, {"alignment", [] { alignment(gRuns); }},
       {"nexmark", [] {
          weir::nexmark::DriverOptions options;
