@@ -59,14 +59,8 @@ int runKafkaWordCount(const JobOptions& options, const Settings& s) {
                     .setStartingOffsets(OffsetsInitializer::earliest())
                     .setValueOnlyDeserializer(SimpleStringSchema());
   if (s.bounded) source.setBounded(OffsetsInitializer::latest());
-  auto counts = env.fromSource(source.build(), WatermarkStrategy<std::string>::noWatermarks(), "lines")
-                    .uid("lines")
-                    .flatMap(Tokenizer{})
-                    .name("tokenize")
-                    .keyBy([](const WordCount& wc) { return wc.first; })
-                    .sum<1>()
-                    .name("count")
-                    .uid("count");
+  auto counts =
+      countWords(env.fromSource(source.build(), WatermarkStrategy<std::string>::noWatermarks(), "lines").uid("lines"));
   if (!s.outputTopic.empty()) {
     counts
         .sinkTo(KafkaSink<WordCount>::builder()
@@ -82,12 +76,7 @@ int runKafkaWordCount(const JobOptions& options, const Settings& s) {
         .name("counts topic")
         .uid("counts-topic");
   } else {
-    counts
-        .sinkTo(FileSink<WordCount>::forRowFormat(s.output, SimpleStringEncoder<WordCount>())
-                    .withBucketAssigner(BasePathBucketAssigner<WordCount>())
-                    .build())
-        .name("counts file")
-        .uid("counts-file");
+    countsIntoFiles(counts, s.output);
   }
   auto client = env.executeAsync("kafka word count");
   cancelOnInterrupt(client);

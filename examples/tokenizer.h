@@ -1,4 +1,5 @@
-// The word counts' tokenizer: a line into (word, 1) pairs, shared by the examples.
+// What the word count examples share: the tokenizer (a line into (word, 1) pairs), the
+// rolling count per word, and the part files the counts go to.
 #pragma once
 
 #include <cctype>
@@ -25,5 +26,26 @@ struct Tokenizer : RichFlatMapFunction<std::string, WordCount> {
     }
   }
 };
+
+// Each word's count, updated at every occurrence (Flink's streaming WordCount).
+inline auto countWords(DataStream<std::string> lines) {
+  return lines.flatMap(Tokenizer{})
+      .name("tokenize")
+      .keyBy([](const WordCount& wc) { return wc.first; })
+      .sum<1>()
+      .name("count")
+      .uid("count");
+}
+
+// The counts into part files in `folder`, published exactly once at each checkpoint.
+template <class Stream>
+void countsIntoFiles(Stream counts, const std::string& folder) {
+  counts
+      .sinkTo(FileSink<WordCount>::forRowFormat(folder, SimpleStringEncoder<WordCount>())
+                  .withBucketAssigner(BasePathBucketAssigner<WordCount>())
+                  .build())
+      .name("counts file")
+      .uid("counts-file");
+}
 
 }  // namespace weir::cli

@@ -37,23 +37,13 @@ int runWordCount(const JobOptions& options, const std::string& input, const std:
   StreamExecutionEnvironment env;
   configure(env, options, 1);
 
-  auto counts = env.fromSource(FileSource<std::string>::forRecordStreamFormat(TextLineInputFormat(), input).build(),
-                               WatermarkStrategy<std::string>::noWatermarks(), "lines")
-                    .uid("lines")
-                    .flatMap(Tokenizer{})
-                    .name("tokenize")
-                    .keyBy([](const WordCount& wc) { return wc.first; })
-                    .sum<1>()
-                    .name("count")
-                    .uid("count");
+  auto counts = countWords(
+      env.fromSource(FileSource<std::string>::forRecordStreamFormat(TextLineInputFormat(), input).build(),
+                     WatermarkStrategy<std::string>::noWatermarks(), "lines")
+          .uid("lines"));
   if (output.empty()) counts.print().uid("print");
   else
-    counts
-        .sinkTo(FileSink<WordCount>::forRowFormat(output, SimpleStringEncoder<WordCount>())
-                    .withBucketAssigner(BasePathBucketAssigner<WordCount>())
-                    .build())
-        .name("counts file")
-        .uid("counts-file");
+    countsIntoFiles(counts, output);
   auto client = env.executeAsync("word count");
   cancelOnInterrupt(client);
   if (!client.getWebInterfaceURL().empty()) std::fprintf(stderr, "Web UI: %s\n", client.getWebInterfaceURL().c_str());

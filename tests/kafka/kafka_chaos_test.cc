@@ -51,6 +51,21 @@ std::map<std::string, int64_t> produceLines(const KafkaCluster& cluster, const s
   return truth;
 }
 
+// Runs `args` and kills it with -9 `delayMs` after one more checkpoint completed;
+// whether it was still running then.
+bool killAfterACheckpoint(const std::string& args, const fs::path& dir, int delayMs) {
+  const size_t before = completedByAllRuns(dir / "checkpoints");
+  pid_t pid = spawnWeir(args, dir / "out.txt", dir / "err.txt");
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (completedByAllRuns(dir / "checkpoints") == before && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  std::this_thread::sleep_for(std::chrono::milliseconds(delayMs));
+  ::kill(pid, SIGKILL);
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  return WIFSIGNALED(status);
+}
+
 struct Kills {
   int killed = 0;  // runs killed before they ended
   int exitCode = -1;
@@ -61,18 +76,8 @@ struct Kills {
 // checkpoint completed, then once to its end.
 Kills killAndResume(const std::string& args, int kills, const fs::path& dir, std::mt19937& rng) {
   Kills k;
-  for (int i = 0; i < kills; ++i) {
-    const size_t before = completedByAllRuns(dir / "checkpoints");
-    pid_t pid = spawnWeir(args, dir / "out.txt", dir / "err.txt");
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (completedByAllRuns(dir / "checkpoints") == before && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(0, 150)(rng)));
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    if (WIFSIGNALED(status)) ++k.killed;
-  }
+  for (int i = 0; i < kills; ++i)
+    if (killAfterACheckpoint(args, dir, std::uniform_int_distribution<int>(0, 150)(rng))) ++k.killed;
   pid_t pid = spawnWeir(args, dir / "out.txt", dir / "err.txt");
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -172,18 +177,9 @@ TEST(KafkaChaos, TheTransactionsAKilledJobLeftOpenAreListedAndAborted) {
                            " --input-topic lines --bounded --output-topic counts --delivery-guarantee exactly-once"
                            " --transactional-id-prefix chaos --no-rest -p 3 --checkpoint-interval 200"
                            " --checkpoint-dir " + checkpoints + " --restore latest";
-  for (int kill = 0; kill < 3; ++kill) {
-    const size_t before = completedByAllRuns(dir / "checkpoints");
-    pid_t pid = spawnWeir(args, dir / "out.txt", dir / "err.txt");
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-    while (completedByAllRuns(dir / "checkpoints") == before && std::chrono::steady_clock::now() < deadline)
-      std::this_thread::sleep_for(std::chrono::milliseconds(2));
-    std::this_thread::sleep_for(std::chrono::milliseconds(std::uniform_int_distribution<int>(50, 150)(rng)));
-    ::kill(pid, SIGKILL);
-    int status = 0;
-    ::waitpid(pid, &status, 0);
-    ASSERT_TRUE(WIFSIGNALED(status)) << "the run ended before it was killed; make the input larger";
-  }
+  for (int kill = 0; kill < 3; ++kill)
+    ASSERT_TRUE(killAfterACheckpoint(args, dir, std::uniform_int_distribution<int>(50, 150)(rng)))
+        << "the run ended before it was killed; make the input larger";
   // The markers that say open, read here from the folder the sink keeps them in.
   std::set<std::string> open;
   for (const auto& e : fs::directory_iterator(dir / "checkpoints" / "kafka-transactions" / "chaos")) {
