@@ -72,6 +72,19 @@ void plainLoop(const std::string& bootstrap, const std::string& in, int partitio
   rd_kafka_consumer_close(consumer.get());
 }
 
+// How many records `topic` holds: the sum of its partitions' end offsets.
+int64_t recordsIn(const std::string& bootstrap, const std::string& topic, int partitions) {
+  Handle reader = client(RD_KAFKA_CONSUMER, {{"bootstrap.servers", bootstrap}, {"log_level", "3"}});
+  int64_t total = 0;
+  for (int p = 0; p < partitions; ++p) {
+    int64_t low = 0, high = 0;
+    if (rd_kafka_query_watermark_offsets(reader.get(), topic.c_str(), p, &low, &high, 10000) != RD_KAFKA_RESP_ERR_NO_ERROR)
+      throw std::runtime_error("kafka_pipeline: cannot read the end offsets of '" + topic + "'");
+    total += high;
+  }
+  return total;
+}
+
 struct Record {
   std::string key;
   std::string value;
@@ -98,9 +111,11 @@ struct ToKafka : KafkaRecordSerializationSchema<Record> {
 }  // namespace
 
 void kafkaPipeline(int runs) {
-  constexpr int kPartitions = 4;
+  // librdkafka's mock cluster keeps 5 MiB per partition (it drops the oldest batches
+  // beyond): 1 M records of ~40 bytes fit in 16 partitions.
+  constexpr int kPartitions = 16;
   constexpr int64_t kRecords = 1'000'000;
-  constexpr size_t kValueBytes = 100;
+  constexpr size_t kValueBytes = 20;
   Handle host = client(RD_KAFKA_PRODUCER, {{"log_level", "3"}});
   rd_kafka_mock_cluster_t* cluster = rd_kafka_mock_cluster_new(host.get(), 1);
   if (cluster == nullptr) throw std::runtime_error("kafka_pipeline: the mock cluster did not start");
@@ -139,6 +154,9 @@ void kafkaPipeline(int runs) {
               })
               .sinkTo(KafkaSink<Record>::builder().setBootstrapServers(bootstrap).setRecordSerializer(ToKafka(out)).build());
           env.execute("kafka_pipeline");
+          if (const int64_t written = recordsIn(bootstrap, out, kPartitions); written != kRecords)
+            throw std::runtime_error("kafka_pipeline: the job wrote " + std::to_string(written) + " records, not " +
+                                     std::to_string(kRecords));
         },
         [&] {
           const std::string out = "out-" + std::to_string(++topic);

@@ -513,6 +513,7 @@ int main(int argc, char** argv) {
       {"checkpoint_size", [] { checkpointSize(gRuns); }}, {"checkpoint_overhead", [] { checkpointOverhead(gRuns); }},
       {"recovery", [] { recovery(gRuns); }}, {"file_sink", [] { fileSink(gRuns); }},
       {"json_decode", [] { jsonDecode(gRuns); }}, {"csv_decode", [] { csvDecode(gRuns); }}, {"rescale", [] { rescale(gRuns); }}, {"savepoint", [] { savepoint(gRuns); }}, {"alignment", [] { alignment(gRuns); }},
+      {"kafka_pipeline", [] { kafkaPipeline(gRuns); }},
       {"nexmark", [] {
          weir::nexmark::DriverOptions options;
          options.runs = std::min(gRuns, 3);  // 16 figures of 10 M events each: keep make bench short

@@ -9,7 +9,10 @@
 // listed in docs/checkpoints.md, "Testing with faults"). Points are compiled in only where
 // WEIR_SYNC_POINTS is defined: every build type but Release (CMakeLists.txt), so a
 // Release build pays nothing and a test that needs them skips there
-// (SyncPoints::enabled()).
+// (SyncPoints::enabled()). Points on cold paths, passed at most once per checkpoint and
+// subtask (the steps of a sink's two-phase commit), are compiled into every build with
+// WEIR_COLD_SYNC_POINT_CALLBACK: they cost a call and an atomic load, and their tests
+// run in Release too (librdkafka, for one, cannot run under ThreadSanitizer).
 #pragma once
 
 #include <atomic>
@@ -81,6 +84,7 @@ class ScopedSyncPoint {
 
 }  // namespace weir::core
 
+#define WEIR_COLD_SYNC_POINT_CALLBACK(name, arg) ::weir::core::SyncPoints::instance().process(name, arg)
 #ifdef WEIR_SYNC_POINTS
 #define WEIR_SYNC_POINT(name) ::weir::core::SyncPoints::instance().process(name)
 #define WEIR_SYNC_POINT_CALLBACK(name, arg) ::weir::core::SyncPoints::instance().process(name, arg)

@@ -273,8 +273,6 @@ struct FailurePoint {
 class KafkaSinkFailure : public ::testing::TestWithParam<FailurePoint> {};
 
 TEST_P(KafkaSinkFailure, TheInterruptedTransactionIsAbortedCommittedOrProducedAgain) {
-  if (!core::SyncPoints::enabled())
-    GTEST_SKIP() << "needs sync points, compiled out of Release builds (make tsan runs this)";
   constexpr int64_t kRecords = 20000;
   const FailurePoint& point = GetParam();
   KafkaCluster cluster;

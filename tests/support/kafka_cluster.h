@@ -62,7 +62,9 @@ struct KafkaReadRecord {
   std::vector<std::pair<std::string, std::string>> headers;
 };
 // Reads as librdkafka's default, read_committed: a real broker hides what aborted
-// transactions wrote, the mock cluster does not.
+// transactions wrote, the mock cluster does not. Throws when a partition no longer
+// starts at offset 0: the mock cluster drops the oldest batches of a partition beyond
+// 5 MiB or 100,000 batches, so a test spreads a large topic over many partitions.
 std::vector<KafkaReadRecord> readAll(const std::string& bootstrap, const std::string& topic);
 
 }  // namespace weir::test

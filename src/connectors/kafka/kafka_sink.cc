@@ -213,6 +213,20 @@ struct KafkaProducer {
     return p;
   }
 
+  // Fetches the metadata of `topics` now: a producer that does not know a topic holds
+  // its records until its next periodic metadata scan, up to a second later (librdkafka).
+  void learnTopics(const std::set<std::string>& topics, const KafkaSinkConfig& config) {
+    if (topics.empty()) return;
+    std::vector<rd_kafka_topic_t*> handles;
+    for (const auto& topic : topics) handles.push_back(rd_kafka_topic_new(rk, topic.c_str(), nullptr));
+    const rd_kafka_metadata_t* metadata = nullptr;
+    // all_topics = 0 and no topic: the topics this producer knows of, those above
+    if (rd_kafka_metadata(rk, 0, nullptr, &metadata, static_cast<int>(config.requestTimeout.count())) ==
+        RD_KAFKA_RESP_ERR_NO_ERROR)
+      rd_kafka_metadata_destroy(metadata);  // on failure the records wait for the scan
+    for (rd_kafka_topic_t* handle : handles) rd_kafka_topic_destroy(handle);
+  }
+
   void produce(const ProducerRecord& r) {
     rd_kafka_headers_t* headers = nullptr;
     if (!r.headers.empty()) {
@@ -302,6 +316,10 @@ class Precommitted {
     const std::string id = p->transactionalId;
     producers_[id] = std::move(p);
   }
+  bool holds(const std::string& id) {
+    std::lock_guard lock(mutex_);
+    return producers_.count(id) > 0;
+  }
   std::unique_ptr<KafkaProducer> take(const std::string& id) {
     std::lock_guard lock(mutex_);
     auto it = producers_.find(id);
@@ -386,12 +404,14 @@ KafkaProducer& KafkaProducerWriter::producer() {
     const std::string id = transactionalId(config_->transactionalIdPrefix, subtask_, number);
     writeMarker(*fileSystem_, markerFolder_, id, Marker::kOpen);  // before the broker knows it
     current_ = KafkaProducer::make(*config_, id, number);
+    current_->learnTopics(topics_, *config_);
     check(rd_kafka_begin_transaction(current_->rk), "cannot begin transaction '" + id + "'");
   }
   return *current_;
 }
 
 void KafkaProducerWriter::write(const ProducerRecord& record) {
+  if (lastTopic_ == nullptr || *lastTopic_ != record.topic) lastTopic_ = &*topics_.insert(record.topic).first;
   KafkaProducer& p = producer();
   p.produce(record);
   bytesOut_.inc((record.key ? record.key->size() : 0) + (record.value ? record.value->size() : 0));
@@ -421,8 +441,9 @@ std::vector<KafkaCommittable> KafkaProducerWriter::prepareCommit() {
   c.recordCount = current_->count;
   c.records = std::move(current_->records);
   Precommitted::instance().put(std::move(current_));
+  std::erase_if(precommitted_, [](const std::string& id) { return !Precommitted::instance().holds(id); });
   precommitted_.push_back(c.transactionalId);
-  WEIR_SYNC_POINT_CALLBACK("KafkaSink::AfterPreCommit", &c.transactionalId);
+  WEIR_COLD_SYNC_POINT_CALLBACK("KafkaSink::AfterPreCommit", &c.transactionalId);
   return {std::move(c)};
 }
 
@@ -468,7 +489,7 @@ void KafkaProducerWriter::abortLingering(int64_t restoredCheckpoint, const std::
       writeMarker(*fileSystem_, folder, id, Marker::kAborted);
       std::fprintf(stderr, "weir: %s aborted the lingering Kafka transaction '%s'\n", name_.c_str(), id.c_str());
       std::string aborted = id;
-      WEIR_SYNC_POINT_CALLBACK("KafkaSink::AbortedLingering", &aborted);
+      WEIR_COLD_SYNC_POINT_CALLBACK("KafkaSink::AbortedLingering", &aborted);
     }
   }
 }
@@ -534,10 +555,10 @@ class KafkaCommitter final : public Committer<KafkaCommittable> {
     std::string id = c.transactionalId;
     if (auto live = Precommitted::instance().take(id)) {
       writeMarker(*fileSystem_, c.markerFolder, id, Marker::kCommitting);
-      WEIR_SYNC_POINT_CALLBACK("KafkaSink::BeforeCommit", &id);
+      WEIR_COLD_SYNC_POINT_CALLBACK("KafkaSink::BeforeCommit", &id);
       rd_kafka_error_t* error = rd_kafka_commit_transaction(live->rk, timeoutMs());
       if (error == nullptr) {
-        WEIR_SYNC_POINT_CALLBACK("KafkaSink::AfterCommit", &id);
+        WEIR_COLD_SYNC_POINT_CALLBACK("KafkaSink::AfterCommit", &id);
         writeMarker(*fileSystem_, c.markerFolder, id, Marker::kCommitted);
         return;
       }
@@ -609,7 +630,7 @@ class KafkaCommitter final : public Committer<KafkaCommittable> {
 
   void recovered(std::string id, const char* branch) {
     std::string what = id + " " + branch;
-    WEIR_SYNC_POINT_CALLBACK("KafkaSink::Recovered", &what);
+    WEIR_COLD_SYNC_POINT_CALLBACK("KafkaSink::Recovered", &what);
   }
 
   std::shared_ptr<const KafkaSinkConfig> config_;

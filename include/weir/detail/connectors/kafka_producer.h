@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -101,7 +102,9 @@ class KafkaProducerWriter {
   std::string markerFolder_;               // EXACTLY_ONCE
   std::unique_ptr<KafkaProducer> plain_;   // NONE and AT_LEAST_ONCE
   std::unique_ptr<KafkaProducer> current_;  // EXACTLY_ONCE: the open transaction, if any
-  std::vector<std::string> precommitted_;  // ids handed to the committer
+  std::vector<std::string> precommitted_;  // ids handed to the committer, not yet committed
+  std::set<std::string> topics_;           // written to so far: a new producer learns their metadata
+  const std::string* lastTopic_ = nullptr;  // in topics_
   int64_t lastCheckpoint_ = 0;
   ListState<std::string>* state_ = nullptr;
   Counter bytesOut_;  // numBytesOut: keys and values handed to the producer
