@@ -72,7 +72,10 @@ class KafkaSourceReader final : public SourceReader<T> {
   }
   std::span<const SplitRun> splitRuns() const override { return partitions_.runs(); }
   std::span<const int64_t> recordTimestamps() const override { return timestamps_; }
-  std::vector<std::string> snapshotState(int64_t) override { return partitions_.snapshotState(); }
+  std::vector<std::string> snapshotState(int64_t checkpointId) override {
+    return partitions_.snapshotState(checkpointId);
+  }
+  void notifyCheckpointComplete(int64_t checkpointId) override { partitions_.commitOffsets(checkpointId); }
   void addSplits(std::vector<std::string> splits) override { partitions_.addSplits(splits); }
   void close() override { partitions_.close(); }
 
@@ -149,11 +152,18 @@ class KafkaSource final : public Source<T> {
     }
     // Any librdkafka property ("fetch.max.bytes", "security.protocol", ...;
     // "socket.timeout.ms", default 10000 here, also bounds the source's metadata and
-    // offset lookups: an unreachable cluster is an error after that long), and
-    // "partition.discovery.interval.ms" (weir's, as Flink's; 0: off, the default for
-    // a bounded source; 300000 otherwise).
+    // offset lookups: an unreachable cluster is an error after that long), and two of
+    // Flink's own: "partition.discovery.interval.ms" (0: off, the default for a bounded
+    // source; 300000 otherwise) and "commit.offsets.on.checkpoint" (true or false;
+    // default true with a group id): each completed checkpoint's offsets are committed
+    // to the group, for monitoring (lag); a restore reads the checkpoint's, never these.
     Builder& setProperty(const std::string& key, std::string value) {
-      if (key == "partition.discovery.interval.ms") {
+      if (key == "commit.offsets.on.checkpoint") {
+        if (value != "true" && value != "false")
+          throw Error(ErrorCode::kInvalidArgument,
+                      "kafka source: commit.offsets.on.checkpoint must be true or false, got '" + value + "'");
+        commitOffsets_ = value == "true";
+      } else if (key == "partition.discovery.interval.ms") {
         try {
           discovery_ = std::chrono::milliseconds(std::stoll(value));
         } catch (const std::exception&) {
@@ -175,6 +185,9 @@ class KafkaSource final : public Source<T> {
       auto config = std::make_shared<detail::KafkaSourceConfig>(config_);
       config->discoveryInterval =
           discovery_.value_or(config->bounded ? std::chrono::milliseconds(0) : std::chrono::milliseconds(300000));
+      if (commitOffsets_ && *commitOffsets_ && config->groupId.empty())
+        throw Error(ErrorCode::kInvalidArgument, "kafka source: commit.offsets.on.checkpoint needs setGroupId(...)");
+      config->commitOffsetsOnCheckpoint = commitOffsets_.value_or(!config->groupId.empty());
       if (auto it = config->properties.find("socket.timeout.ms"); it != config->properties.end())
         config->requestTimeout = std::chrono::milliseconds(std::atoll(it->second.c_str()));
       config->validate();
@@ -184,6 +197,7 @@ class KafkaSource final : public Source<T> {
    private:
     detail::KafkaSourceConfig config_;
     std::optional<std::chrono::milliseconds> discovery_;
+    std::optional<bool> commitOffsets_;
     MakeDeserializer makeDeserializer_;
     BadRecordPolicy policy_ = BadRecordPolicy::FAIL;
   };

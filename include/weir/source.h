@@ -130,6 +130,10 @@ class SourceReader {
   // Splits from a checkpoint (what snapshotState returned, perhaps by other readers), to
   // be read from where they stopped before any new split. Called once, before pollNext.
   virtual void addSplits(std::vector<std::string> splits) {}
+  // Checkpoint `checkpointId` completed (Flink's CheckpointListener): what its snapshot
+  // covers may be acknowledged outside, as a Kafka reader commits its offsets to the
+  // group. Called between two pollNext.
+  virtual void notifyCheckpointComplete(int64_t checkpointId) {}
 };
 
 // A source of records of type T.

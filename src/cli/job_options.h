@@ -53,5 +53,6 @@ void requireWholeNumbers(CLI::App& app);
 Example wordCountExample();
 Example clickCountExample();
 Example kafkaWordCountExample();
+Example kafkaWindowCountExample();
 
 }  // namespace weir::cli

@@ -33,7 +33,7 @@ std::string names(const std::vector<weir::cli::Example>& examples) {
 
 int run(int argc, char** argv) {
   std::vector<weir::cli::Example> examples{weir::cli::wordCountExample(), weir::cli::clickCountExample(),
-                                           weir::cli::kafkaWordCountExample()};
+                                           weir::cli::kafkaWordCountExample(), weir::cli::kafkaWindowCountExample()};
 
   // Unknown commands and examples get a message that lists the known ones.
   const std::vector<std::string> commands{"run",       "list",       "status",      "cancel",

@@ -9,6 +9,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "support/error_of.h"
@@ -159,19 +160,22 @@ TEST(KafkaSource, GivenStartingAndStoppingOffsetsAreHonoured) {
   EXPECT_EQ(read(OffsetsInitializer::latest(), OffsetsInitializer::latest()), std::vector<int64_t>{});
 }
 
-// Offsets live in the checkpoint: a job stopped with a savepoint and resumed (at another
-// parallelism) reads on exactly where it stopped, records produced meanwhile included.
+// Offsets live in the checkpoint: a job stopped with a savepoint and resumed at another
+// parallelism (3 -> 2 -> 4) reads on exactly where it stopped, records produced
+// meanwhile included.
 TEST(KafkaSource, AResumedJobReadsOnFromTheOffsetsOfItsSavepoint) {
   KafkaCluster cluster;
   cluster.createTopic("events", 4);
   produce(cluster.bootstrapServers(), "events", numbered(0, 20000));
   fs::path dir = freshFolder("kafka-resume");
   fs::create_directories(dir / "checkpoints");
+  const int parallelism[] = {3, 2, 4};
+  const size_t stopAt[] = {5000, 25000, 40000};  // records read by the end of each run
   std::vector<std::string> all;
   std::string savepoint;
-  for (int run = 0; run < 2; ++run) {
+  for (int run = 0; run < 3; ++run) {
     StreamExecutionEnvironment env;
-    env.setParallelism(run == 0 ? 2 : 3);
+    env.setParallelism(parallelism[run]);
     env.enableCheckpointing(50ms);
     env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
     if (!savepoint.empty()) env.setSavepointRestoreSettings(SavepointRestoreSettings::forPath(savepoint));
@@ -182,15 +186,118 @@ TEST(KafkaSource, AResumedJobReadsOnFromTheOffsetsOfItsSavepoint) {
         .sinkTo(sink)
         .uid("sink");
     auto client = env.executeAsync("events");
-    const size_t want = run == 0 ? 5000 : 30000 - all.size();
-    if (run == 1) produce(cluster.bootstrapServers(), "events", numbered(20000, 30000));
+    const size_t want = stopAt[run] - all.size();
+    if (run > 0) produce(cluster.bootstrapServers(), "events", numbered(10000 + 10000 * run, 20000 + 10000 * run));
     ASSERT_TRUE(waitWhileRunning(client, [&](const JobMetrics&) { return sink.getResults().size() >= want; }));
     savepoint = client.stopWithSavepoint(false, (dir / "savepoints").string()).get();
     client.wait();
     std::vector<std::string> got = sink.getResults();
     all.insert(all.end(), got.begin(), got.end());
   }
-  EXPECT_EQ(sortedNumbers(all), range(0, 30000)) << "each record once, across the resume";
+  EXPECT_EQ(sortedNumbers(all), range(0, 40000)) << "each record once, across the resumes";
+  fs::remove_all(dir);
+}
+
+// New partitions are read while the job runs: a topic that matches the source's pattern,
+// created after the start, is found at the next discovery and read from its beginning.
+TEST(KafkaSource, PartitionsThatAppearWhileRunningAreRead) {
+  KafkaCluster cluster;
+  cluster.createTopic("events-a", 2);
+  produce(cluster.bootstrapServers(), "events-a", numbered(0, 5000));
+  StreamExecutionEnvironment env;
+  env.setParallelism(2);
+  CollectSink<std::string> sink;
+  env.fromSource(KafkaSource<std::string>::builder()
+                     .setBootstrapServers(cluster.bootstrapServers())
+                     .setTopicPattern("events-.*")
+                     .setValueOnlyDeserializer(SimpleStringSchema())
+                     .setProperty("partition.discovery.interval.ms", "100")
+                     .build(),
+                 WatermarkStrategy<std::string>::noWatermarks(), "events")
+      .sinkTo(sink);
+  auto client = env.executeAsync("discovery");
+  ASSERT_TRUE(waitWhileRunning(client, [&](const JobMetrics&) { return sink.getResults().size() >= 5000; }));
+  cluster.createTopic("events-b", 3);
+  produce(cluster.bootstrapServers(), "events-b", numbered(5000, 10000));
+  EXPECT_TRUE(waitWhileRunning(client, [&](const JobMetrics&) { return sink.getResults().size() >= 10000; }));
+  client.cancel();
+  client.wait();
+  EXPECT_EQ(sortedNumbers(sink.getResults()), range(0, 10000));
+}
+
+// A broker that goes down mid-run and comes back, and fetches that fail, are retried
+// (librdkafka's own retries, reported on stderr): every record is read once, the job
+// never restarts.
+TEST(KafkaSource, ABrokerDownAndUpAndFailingFetchesLoseNothing) {
+  constexpr int kFetch = 1, kNotLeaderOrFollower = 6;
+  KafkaCluster cluster(3);
+  if (!cluster.isMock()) GTEST_SKIP() << "sets brokers of the mock cluster down";
+  cluster.createTopic("events", 6);  // two partitions led by each broker
+  produce(cluster.bootstrapServers(), "events", numbered(0, 10000));
+  StreamExecutionEnvironment env;
+  env.setParallelism(2);
+  CollectSink<std::string> sink;
+  env.fromSource(strings(cluster, "events").build(), WatermarkStrategy<std::string>::noWatermarks(), "events")
+      .sinkTo(sink);
+  auto client = env.executeAsync("brokers");
+  ASSERT_TRUE(waitWhileRunning(client, [&](const JobMetrics&) { return sink.getResults().size() >= 10000; }));
+  cluster.setBrokerDown(2);
+  // Produced while broker 2 is down: its partitions' records wait in the producer.
+  std::thread more([&] { produce(cluster.bootstrapServers(), "events", numbered(10000, 20000)); });
+  std::this_thread::sleep_for(1s);
+  cluster.pushRequestErrors(kFetch, kNotLeaderOrFollower, 5);
+  cluster.setBrokerUp(2);
+  more.join();
+  EXPECT_TRUE(waitWhileRunning(client, [&](const JobMetrics&) { return sink.getResults().size() >= 20000; }));
+  EXPECT_EQ(client.getMetrics().numRestarts, 0);
+  client.cancel();
+  client.wait();
+  EXPECT_EQ(sortedNumbers(sink.getResults()), range(0, 20000));
+}
+
+// Flink's commit.offsets.on.checkpoint: with a group id (and unless turned off), the
+// offsets a completed checkpoint holds are committed to the group, where lag monitors
+// read them; once the job has read everything and checkpointed since, they are the
+// topic's end offsets.
+TEST(KafkaSource, CompletedCheckpointsCommitTheirOffsetsToTheGroupUnlessTurnedOff) {
+  constexpr int64_t kRecords = 20000;
+  KafkaCluster cluster;
+  cluster.createTopic("events", 4);
+  produce(cluster.bootstrapServers(), "events", numbered(0, kRecords));
+  std::map<int32_t, int64_t> ends;
+  for (const auto& r : readAll(cluster.bootstrapServers(), "events"))
+    ends[r.partition] = std::max(ends[r.partition], r.offset + 1);
+  const std::map<int32_t, int64_t> none{{0, -1}, {1, -1}, {2, -1}, {3, -1}};
+  fs::path dir = freshFolder("kafka-commit-offsets");
+  fs::create_directories(dir / "checkpoints");
+  for (const bool commits : {true, false}) {
+    const std::string group = commits ? "watchers" : "quiet";
+    ASSERT_EQ(committedOffsets(cluster.bootstrapServers(), group, "events", 4), none);
+    StreamExecutionEnvironment env;
+    env.setParallelism(2);
+    env.enableCheckpointing(50ms);
+    env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
+    CollectSink<std::string> sink;
+    auto source = strings(cluster, "events").setGroupId(group);
+    if (!commits) source.setProperty("commit.offsets.on.checkpoint", "false");
+    env.fromSource(source.build(), WatermarkStrategy<std::string>::noWatermarks(), "events").sinkTo(sink);
+    auto client = env.executeAsync("commits");
+    int64_t checkpointsWhenRead = -1;
+    ASSERT_TRUE(waitWhileRunning(client, [&](const JobMetrics& m) {
+      if (checkpointsWhenRead < 0 && sink.getResults().size() == static_cast<size_t>(kRecords))
+        checkpointsWhenRead = m.numberOfCompletedCheckpoints;
+      // The first checkpoint after that may have begun before the last read.
+      return checkpointsWhenRead >= 0 && m.numberOfCompletedCheckpoints >= checkpointsWhenRead + 2;
+    }));
+    std::map<int32_t, int64_t> committed;
+    auto deadline = std::chrono::steady_clock::now() + 10s;  // the commits are asynchronous
+    do {
+      committed = committedOffsets(cluster.bootstrapServers(), group, "events", 4);
+    } while (commits && committed != ends && std::chrono::steady_clock::now() < deadline);
+    EXPECT_EQ(committed, commits ? ends : none) << group;
+    client.cancel();
+    client.wait();
+  }
   fs::remove_all(dir);
 }
 
@@ -217,6 +324,10 @@ TEST(KafkaSource, BadConfigurationIsAClearErrorBeforeTheJobRuns) {
   EXPECT_NE(run(strings(cluster, "present").setStartingOffsets(OffsetsInitializer::committedOffsets()))
                 .find("committedOffsets() needs setGroupId(...)"),
             std::string::npos);
+  EXPECT_EQ(run(strings(cluster, "present").setProperty("commit.offsets.on.checkpoint", "true")),
+            "kafka source: commit.offsets.on.checkpoint needs setGroupId(...)");
+  EXPECT_EQ(errorOf([&] { strings(cluster, "present").setProperty("commit.offsets.on.checkpoint", "yes"); }),
+            "kafka source: commit.offsets.on.checkpoint must be true or false, got 'yes'");
   // Nothing listens there: an error after the timeout, not a hang.
   auto started = std::chrono::steady_clock::now();
   std::string unreachable = run(KafkaSource<std::string>::builder()

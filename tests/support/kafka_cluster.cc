@@ -28,7 +28,7 @@ std::string readLine(FILE* from) {
 
 using Handle = std::unique_ptr<rd_kafka_t, decltype(&rd_kafka_destroy)>;
 
-Handle client(rd_kafka_type_t type, const std::string& bootstrap) {
+Handle client(rd_kafka_type_t type, const std::string& bootstrap, const std::string& group = "weir-test-reader") {
   char error[512];
   rd_kafka_conf_t* conf = rd_kafka_conf_new();
   auto set = [&](const char* key, const char* value) {
@@ -38,7 +38,7 @@ Handle client(rd_kafka_type_t type, const std::string& bootstrap) {
   set("bootstrap.servers", bootstrap.c_str());
   set("log_level", "3");
   if (type == RD_KAFKA_CONSUMER) {
-    set("group.id", "weir-test-reader");
+    set("group.id", group.c_str());
     set("enable.auto.commit", "false");
     set("enable.partition.eof", "true");  // a partition whose end is a transaction marker ends too
   }
@@ -228,6 +228,20 @@ std::vector<KafkaReadRecord> readAll(const std::string& bootstrap, const std::st
     }
   }
   rd_kafka_consumer_close(consumer.get());
+  return out;
+}
+
+std::map<int32_t, int64_t> committedOffsets(const std::string& bootstrap, const std::string& group,
+                                            const std::string& topic, int partitions) {
+  Handle consumer = client(RD_KAFKA_CONSUMER, bootstrap, group);
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(partitions);
+  for (int p = 0; p < partitions; ++p) rd_kafka_topic_partition_list_add(list, topic.c_str(), p);
+  const rd_kafka_resp_err_t err = rd_kafka_committed(consumer.get(), list, 10000);
+  std::map<int32_t, int64_t> out;
+  for (int i = 0; i < list->cnt; ++i)
+    out[list->elems[i].partition] = list->elems[i].offset >= 0 ? list->elems[i].offset : -1;
+  rd_kafka_topic_partition_list_destroy(list);
+  if (err) throw std::runtime_error("committed offsets of group '" + group + "': " + rd_kafka_err2str(err));
   return out;
 }
 

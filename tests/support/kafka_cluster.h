@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <utility>
 #include <vector>
@@ -66,5 +67,10 @@ struct KafkaReadRecord {
 // starts at offset 0: the mock cluster drops the oldest batches of a partition beyond
 // 5 MiB or 100,000 batches, so a test spreads a large topic over many partitions.
 std::vector<KafkaReadRecord> readAll(const std::string& bootstrap, const std::string& topic);
+
+// The offset group `group` committed on each partition [0, partitions) of `topic`; -1
+// where it committed none.
+std::map<int32_t, int64_t> committedOffsets(const std::string& bootstrap, const std::string& group,
+                                            const std::string& topic, int partitions);
 
 }  // namespace weir::test

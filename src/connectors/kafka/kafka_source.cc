@@ -5,6 +5,7 @@
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <deque>
 #include <iostream>
 #include <mutex>
@@ -28,6 +29,15 @@ Error invalid(const std::string& what) { return kafkaInvalid("kafka source", wha
 rd_kafka_t* makeClient(const KafkaSourceConfig& config, const std::map<std::string, std::string>& defaults) {
   return makeKafkaClient("kafka source", RD_KAFKA_CONSUMER,
                          makeKafkaConf("kafka source", config.bootstrapServers, defaults, config.properties));
+}
+
+// librdkafka's offset commit callback (served on the reader's thread, during a poll);
+// `opaque`: the reader.
+void onCommitted(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets, void* opaque) {
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR && offsets != nullptr)
+    for (int i = 0; i < offsets->cnt; ++i)
+      if (offsets->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR) err = offsets->elems[i].err;
+  static_cast<KafkaPartitionReader*>(opaque)->commitEnded(err);
 }
 
 std::string partitionName(const std::string& topic, int32_t partition) {
@@ -191,10 +201,16 @@ std::unique_ptr<SplitEnumerator> createKafkaEnumerator(std::shared_ptr<const Kaf
 KafkaPartitionReader::KafkaPartitionReader(std::shared_ptr<const KafkaSourceConfig> config,
                                            const SourceReaderContext& context)
     : config_(std::move(config)), context_(context) {
-  consumer_ = makeClient(*config_, {{"group.id", config_->groupId.empty() ? "weir-kafka-source" : config_->groupId},
-                                    {"enable.auto.commit", "false"},
-                                    {"enable.auto.offset.store", "false"},
-                                    {"auto.offset.reset", "earliest"}});
+  rd_kafka_conf_t* conf =
+      makeKafkaConf("kafka source", config_->bootstrapServers,
+                    {{"group.id", config_->groupId.empty() ? "weir-kafka-source" : config_->groupId},
+                     {"enable.auto.commit", "false"},
+                     {"enable.auto.offset.store", "false"},
+                     {"auto.offset.reset", "earliest"}},
+                    config_->properties);
+  rd_kafka_conf_set_offset_commit_cb(conf, &onCommitted);
+  rd_kafka_conf_set_opaque(conf, this);
+  consumer_ = makeKafkaClient("kafka source", RD_KAFKA_CONSUMER, conf);
   rd_kafka_poll_set_consumer(consumer_);
   queue_ = rd_kafka_queue_get_consumer(consumer_);
 }
@@ -379,11 +395,46 @@ InputStatus KafkaPartitionReader::poll(size_t maxRecords, const std::function<si
   return visited > 0 || !runs_.empty() ? InputStatus::MORE_AVAILABLE : InputStatus::NOTHING_AVAILABLE;
 }
 
-std::vector<std::string> KafkaPartitionReader::snapshotState() const {
+std::vector<std::string> KafkaPartitionReader::snapshotState(int64_t checkpointId) {
   std::vector<std::string> out;
   for (const auto& [id, p] : partitions_)
     if (!p.finished) out.push_back(p.split.encode());
+  if (config_->commitOffsetsOnCheckpoint) {
+    auto& offsets = offsetsToCommit_[checkpointId];
+    for (const auto& [id, p] : partitions_)  // finished ones too: their final offsets
+      if (p.split.offset >= 0) offsets.push_back({{p.split.topic, p.split.partition}, p.split.offset});
+  }
   return out;
+}
+
+void KafkaPartitionReader::commitOffsets(int64_t checkpointId) {
+  auto it = offsetsToCommit_.find(checkpointId);
+  if (it == offsetsToCommit_.end() || consumer_ == nullptr) return;
+  if (!it->second.empty()) {
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(it->second.size()));
+    for (const auto& [where, offset] : it->second)
+      rd_kafka_topic_partition_list_add(list, where.first.c_str(), where.second)->offset = offset;
+    // Asynchronous: onCommitted runs on this thread, during a later poll.
+    const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_, list, 1);
+    rd_kafka_topic_partition_list_destroy(list);
+    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) commitEnded(err);
+  }
+  offsetsToCommit_.erase(offsetsToCommit_.begin(), std::next(it));
+}
+
+void KafkaPartitionReader::commitEnded(int err) {
+  const bool failed = err != RD_KAFKA_RESP_ERR_NO_ERROR;
+  if (failed == commitsFailing_) return;
+  commitsFailing_ = failed;
+  if (failed)
+    std::fprintf(stderr,
+                 "weir: kafka source (subtask %d): committing offsets to group '%s' failed: %s (for monitoring only: the "
+                 "checkpoints hold the offsets; reported again when commits work again)\n",
+                 context_.subtaskIndex, config_->groupId.c_str(),
+                 rd_kafka_err2str(static_cast<rd_kafka_resp_err_t>(err)));
+  else
+    std::fprintf(stderr, "weir: kafka source (subtask %d): committing offsets to group '%s' works again\n",
+                 context_.subtaskIndex, config_->groupId.c_str());
 }
 
 void KafkaPartitionReader::addSplits(const std::vector<std::string>& splits) {

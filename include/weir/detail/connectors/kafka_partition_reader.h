@@ -34,6 +34,7 @@ struct KafkaSourceConfig {
   bool bounded = false;
   std::map<std::string, std::string> properties;  // passed to librdkafka as they are
   std::chrono::milliseconds discoveryInterval{0};  // 0: the partitions found at the start only
+  bool commitOffsetsOnCheckpoint = false;           // to groupId, when a checkpoint completes
   std::chrono::milliseconds requestTimeout{10000};  // metadata and offset lookups
   // Checks the configuration and every property (librdkafka's own message, named);
   // throws weir::Error (kInvalidArgument).
@@ -80,8 +81,16 @@ class KafkaPartitionReader {
   InputStatus poll(size_t maxRecords, const std::function<size_t(const ConsumerRecord&)>& visit);
   // After poll: which split the records it made came from, as runs in order.
   std::span<const SplitRun> runs() const { return runs_; }
-  std::vector<std::string> snapshotState() const;
+  // The splits' state; with commitOffsetsOnCheckpoint, also keeps their offsets for
+  // commitOffsets(checkpointId).
+  std::vector<std::string> snapshotState(int64_t checkpointId);
   void addSplits(const std::vector<std::string>& splits);
+  // Commits the offsets checkpoint `checkpointId` holds to the group, asynchronously,
+  // and forgets those of older checkpoints. A failed commit is reported on stderr (when
+  // commits start failing, and when they work again) and does not fail the job.
+  void commitOffsets(int64_t checkpointId);
+  // How a commit ended (an rd_kafka_resp_err_t; librdkafka's commit callback calls it).
+  void commitEnded(int err);
   void close();
 
  private:
@@ -105,6 +114,9 @@ class KafkaPartitionReader {
   std::vector<rd_kafka_message_s*> batch_;  // what one poll takes from librdkafka
   std::vector<SplitRun> announced_;  // splits started since the last poll, as runs of no record
   bool enumeratorDone_ = false;
+  // commit.offsets.on.checkpoint: each pending checkpoint's offsets, by topic and partition.
+  std::map<int64_t, std::vector<std::pair<std::pair<std::string, int32_t>, int64_t>>> offsetsToCommit_;
+  bool commitsFailing_ = false;  // the last commit failed (its callback runs on this thread)
   std::chrono::steady_clock::time_point nextSplitCheck_{};
 };
 

@@ -156,6 +156,10 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     }
   }
 
+  void notifyCheckpointComplete(int64_t checkpointId) override {
+    if (reader_) callUser([&] { reader_->notifyCheckpointComplete(checkpointId); });
+  }
+
   void close() override {
     if (reader_) callUser([&] { reader_->close(); });
   }
