@@ -273,7 +273,7 @@ struct FailurePoint {
 class KafkaSinkFailure : public ::testing::TestWithParam<FailurePoint> {};
 
 TEST_P(KafkaSinkFailure, TheInterruptedTransactionIsAbortedCommittedOrProducedAgain) {
-  constexpr int64_t kRecords = 20000;
+  constexpr int64_t kRecords = 40000;  // 2 s: the failure comes while the input flows
   const FailurePoint& point = GetParam();
   KafkaCluster cluster;
   cluster.createTopic("out", 2);

@@ -735,6 +735,8 @@ TEST(Savepoint, RequestsThatCannotStartAreRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("no savepoint directory"), std::string::npos) << e.what();
   }
+  // Until its first attempt runs, a job refuses savepoints ("the job is not running").
+  ASSERT_TRUE(waitWhileRunning(client, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 1; }));
   auto stopping = client.stopWithSavepoint(true, (dir / "savepoints").string());
   try {
     client.triggerSavepoint((dir / "savepoints").string());

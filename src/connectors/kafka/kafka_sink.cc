@@ -397,22 +397,26 @@ KafkaProducerWriter::KafkaProducerWriter(std::shared_ptr<const KafkaSinkConfig> 
 
 KafkaProducerWriter::~KafkaProducerWriter() { close(); }
 
-KafkaProducer& KafkaProducerWriter::producer() {
+KafkaProducer& KafkaProducerWriter::producer(const std::string& topic) {
   if (plain_) return *plain_;
   if (!current_) {
     const int64_t number = lastCheckpoint_ + 1;
     const std::string id = transactionalId(config_->transactionalIdPrefix, subtask_, number);
     writeMarker(*fileSystem_, markerFolder_, id, Marker::kOpen);  // before the broker knows it
     current_ = KafkaProducer::make(*config_, id, number);
-    current_->learnTopics(topics_, *config_);
+    topics_.insert(topic);
+    current_->learnTopics(topics_, *config_);  // the last transaction's, and this record's
+    topics_.clear();                           // from now on, those of this transaction
+    lastTopic_ = nullptr;
     check(rd_kafka_begin_transaction(current_->rk), "cannot begin transaction '" + id + "'");
   }
   return *current_;
 }
 
 void KafkaProducerWriter::write(const ProducerRecord& record) {
-  if (lastTopic_ == nullptr || *lastTopic_ != record.topic) lastTopic_ = &*topics_.insert(record.topic).first;
-  KafkaProducer& p = producer();
+  KafkaProducer& p = producer(record.topic);
+  if (!plain_ && (lastTopic_ == nullptr || *lastTopic_ != record.topic))
+    lastTopic_ = &*topics_.insert(record.topic).first;
   p.produce(record);
   bytesOut_.inc((record.key ? record.key->size() : 0) + (record.value ? record.value->size() : 0));
   if (&p == current_.get()) {

@@ -206,7 +206,10 @@ KafkaPartitionReader::KafkaPartitionReader(std::shared_ptr<const KafkaSourceConf
                     {{"group.id", config_->groupId.empty() ? "weir-kafka-source" : config_->groupId},
                      {"enable.auto.commit", "false"},
                      {"enable.auto.offset.store", "false"},
-                     {"auto.offset.reset", "earliest"}},
+                     {"auto.offset.reset", "earliest"},
+                     // The reader never joins the group; this bounds how long close() waits
+                     // for a commit still in flight (librdkafka waits up to it).
+                     {"session.timeout.ms", std::to_string(std::max<int64_t>(config_->requestTimeout.count(), 6000))}},
                     config_->properties);
   rd_kafka_conf_set_offset_commit_cb(conf, &onCommitted);
   rd_kafka_conf_set_opaque(conf, this);
@@ -400,26 +403,46 @@ std::vector<std::string> KafkaPartitionReader::snapshotState(int64_t checkpointI
   for (const auto& [id, p] : partitions_)
     if (!p.finished) out.push_back(p.split.encode());
   if (config_->commitOffsetsOnCheckpoint) {
-    auto& offsets = offsetsToCommit_[checkpointId];
-    for (const auto& [id, p] : partitions_)  // finished ones too: their final offsets
-      if (p.split.offset >= 0) offsets.push_back({{p.split.topic, p.split.partition}, p.split.offset});
+    offsetsToCommit_[checkpointId] = currentOffsets();
+    // Checkpoints that never complete (aborted, or failing with failures tolerated) are
+    // forgotten once enough newer ones were taken.
+    while (offsetsToCommit_.size() > kPendingCommitsKept) offsetsToCommit_.erase(offsetsToCommit_.begin());
   }
   return out;
 }
 
 void KafkaPartitionReader::commitOffsets(int64_t checkpointId) {
-  auto it = offsetsToCommit_.find(checkpointId);
-  if (it == offsetsToCommit_.end() || consumer_ == nullptr) return;
-  if (!it->second.empty()) {
-    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(it->second.size()));
-    for (const auto& [where, offset] : it->second)
-      rd_kafka_topic_partition_list_add(list, where.first.c_str(), where.second)->offset = offset;
-    // Asynchronous: onCommitted runs on this thread, during a later poll.
-    const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_, list, 1);
-    rd_kafka_topic_partition_list_destroy(list);
-    if (err != RD_KAFKA_RESP_ERR_NO_ERROR) commitEnded(err);
+  if (consumer_ == nullptr || !config_->commitOffsetsOnCheckpoint) return;
+  CommitOffsets offsets;
+  if (auto it = offsetsToCommit_.find(checkpointId); it != offsetsToCommit_.end()) {
+    offsets = std::move(it->second);
+    offsetsToCommit_.erase(offsetsToCommit_.begin(), std::next(it));
+  } else if (config_->bounded && enumeratorDone_ &&
+             (offsetsToCommit_.empty() || checkpointId > offsetsToCommit_.rbegin()->first) &&
+             std::all_of(partitions_.begin(), partitions_.end(), [](const auto& p) { return p.second.finished; })) {
+    // The notice that ends a job whose bounded input was read to its end (no snapshot has
+    // its id): every record was read, and the job has drained.
+    offsets = currentOffsets();
+    offsetsToCommit_.clear();
+  } else {
+    return;
   }
-  offsetsToCommit_.erase(offsetsToCommit_.begin(), std::next(it));
+  if (offsets.empty() || offsets == lastCommitted_) return;  // nothing read since
+  rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size()));
+  for (const auto& [where, offset] : offsets)
+    rd_kafka_topic_partition_list_add(list, where.first.c_str(), where.second)->offset = offset;
+  // Asynchronous: onCommitted runs on this thread, during a later poll (or the close).
+  const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_, list, 1);
+  rd_kafka_topic_partition_list_destroy(list);
+  if (err != RD_KAFKA_RESP_ERR_NO_ERROR) commitEnded(err);
+  lastCommitted_ = std::move(offsets);
+}
+
+KafkaPartitionReader::CommitOffsets KafkaPartitionReader::currentOffsets() const {
+  CommitOffsets out;
+  for (const auto& [id, p] : partitions_)  // finished ones too: their final offsets
+    if (p.split.offset >= 0) out.push_back({{p.split.topic, p.split.partition}, p.split.offset});
+  return out;
 }
 
 void KafkaPartitionReader::commitEnded(int err) {

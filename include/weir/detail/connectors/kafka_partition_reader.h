@@ -115,7 +115,11 @@ class KafkaPartitionReader {
   std::vector<SplitRun> announced_;  // splits started since the last poll, as runs of no record
   bool enumeratorDone_ = false;
   // commit.offsets.on.checkpoint: each pending checkpoint's offsets, by topic and partition.
-  std::map<int64_t, std::vector<std::pair<std::pair<std::string, int32_t>, int64_t>>> offsetsToCommit_;
+  using CommitOffsets = std::vector<std::pair<std::pair<std::string, int32_t>, int64_t>>;
+  static constexpr size_t kPendingCommitsKept = 32;
+  CommitOffsets currentOffsets() const;
+  std::map<int64_t, CommitOffsets> offsetsToCommit_;
+  CommitOffsets lastCommitted_;
   bool commitsFailing_ = false;  // the last commit failed (its callback runs on this thread)
   std::chrono::steady_clock::time_point nextSplitCheck_{};
 };

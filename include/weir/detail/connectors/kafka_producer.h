@@ -87,7 +87,8 @@ class KafkaProducerWriter {
   void close();
 
  private:
-  KafkaProducer& producer();  // the producer to write to now (EXACTLY_ONCE: begins a transaction)
+  // The producer to write a record to `topic` to now (EXACTLY_ONCE: begins a transaction).
+  KafkaProducer& producer(const std::string& topic);
   void abortLingering(int64_t restoredCheckpoint, const std::vector<std::string>& folders);
   void removeOldMarkers();
 
@@ -103,7 +104,7 @@ class KafkaProducerWriter {
   std::unique_ptr<KafkaProducer> plain_;   // NONE and AT_LEAST_ONCE
   std::unique_ptr<KafkaProducer> current_;  // EXACTLY_ONCE: the open transaction, if any
   std::vector<std::string> precommitted_;  // ids handed to the committer, not yet committed
-  std::set<std::string> topics_;           // written to so far: a new producer learns their metadata
+  std::set<std::string> topics_;  // EXACTLY_ONCE: those the last transaction wrote, whose metadata the next learns
   const std::string* lastTopic_ = nullptr;  // in topics_
   int64_t lastCheckpoint_ = 0;
   ListState<std::string>* state_ = nullptr;
