@@ -1,11 +1,21 @@
-// Counters a connector or user function reports into its subtask's metrics, by Flink's
-// names: getMetricGroup().getIOMetricGroup().getNumBytesInCounter().
+// The metrics a connector or user function reports, by Flink's names:
+// getRuntimeContext().getMetricGroup().counter("events"), .gauge("queued", fn),
+// .addGroup("topic", "clicks"), and the fixed ones such as
+// getMetricGroup().getIOMetricGroup().getNumBytesInCounter().
 #pragma once
 
 #include <atomic>
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <utility>
+#include <vector>
 
 namespace weir {
+
+namespace detail {
+class MetricRegistry;
+}
 
 // A count that only grows (Flink's Counter), one of the subtask's metrics. Increment it
 // from the subtask's own thread; the REST API and /metrics read it from theirs.
@@ -20,6 +30,42 @@ class Counter {
 
  private:
   std::atomic<uint64_t>* count_ = nullptr;
+};
+
+// Where an operator registers named metrics (Flink's MetricGroup). The REST API lists
+// each as "<subtask>.<operator>.<groups>.<name>"; /metrics exports it as
+// weir_taskmanager_job_task_operator_<groups>_<name>, with a key-value group as a label.
+//
+// Unlike Flink, weir calls a gauge's function on the subtask's own thread (once per
+// metrics interval, and once more before the operator closes), never concurrently with
+// the operator: it may read the operator's members without locks. Readers see the value
+// of the last call.
+class MetricGroup {
+ public:
+  MetricGroup() = default;  // not attached to a subtask: its metrics are shown nowhere
+  MetricGroup(detail::MetricRegistry* registry, std::string operatorName)
+      : registry_(registry), operator_(std::move(operatorName)) {}
+
+  // The counter of this name in this group, made on first use (a second call with the
+  // name returns the same counter). Throws weir::Error (kInvalidArgument) for an empty
+  // name or one a gauge of this group has.
+  Counter counter(const std::string& name) const;
+  // Registers `value` as the gauge of this name; a second registration replaces the
+  // function. A value that is not a number (NaN) is not shown. A function that throws
+  // is reported once on stderr and shows no value until it returns one again.
+  void gauge(const std::string& name, std::function<double()> value) const;
+  // A subgroup: "<this>.<name>".
+  MetricGroup addGroup(const std::string& name) const;
+  // A key-value subgroup: "<this>.<key>.<value>"; /metrics makes it a label key="value".
+  MetricGroup addGroup(const std::string& key, const std::string& value) const;
+  // The metric's identifier below its subtask: "<operator>.<groups>.<name>".
+  std::string getMetricIdentifier(const std::string& name) const;
+
+ private:
+  detail::MetricRegistry* registry_ = nullptr;
+  std::string operator_;
+  // Each group: its name and an empty value, or a key and its value.
+  std::vector<std::pair<std::string, std::string>> groups_;
 };
 
 // The bytes a subtask exchanged with the world outside the job (Flink's
@@ -40,10 +86,11 @@ class OperatorIOMetricGroup {
 };
 
 // The metrics of one parallel instance of an operator (Flink's OperatorMetricGroup).
-class OperatorMetricGroup {
+class OperatorMetricGroup : public MetricGroup {
  public:
   OperatorMetricGroup() = default;
-  OperatorMetricGroup(OperatorIOMetricGroup io, Counter recordsInErrors) : io_(io), recordsInErrors_(recordsInErrors) {}
+  OperatorMetricGroup(MetricGroup group, OperatorIOMetricGroup io, Counter recordsInErrors)
+      : MetricGroup(std::move(group)), io_(io), recordsInErrors_(recordsInErrors) {}
   OperatorIOMetricGroup getIOMetricGroup() const { return io_; }
   // numRecordsInErrors: records a source could not read and skipped or sent to its dead
   // letters (Flink's SourceReaderMetricGroup counter of that name).

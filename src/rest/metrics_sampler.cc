@@ -7,35 +7,43 @@ namespace weir::rest {
 void MetricsSampler::update(const runtime::JobExecution& job) {
   auto now = std::chrono::steady_clock::now();
   auto current = job.sample();
-  if (!previous_.empty()) {
-    double seconds = std::chrono::duration<double>(now - previousTime_).count();
-    // Too short an interval gives wild rates; keep the previous sample and wait.
-    if (seconds < 0.05) return;
-    rates_.assign(current.size(), {});
-    for (size_t v = 0; v < current.size(); ++v) {
-      for (size_t s = 0; s < current[v].size() && v < previous_.size() && s < previous_[v].size(); ++s) {
-        const auto& a = previous_[v][s];
-        const auto& b = current[v][s];
-        SubtaskRates r;
-        auto delta = [](uint64_t from, uint64_t to) { return to >= from ? static_cast<double>(to - from) : 0.0; };
-        r.numRecordsInPerSecond = delta(a.numRecordsIn, b.numRecordsIn) / seconds;
-        // What a vertex emits: records sent on, or produced by its source when it has
-        // no output channel (a whole job in one chain).
-        uint64_t outA = std::max(a.numRecordsOut, a.numSourceRecords);
-        uint64_t outB = std::max(b.numRecordsOut, b.numSourceRecords);
-        r.numRecordsOutPerSecond = delta(outA, outB) / seconds;
-        r.numBytesInPerSecond = delta(a.numBytesIn, b.numBytesIn) / seconds;
-        r.numBytesOutPerSecond = delta(a.numBytesOut, b.numBytesOut) / seconds;
-        r.idleTimeMsPerSecond = std::clamp(static_cast<double>(b.idleTimeNanos - a.idleTimeNanos) / 1e6 / seconds, 0.0, 1000.0);
-        r.backPressuredTimeMsPerSecond =
-            std::clamp(static_cast<double>(b.backPressuredTimeNanos - a.backPressuredTimeNanos) / 1e6 / seconds, 0.0, 1000.0);
-        r.busyTimeMsPerSecond = std::max(0.0, 1000.0 - r.idleTimeMsPerSecond - r.backPressuredTimeMsPerSecond);
-        rates_[v].push_back(r);
-      }
+  const double seconds = std::chrono::duration<double>(now - baselineTime_).count();
+  // Rates over too short an interval are wild: they wait until 50 ms have passed since
+  // their baseline. The counters are always the newest (a job's last sample may come
+  // moments after the one before, and must not be lost).
+  if (baseline_.empty() || seconds >= 0.05) {
+    if (!baseline_.empty()) rates_ = ratesSince(current, seconds);
+    baseline_ = current;
+    baselineTime_ = now;
+  }
+  latest_ = std::move(current);
+}
+
+std::vector<std::vector<SubtaskRates>> MetricsSampler::ratesSince(
+    const std::vector<std::vector<runtime::SubtaskSample>>& current, double seconds) const {
+  std::vector<std::vector<SubtaskRates>> rates(current.size());
+  for (size_t v = 0; v < current.size(); ++v) {
+    for (size_t s = 0; s < current[v].size() && v < baseline_.size() && s < baseline_[v].size(); ++s) {
+      const auto& a = baseline_[v][s];
+      const auto& b = current[v][s];
+      SubtaskRates r;
+      auto delta = [](uint64_t from, uint64_t to) { return to >= from ? static_cast<double>(to - from) : 0.0; };
+      r.numRecordsInPerSecond = delta(a.numRecordsIn, b.numRecordsIn) / seconds;
+      // What a vertex emits: records sent on, or produced by its source when it has
+      // no output channel (a whole job in one chain).
+      uint64_t outA = std::max(a.numRecordsOut, a.numSourceRecords);
+      uint64_t outB = std::max(b.numRecordsOut, b.numSourceRecords);
+      r.numRecordsOutPerSecond = delta(outA, outB) / seconds;
+      r.numBytesInPerSecond = delta(a.numBytesIn, b.numBytesIn) / seconds;
+      r.numBytesOutPerSecond = delta(a.numBytesOut, b.numBytesOut) / seconds;
+      r.idleTimeMsPerSecond = std::clamp(static_cast<double>(b.idleTimeNanos - a.idleTimeNanos) / 1e6 / seconds, 0.0, 1000.0);
+      r.backPressuredTimeMsPerSecond =
+          std::clamp(static_cast<double>(b.backPressuredTimeNanos - a.backPressuredTimeNanos) / 1e6 / seconds, 0.0, 1000.0);
+      r.busyTimeMsPerSecond = std::max(0.0, 1000.0 - r.idleTimeMsPerSecond - r.backPressuredTimeMsPerSecond);
+      rates[v].push_back(r);
     }
   }
-  previous_ = std::move(current);
-  previousTime_ = now;
+  return rates;
 }
 
 const char* backPressureLevel(double ratio) {

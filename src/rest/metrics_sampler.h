@@ -22,18 +22,24 @@ struct SubtaskRates {
 // Not thread-safe: the owner serializes calls.
 class MetricsSampler {
  public:
-  // Takes a new sample of `job`; rates cover the time since the previous one.
+  // Takes a new sample of `job`; rates cover the time since the last sample at least
+  // 50 ms older.
   void update(const runtime::JobExecution& job);
   // Per vertex, per subtask; empty until two samples were taken.
   const std::vector<std::vector<SubtaskRates>>& rates() const { return rates_; }
   // Rates go to zero (the job ended).
   void clearRates() { rates_.clear(); }
   // The latest counters, per vertex, per subtask.
-  const std::vector<std::vector<runtime::SubtaskSample>>& latest() const { return previous_; }
+  const std::vector<std::vector<runtime::SubtaskSample>>& latest() const { return latest_; }
 
  private:
-  std::vector<std::vector<runtime::SubtaskSample>> previous_;
-  std::chrono::steady_clock::time_point previousTime_{};
+  // Per vertex, per subtask: what `current` counted per second since baseline_.
+  std::vector<std::vector<SubtaskRates>> ratesSince(const std::vector<std::vector<runtime::SubtaskSample>>& current,
+                                                    double seconds) const;
+
+  std::vector<std::vector<runtime::SubtaskSample>> latest_;  // the newest sample
+  std::vector<std::vector<runtime::SubtaskSample>> baseline_;  // what the rates are counted from
+  std::chrono::steady_clock::time_point baselineTime_{};
   std::vector<std::vector<SubtaskRates>> rates_;
 };
 

@@ -4,11 +4,14 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <prometheus/check_names.h>
+#include <prometheus/counter.h>
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
 #include <atomic>
+#include <cctype>
 #include <condition_variable>
 #include <deque>
 #include <future>
@@ -496,6 +499,7 @@ class RestServer::Impl {
         if (auto lag = watermarkLag(e, v, latest[v][s])) m[p + "watermarkLag"] = static_cast<double>(*lag);
         m[p + "numBytesIn"] = static_cast<double>(latest[v][s].numBytesIn);
         m[p + "numBytesOut"] = static_cast<double>(latest[v][s].numBytesOut);
+        for (const auto& metric : latest[v][s].operatorMetrics) m[p + metric.identifier()] = metric.value;
       }
     }
     if (v < rates.size()) {
@@ -574,6 +578,56 @@ class RestServer::Impl {
             {"history", history}};
   }
 
+  // What operators registered (MetricGroup), as Flink's Prometheus reporter names them:
+  // weir_taskmanager_job_task_operator_<groups>_<name>, a key-value group a label; a
+  // counter's name ends in _total.
+  struct OperatorMetricFamilies {
+    prometheus::Registry& registry;
+    std::map<std::string, prometheus::Family<prometheus::Counter>*> counters{};
+    std::map<std::string, prometheus::Family<prometheus::Gauge>*> gauges{};
+
+    // Prometheus allows [a-zA-Z0-9_:] in names (not a digit first), [a-zA-Z0-9_] in labels.
+    static std::string sanitize(const std::string& s, bool label) {
+      std::string out;
+      for (char c : s)
+        out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (c == ':' && !label) ? c : '_';
+      return out;
+    }
+
+    // Adds one metric; one that cannot be named as Prometheus wants is left out, not the
+    // whole page.
+    void add(std::map<std::string, std::string> labels, const detail::MetricValue& metric) {
+      std::string name = "weir_taskmanager_job_task_operator";
+      for (const auto& [key, value] : metric.groups) {
+        name += "_" + sanitize(key, false);
+        if (value.empty()) continue;
+        // A key that is not a label name, is reserved (__*) or is one of ours gets a prefix.
+        std::string labelName = sanitize(key, true);
+        if (!prometheus::CheckLabelName(labelName) || labels.count(labelName) || labelName == "operator_name")
+          labelName = "group_" + labelName;
+        labels[labelName] = label(value);
+      }
+      name += "_" + sanitize(metric.name, false);
+      if (metric.counter) name += "_total";  // Prometheus's suffix for counters (promtool asks for it)
+      labels["operator_name"] = label(metric.operatorName);
+      if (!prometheus::CheckMetricName(name) || (metric.counter ? gauges.count(name) : counters.count(name))) return;
+      const std::string help = "Operator metric " + metric.name;
+      try {
+        if (metric.counter) {
+          auto& family = counters[name];
+          if (family == nullptr) family = &prometheus::BuildCounter().Name(name).Help(help).Register(registry);
+          family->Add(labels).Increment(metric.value);
+        } else {
+          auto& family = gauges[name];
+          if (family == nullptr) family = &prometheus::BuildGauge().Name(name).Help(help).Register(registry);
+          family->Add(labels).Set(metric.value);
+        }
+      } catch (const std::exception&) {
+        // prometheus-cpp refused the name or the labels: this metric is not exported
+      }
+    }
+  };
+
   std::string prometheusText() const {
     prometheus::Registry registry;
     auto family = [&](const std::string& name, const std::string& help) -> prometheus::Family<prometheus::Gauge>& {
@@ -606,6 +660,7 @@ class RestServer::Impl {
     auto& lastFullSize = jobGauge("lastCheckpointFullSize", "Bytes of every file the last completed checkpoint holds");
     auto& alignment = jobGauge("checkpointAlignmentTime", "Milliseconds the last checkpoint waited for barriers");
     auto& uptime = jobGauge("uptime", "Milliseconds the job has run");
+    OperatorMetricFamilies operatorMetrics{registry};
     for (const auto& e : jobs_) {
       const auto& job = *e->job;
       std::map<std::string, std::string> jobLabels{{"job_id", job.jobId()}, {"job_name", label(job.jobName())}};
@@ -641,6 +696,7 @@ class RestServer::Impl {
           if (latest[v][s].currentOutputWatermark != INT64_MIN)
             outWatermark.Add(labels).Set(static_cast<double>(latest[v][s].currentOutputWatermark));
           out.Add(labels).Set(static_cast<double>(std::max(latest[v][s].numRecordsOut, latest[v][s].numSourceRecords)));
+          for (const auto& metric : latest[v][s].operatorMetrics) operatorMetrics.add(labels, metric);
           if (v < rates.size() && s < rates[v].size()) {
             inRate.Add(labels).Set(rates[v][s].numRecordsInPerSecond);
             outRate.Add(labels).Set(rates[v][s].numRecordsOutPerSecond);

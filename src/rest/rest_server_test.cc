@@ -8,12 +8,15 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "support/operator_metrics.h"
 #include "support/slow_sink.h"
+#include "support/user_metrics_job.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -22,13 +25,7 @@ namespace {
 using json = nlohmann::json;
 using namespace std::chrono_literals;
 
-RestOptions testOptions() {
-  RestOptions o;
-  o.enabled = true;
-  o.port = 0;
-  o.metricsInterval = 100ms;
-  return o;
-}
+RestOptions testOptions() { return test::restOnAnyPort(); }
 
 using testing::startSlowJob;
 
@@ -365,6 +362,99 @@ TEST(RestServer, ShowsTheBytesSourcesReadAndSinksWrote) {
   EXPECT_EQ(line("numBytesOut", detail["vertices"][1]["id"]), std::to_string(written));
   EXPECT_EQ(line("numRecordsInErrors", source), "4");
   fs::remove_all(dir);
+}
+
+// The value of every sample of `metric` in a Prometheus text page whose labels include
+// all of `labels`, summed; -1 when there is none.
+double prometheusSum(const std::string& page, const std::string& metric, const std::vector<std::string>& labels) {
+  double sum = -1;
+  size_t at = 0;
+  while ((at = page.find("\n" + metric + "{", at)) != std::string::npos) {
+    const size_t end = page.find('\n', at + 1);
+    const std::string line = page.substr(at + 1, end - at - 1);
+    at = end;
+    if (std::all_of(labels.begin(), labels.end(), [&](const std::string& l) { return line.find(l) != std::string::npos; }))
+      sum = std::max(sum, 0.0) + std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
+TEST(RestServer, MetricsThatOperatorsRegisterShowPerSubtaskAndInPrometheus) {
+  constexpr int64_t kCount = 100000;
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  auto job = testing::startUserMetricsJob(env, kCount, "user metrics");
+  job.wait();
+  Server server(job);
+  const std::string jid = job.getJobID();
+  // The vertex whose subtasks ran the counting map (its chain holds the filter too),
+  // once a sample after the job's end shows its metrics.
+  std::string vertex;
+  eventually([&] {
+    const json detail = server.get("/jobs/" + jid);
+    for (const auto& v : detail["vertices"]) {
+      for (const auto& m : server.get("/jobs/" + jid + "/vertices/" + v["id"].get<std::string>() + "/metrics"))
+        if (m["id"] == "0.counting map.evens") vertex = v["id"];
+    }
+    return !vertex.empty();
+  });
+  ASSERT_FALSE(vertex.empty()) << "no vertex lists 0.counting map.evens";
+  auto value = [&](const std::string& id) {
+    std::string query;
+    for (char c : id) query += c == ' ' ? std::string("%20") : std::string(1, c);
+    json r = server.get("/jobs/" + jid + "/vertices/" + vertex + "/metrics?get=" + query);
+    return r.size() == 1 ? std::stod(r[0]["value"].get<std::string>()) : -1.0;
+  };
+  // Brute force over the input: what each function saw, summed over both subtasks.
+  int64_t evens = 0, odds = 0, kept = 0;
+  for (int64_t i = 0; i < kCount; ++i) (i % 2 == 0 ? evens : odds) += 1, kept += i % 3 == 0 ? 1 : 0;
+  EXPECT_EQ(value("0.counting map.evens") + value("1.counting map.evens"), evens);
+  EXPECT_EQ(value("0.counting map.parity.odd.records") + value("1.counting map.parity.odd.records"), odds);
+  EXPECT_EQ(value("0.keeping filter.kept") + value("1.keeping filter.kept"), kept);
+  // Each subtask's gauge kept the last value it read before its operators closed.
+  EXPECT_EQ(std::max(value("0.counting map.maxSeen"), value("1.counting map.maxSeen")), kCount - 1);
+  EXPECT_GT(std::min(value("0.counting map.maxSeen"), value("1.counting map.maxSeen")), 0);
+
+  auto prometheus = server.client->Get("/metrics");
+  ASSERT_TRUE(prometheus);
+  const std::string& page = prometheus->body;
+  EXPECT_NE(page.find("# TYPE weir_taskmanager_job_task_operator_evens_total counter"), std::string::npos) << page;
+  EXPECT_NE(page.find("# TYPE weir_taskmanager_job_task_operator_maxSeen gauge"), std::string::npos);
+  const std::string ofJob = "job_id=\"" + jid + "\"";
+  EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_evens_total", {ofJob, "operator_name=\"counting map\""}), evens);
+  // A key-value group is a label, its key a part of the name.
+  EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_parity_records_total", {ofJob, "parity=\"odd\""}), odds);
+  EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_kept_total", {ofJob, "operator_name=\"keeping filter\""}),
+            kept);
+  EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_maxSeen", {ofJob, "subtask_index=\"0\""}),
+            value("0.counting map.maxSeen"));
+  // A group key that is one of weir's labels, or no label name, gets a prefix; the job's
+  // own job_id stands.
+  EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_job_id_clash_total", {ofJob, "group_job_id=\"mine\""}),
+            2);
+  EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator___lder_age_total", {ofJob, "group___lder=\"3\""}), 2);
+}
+
+TEST(RestServer, AJobThatEndsAtOnceStillShowsItsFinalFigures) {
+  // Each job ends within milliseconds of the sample taken when it started: its last
+  // sample comes too soon after that one for rates, and must still carry its counts.
+  for (int run = 0; run < 10; ++run) {
+    // Start at phases spread over the sampling interval (100 ms), which polling below
+    // would otherwise keep in step with.
+    std::this_thread::sleep_for(std::chrono::milliseconds(run * 37 % 100));
+    auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+    auto job = testing::startUserMetricsJob(env, 1000, "short " + std::to_string(run));
+    job.wait();
+    Server server(job);
+    const std::string jid = job.getJobID();
+    const json detail = server.get("/jobs/" + jid);
+    const std::string vertex = detail["vertices"][0]["id"];
+    json evens;
+    EXPECT_TRUE(eventually([&] {
+      evens = server.get("/jobs/" + jid + "/vertices/" + vertex + "/metrics?get=0.counting%20map.evens,1.counting%20map.evens");
+      return evens.size() == 2 && std::stod(evens[0]["value"].get<std::string>()) +
+                                          std::stod(evens[1]["value"].get<std::string>()) == 500;
+    })) << "run " << run << ": " << evens.dump();
+  }
 }
 
 TEST(RestServer, StopDrainsTheJobAndItFinishes) {

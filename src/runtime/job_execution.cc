@@ -317,6 +317,7 @@ void JobExecution::run(Attempt& attempt, StreamTask& task) {
     else task.runInputs();
     if (coordinator_) awaitDrained(attempt, task);
     task.awaitUploads();
+    task.metrics.registry.freeze();  // gauges may point into the operators
     for (size_t i = 0; i < task.operators.size(); ++i) {
       needsClose[i] = false;
       task.operators[i]->close();
@@ -327,6 +328,7 @@ void JobExecution::run(Attempt& attempt, StreamTask& task) {
   }
   // After a failure or cancellation, close what is still open; the first error stands.
   task.awaitUploads();
+  task.metrics.registry.freeze(/*lastRead=*/false);  // a failed operator may be half made
   for (size_t i = 0; i < task.operators.size(); ++i) {
     if (!needsClose[i]) continue;
     try {
@@ -625,6 +627,16 @@ std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
     s.currentOutputWatermark = t->metrics.currentOutputWatermark.load(std::memory_order_relaxed);
     s.numLateRecordsDropped = t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
     s.numRecordsInErrors = t->metrics.numRecordsInErrors.load(std::memory_order_relaxed);
+    s.operatorMetrics = t->metrics.registry.values();
+    // Gauges are read on the subtask's thread, for the next sample; at most one update
+    // waits in a mailbox (a task that ended never takes it).
+    if (t->metrics.registry.hasGauges() && !t->metrics.gaugeUpdatePending.exchange(true)) {
+      detail::TaskMetrics* metrics = &t->metrics;
+      t->mailbox.put([metrics] {
+        metrics->gaugeUpdatePending.store(false);
+        metrics->registry.updateGauges();
+      });
+    }
     out[static_cast<size_t>(t->vertex)].push_back(s);
   }
   return out;

@@ -18,6 +18,7 @@
 #include "checkpoint/checkpoint_coordinator.h"
 #include "runtime/attempt.h"
 #include "runtime/job_plan.h"
+#include "weir/detail/core/metric_registry.h"
 #include "weir/detail/runtime/stream_graph.h"
 #include "weir/job_client.h"
 
@@ -36,6 +37,7 @@ struct SubtaskSample {
   int64_t currentOutputWatermark = INT64_MIN;  // sources only, for now
   uint64_t numLateRecordsDropped = 0;
   uint64_t numRecordsInErrors = 0;
+  std::vector<detail::MetricValue> operatorMetrics;  // what its operators registered (MetricGroup)
 };
 
 // Why a job failed, as the exceptions page shows it.

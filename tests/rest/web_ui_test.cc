@@ -1,5 +1,6 @@
-// The Web UI in a real browser: headless Chromium opens the page of a running job whose
-// sink is slow, and the drawn graph must show every vertex and the back-pressure.
+// The Web UI in a real browser: headless Chromium opens the page of a job and the drawn
+// graph must show every vertex and the back-pressure of a slow sink; a clicked vertex
+// shows the metrics its functions registered.
 #include <gtest/gtest.h>
 #include <httplib.h>
 #include <sys/wait.h>
@@ -12,7 +13,9 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "support/operator_metrics.h"
 #include "support/slow_sink.h"
+#include "support/user_metrics_job.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -26,6 +29,16 @@ std::string chromium() {
     if (fs::exists(path)) return path;
   return "";
 }
+
+// Skips a test when Chromium is not installed; fails it when WEIR_REQUIRE_BROWSER is set
+// (CI installs it).
+#define WEIR_REQUIRE_CHROMIUM()                                                                         \
+  do {                                                                                                  \
+    if (chromium().empty()) {                                                                           \
+      if (std::getenv("WEIR_REQUIRE_BROWSER")) FAIL() << "chromium is not installed (scripts/setup --browser)"; \
+      GTEST_SKIP() << "chromium is not installed; scripts/setup --browser installs it";                 \
+    }                                                                                                   \
+  } while (0)
 
 // Runs headless Chromium on `url` with extra `args`; returns its stdout.
 std::string runChromium(const std::string& url, const std::string& args) {
@@ -46,15 +59,8 @@ std::string runChromium(const std::string& url, const std::string& args) {
 }
 
 TEST(WebUi, DrawsEveryVertexAndShowsTheBackPressureOfTheSlowSinksInput) {
-  if (chromium().empty()) {
-    if (std::getenv("WEIR_REQUIRE_BROWSER")) FAIL() << "chromium is not installed (scripts/setup --browser)";
-    GTEST_SKIP() << "chromium is not installed; scripts/setup --browser installs it";
-  }
-  RestOptions rest;
-  rest.enabled = true;
-  rest.port = 0;
-  rest.metricsInterval = 200ms;
-  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(rest);
+  WEIR_REQUIRE_CHROMIUM();
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(test::restOnAnyPort());
   auto job = testing::startSlowJob(env, "web ui test");
   // Waits until the REST API, which the page reads, has sampled the sink's input as
   // back-pressured.
@@ -107,6 +113,52 @@ TEST(WebUi, DrawsEveryVertexAndShowsTheBackPressureOfTheSlowSinksInput) {
 
   job.cancel();
   job.wait();
+}
+
+TEST(WebUi, AClickedOperatorShowsTheMetricsItsFunctionsRegistered) {
+  WEIR_REQUIRE_CHROMIUM();
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(test::restOnAnyPort());
+  constexpr int64_t kCount = 10000;
+  auto job = testing::startUserMetricsJob(env, kCount, "web ui metrics");
+  job.wait();
+  std::string url = job.getWebInterfaceURL();
+  httplib::Client client("127.0.0.1", std::stoi(url.substr(url.rfind(':') + 1)));
+  // The vertex that ran the counting map, once the REST API lists its metric.
+  std::string vertex;
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (vertex.empty() && std::chrono::steady_clock::now() < deadline) {
+    auto r = client.Get("/jobs/" + job.getJobID());
+    ASSERT_TRUE(r && r->status == 200);
+    const auto detail = nlohmann::json::parse(r->body);
+    for (const auto& v : detail["vertices"]) {
+      auto m = client.Get("/jobs/" + job.getJobID() + "/vertices/" + v["id"].get<std::string>() + "/metrics");
+      if (m && m->body.find("\"0.counting map.evens\"") != std::string::npos) vertex = v["id"];
+    }
+    if (vertex.empty()) std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_FALSE(vertex.empty()) << "no vertex lists the counting map's metrics";
+
+  // The address a click on the vertex leads to: the job and the vertex.
+  std::string dom = runChromium(url + "/#" + job.getJobID() + "/" + vertex, "--dump-dom");
+  ASSERT_FALSE(dom.empty()) << "chromium printed nothing";
+  // One row per metric, a column per subtask; evens counted over both subtasks.
+  std::smatch row;
+  std::regex evensRe(R"re(<tr data-metric="counting map.evens"><td>counting map.evens</td><td class="num">([0-9,]+)</td><td class="num">([0-9,]+)</td></tr>)re");
+  ASSERT_TRUE(std::regex_search(dom, row, evensRe)) << dom.substr(dom.find("vertex-metric-table"), 3000);
+  auto number = [](std::string s) {
+    std::erase(s, ',');
+    return std::stoll(s);
+  };
+  EXPECT_EQ(number(row[1]) + number(row[2]), kCount / 2);
+  EXPECT_NE(dom.find(R"(<tr data-metric="counting map.parity.odd.records">)"), std::string::npos);
+  EXPECT_NE(dom.find(R"(<tr data-metric="keeping filter.kept">)"), std::string::npos);
+  EXPECT_NE(dom.find(R"(<tr data-metric="counting map.maxSeen">)"), std::string::npos);
+  EXPECT_EQ(dom.find("data-metric=\"numRecordsIn\""), std::string::npos) << "the fixed metrics belong to the table above";
+
+  auto png = fs::current_path() / "test-artifacts" / "web-ui-operator-metrics.png";
+  fs::create_directories(png.parent_path());
+  runChromium(url + "/#" + job.getJobID() + "/" + vertex, "--window-size=1280,1400 --screenshot=" + png.string());
+  EXPECT_TRUE(fs::exists(png));
 }
 
 }  // namespace

@@ -39,7 +39,8 @@ class StreamOperator {
     context_ = context;
     metrics_ = metrics;
     context->setMetricGroup(
-        OperatorMetricGroup(OperatorIOMetricGroup(Counter(&metrics->numBytesIn), Counter(&metrics->numBytesOut)),
+        OperatorMetricGroup(MetricGroup(&metrics->registry, metrics->registry.operatorScope(context->getTaskName())),
+                            OperatorIOMetricGroup(Counter(&metrics->numBytesIn), Counter(&metrics->numBytesOut)),
                             Counter(&metrics->numRecordsInErrors)));
   }
   virtual void open() {}

@@ -6,6 +6,8 @@
 #include <cstdint>
 #include <utility>
 
+#include "weir/detail/core/metric_registry.h"
+
 namespace weir::detail {
 
 inline int64_t steadyNanos() {
@@ -29,6 +31,8 @@ struct TaskMetrics {
   std::atomic<int64_t> currentOutputWatermark{INT64_MIN};
   std::atomic<uint64_t> numLateRecordsDropped{0};  // behind a window's allowed lateness
   std::atomic<uint64_t> numRecordsInErrors{0};     // a source could not read (bad records)
+  MetricRegistry registry;                         // named metrics of the chain's operators
+  std::atomic<bool> gaugeUpdatePending{false};     // an update of its gauges is in the mailbox
 
   // Back-pressured time including a wait still in progress.
   int64_t backPressuredTimeNow() const { return timeNow(backPressuredTimeNanos, backPressuredSinceNanos); }

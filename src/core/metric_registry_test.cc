@@ -1,0 +1,193 @@
+#include "weir/detail/core/metric_registry.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <limits>
+#include <map>
+#include <stdexcept>
+#include <thread>
+
+#include "weir/error.h"
+#include "weir/metrics.h"
+
+namespace weir::detail {
+namespace {
+
+std::map<std::string, double> byId(const MetricRegistry& registry) {
+  std::map<std::string, double> out;
+  for (const auto& v : registry.values()) out[v.identifier()] = v.value;
+  return out;
+}
+
+TEST(MetricRegistry, CountersAreNamedByOperatorAndGroupsAndCountedOnce) {
+  MetricRegistry registry;
+  MetricGroup op(&registry, "Source: clicks");
+  Counter a = op.counter("events");
+  Counter again = op.counter("events");  // the same counter, as Flink's is per name
+  Counter partition = op.addGroup("KafkaSourceReader").addGroup("topic", "t").addGroup("partition", "0").counter("n");
+  a.inc();
+  again.inc(2);
+  partition.inc(5);
+  EXPECT_EQ(a.getCount(), 3u);
+  auto m = byId(registry);
+  ASSERT_EQ(m.size(), 2u);
+  EXPECT_EQ(m["Source: clicks.events"], 3);
+  EXPECT_EQ(m["Source: clicks.KafkaSourceReader.topic.t.partition.0.n"], 5);
+  EXPECT_EQ(op.addGroup("KafkaSourceReader").addGroup("topic", "t").getMetricIdentifier("x"),
+            "Source: clicks.KafkaSourceReader.topic.t.x");
+  auto values = registry.values();
+  EXPECT_TRUE(values[0].counter);
+  EXPECT_EQ(values[1].groups, (MetricGroups{{"KafkaSourceReader", ""}, {"topic", "t"}, {"partition", "0"}}));
+}
+
+TEST(MetricRegistry, GaugesAreReadOnlyWhenTheSubtaskUpdatesThem) {
+  MetricRegistry registry;
+  MetricGroup op(&registry, "map");
+  int calls = 0;
+  double queued = 7;
+  op.gauge("queued", [&] {
+    ++calls;
+    return queued;
+  });
+  EXPECT_TRUE(registry.hasGauges());
+  EXPECT_TRUE(registry.values().empty());  // not read yet: no value
+  registry.updateGauges();
+  EXPECT_EQ(byId(registry)["map.queued"], 7);
+  queued = 9;
+  EXPECT_EQ(byId(registry)["map.queued"], 7);  // readers see the last update
+  EXPECT_EQ(calls, 1);
+  registry.updateGauges();
+  EXPECT_EQ(byId(registry)["map.queued"], 9);
+  queued = std::numeric_limits<double>::quiet_NaN();  // no value to show
+  registry.updateGauges();
+  EXPECT_TRUE(registry.values().empty());
+}
+
+TEST(MetricRegistry, AThrowingGaugeShowsNoValueUntilItWorksAgain) {
+  MetricRegistry registry;
+  bool fail = false;
+  MetricGroup(&registry, "map").gauge("g", [&]() -> double {
+    if (fail) throw std::runtime_error("boom");
+    return 1;
+  });
+  registry.updateGauges();
+  EXPECT_EQ(registry.values().size(), 1u);
+  fail = true;
+  testing::internal::CaptureStderr();
+  registry.updateGauges();
+  registry.updateGauges();  // said once, not at every update
+  std::string err = testing::internal::GetCapturedStderr();
+  EXPECT_EQ(err, "weir: gauge 'map.g' failed: boom; it shows no value until it returns one\n");
+  EXPECT_TRUE(registry.values().empty());
+  fail = false;
+  registry.updateGauges();
+  EXPECT_EQ(registry.values().size(), 1u);
+  // Anything thrown, not only std::exception.
+  MetricGroup(&registry, "map").gauge("odd", []() -> double { throw 42; });
+  testing::internal::CaptureStderr();
+  registry.freeze();
+  EXPECT_EQ(testing::internal::GetCapturedStderr(),
+            "weir: gauge 'map.odd' failed: an exception that is not a std::exception; it shows no value until it "
+            "returns one\n");
+  EXPECT_EQ(registry.values().size(), 1u);
+}
+
+TEST(MetricRegistry, FreezeKeepsTheLastValueAndNeverCallsTheGaugeAgain) {
+  MetricRegistry registry;
+  int value = 1;
+  bool closed = false;
+  MetricGroup(&registry, "sink").gauge("open", [&] {
+    EXPECT_FALSE(closed) << "a gauge was read after its operator closed";
+    return value;
+  });
+  value = 4;
+  registry.freeze();  // the last read happens here
+  closed = true;
+  registry.updateGauges();
+  EXPECT_EQ(byId(registry)["sink.open"], 4);
+  MetricGroup(&registry, "sink").gauge("late", [&] { return 1.0; });  // registered after: never read
+  registry.updateGauges();
+  EXPECT_EQ(byId(registry).count("sink.late"), 0u);
+
+  // A failed subtask's operators may be half made: its gauges are not read again.
+  MetricRegistry failed;
+  MetricGroup(&failed, "sink").gauge("open", [&]() -> double {
+    ADD_FAILURE() << "a failed subtask's gauge was read";
+    return 0;
+  });
+  failed.freeze(/*lastRead=*/false);
+  failed.updateGauges();
+  EXPECT_TRUE(failed.values().empty());
+}
+
+TEST(MetricRegistry, OperatorsOfTheSameNameInAChainKeepTheirOwnMetrics) {
+  MetricRegistry registry;
+  MetricGroup first(&registry, registry.operatorScope("Map"));
+  MetricGroup second(&registry, registry.operatorScope("Map"));
+  MetricGroup other(&registry, registry.operatorScope("Filter"));
+  first.counter("n").inc(1);
+  second.counter("n").inc(2);
+  other.counter("n").inc(3);
+  auto m = byId(registry);
+  EXPECT_EQ(m["Map.n"], 1);
+  EXPECT_EQ(m["Map (2).n"], 2);
+  EXPECT_EQ(m["Filter.n"], 3);
+}
+
+TEST(MetricRegistry, BadNamesAndCollisionsAreErrorsNamingTheMetric) {
+  MetricRegistry registry;
+  MetricGroup op(&registry, "map");
+  op.counter("n");
+  try {
+    op.gauge("n", [] { return 1.0; });
+    FAIL() << "a gauge took a counter's name";
+  } catch (const Error& e) {
+    EXPECT_EQ(e.code(), ErrorCode::kInvalidArgument);
+    EXPECT_STREQ(e.what(), "metric: 'map.n' is a counter already; a gauge needs another name");
+  }
+  op.gauge("g", [] { return 1.0; });
+  EXPECT_THROW(op.counter("g"), Error);
+  EXPECT_THROW(op.counter(""), Error);
+  EXPECT_THROW(op.addGroup(""), Error);
+  EXPECT_THROW(op.addGroup("topic", ""), Error);
+  EXPECT_THROW(op.gauge("h", nullptr), Error);
+}
+
+TEST(MetricRegistry, ADetachedGroupCountsNothingAndShowsNothing) {
+  MetricGroup detached;
+  Counter c = detached.counter("n");
+  c.inc(3);
+  EXPECT_EQ(c.getCount(), 0u);
+  detached.gauge("g", [] { return 1.0; });  // accepted, never read
+}
+
+TEST(MetricRegistry, ReadersRunConcurrentlyWithTheSubtask) {
+  MetricRegistry registry;
+  MetricGroup op(&registry, "map");
+  std::atomic<bool> done{false};
+  std::thread reader([&] {
+    while (!done.load()) {
+      for (const auto& v : registry.values()) ASSERT_FALSE(std::isnan(v.value));
+    }
+  });
+  uint64_t n = 0;
+  for (int i = 0; i < 2000; ++i) {
+    op.addGroup("k", std::to_string(i % 50)).counter("c").inc();
+    // Every other read is no number: readers never see one.
+    op.addGroup("k", std::to_string(i % 50)).gauge("g", [&n] {
+      return n % 2 == 0 ? static_cast<double>(n) : std::numeric_limits<double>::quiet_NaN();
+    });
+    ++n;
+    registry.updateGauges();
+  }
+  done = true;
+  reader.join();
+  auto m = byId(registry);
+  EXPECT_EQ(m["map.k.7.c"], 40);
+  EXPECT_EQ(m.size(), 100u);
+  EXPECT_EQ(m["map.k.7.g"], 2000);  // the last read, a number
+}
+
+}  // namespace
+}  // namespace weir::detail
