@@ -12,14 +12,17 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
+#include <regex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "core/sync_point.h"
 #include "support/error_of.h"
 #include "support/fresh_folder.h"
 #include "support/kafka_cluster.h"
+#include "support/operator_metrics.h"
 #include "weir/data_generator_source.h"
 #include "weir/kafka_sink.h"
 #include "weir/weir.h"
@@ -197,7 +200,7 @@ TEST(KafkaSink, ExactlyOnceWithoutFailuresWritesEachRecordOnce) {
   cluster.createTopic("out", 4);
   fs::path dir = freshFolder("kafka-sink-exactly-once");
   fs::create_directories(dir / "checkpoints");
-  StreamExecutionEnvironment env;
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(restOnAnyPort());
   env.setParallelism(3);
   env.enableCheckpointing(50ms);
   env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
@@ -206,12 +209,55 @@ TEST(KafkaSink, ExactlyOnceWithoutFailuresWritesEachRecordOnce) {
                   .setDeliveryGuarantee(DeliveryGuarantee::EXACTLY_ONCE)
                   .setTransactionalIdPrefix("once")
                   .build());
-  EXPECT_EQ(env.execute("exactly once").status, JobStatus::FINISHED);
+  auto client = env.executeAsync("exactly once");
+  EXPECT_EQ(client.wait().status, JobStatus::FINISHED);
   Tally t = tally(cluster, "out", kRecords);
   EXPECT_EQ(t.missing, 0);
   EXPECT_EQ(t.doubled, 0);
   EXPECT_EQ(t.foreign, 0);
+  // The sink's metrics agree with what its transaction markers say happened.
+  int committed = 0, aborted = 0;
+  for (const auto& marker : detail::findKafkaTransactions((dir / "checkpoints").string())) {
+    committed += marker.state == "committed" ? 1 : 0;
+    aborted += marker.state == "aborted" ? 1 : 0;
+  }
+  EXPECT_GE(committed, 3);
+  EXPECT_EQ(aborted, 0);
+  std::map<std::string, double> m;
+  auto settled = [&] {
+    m = operatorMetrics(client);
+    // The last sample of a finished job comes up to an interval after its end.
+    return sumOf(m, ".numRecordsSend").sum == kRecords && sumOf(m, ".KafkaSink.transactionsCommitted").sum == committed;
+  };
+  for (int i = 0; i < 50 && !settled(); ++i) std::this_thread::sleep_for(100ms);
+  EXPECT_EQ(sumOf(m, ".numRecordsSend").count, 3) << ::testing::PrintToString(m);
+  EXPECT_EQ(sumOf(m, ".numRecordsSend").sum, kRecords);
+  EXPECT_EQ(sumOf(m, ".numRecordsSendErrors").sum, 0);
+  EXPECT_EQ(sumOf(m, ".KafkaSink.transactionsCommitted").sum, committed);
+  EXPECT_EQ(sumOf(m, ".KafkaSink.transactionsAborted").sum, 0);
   fs::remove_all(dir);
+}
+
+TEST(KafkaSink, RecordsTheBrokerRefusesAreCountedAsSendErrors) {
+  KafkaCluster cluster;
+  if (!cluster.isMock()) GTEST_SKIP() << "injects errors into the mock cluster";
+  cluster.createTopic("out", 1);
+  cluster.pushRequestErrors(0, 87, 50);  // Produce: INVALID_RECORD, not retried
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(restOnAnyPort());
+  env.setRestartStrategy(RestartStrategy::noRestart());
+  numbers(env, 1000, 1e9).sinkTo(numbersInto(cluster, "out").setDeliveryGuarantee(DeliveryGuarantee::AT_LEAST_ONCE).build());
+  auto client = env.executeAsync("send errors");
+  // The failure says how many records the delivery reports had refused by then.
+  const std::string failure = errorOf([&] { client.wait(); });
+  std::smatch said;
+  ASSERT_TRUE(std::regex_search(failure, said, std::regex("([0-9]+) records? (was|were) not delivered"))) << failure;
+  const double refused = std::stod(said[1]);
+  std::map<std::string, double> m;
+  for (int i = 0; i < 50 && sumOf(m = operatorMetrics(client), ".numRecordsSendErrors").sum < refused; ++i)
+    std::this_thread::sleep_for(100ms);
+  EXPECT_GE(sumOf(m, ".numRecordsSendErrors").sum, refused) << ::testing::PrintToString(m);
+  EXPECT_LE(sumOf(m, ".numRecordsSendErrors").sum, sumOf(m, ".numRecordsSend").sum);
+  EXPECT_EQ(client.getJobStatus(), JobStatus::FAILED);
 }
 
 TEST(KafkaSink, BadConfigurationIsAOneLineError) {

@@ -16,6 +16,7 @@
 #include "support/fresh_folder.h"
 #include "support/job_end.h"
 #include "support/kafka_cluster.h"
+#include "support/operator_metrics.h"
 #include "weir/kafka_source.h"
 #include "weir/weir.h"
 
@@ -43,6 +44,11 @@ std::vector<int64_t> range(int64_t from, int64_t to) {
   std::vector<int64_t> out;
   for (int64_t i = from; i < to; ++i) out.push_back(i);
   return out;
+}
+
+int64_t nowMillis() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 KafkaSource<std::string>::Builder strings(const KafkaCluster& cluster, const std::string& topic) {
@@ -301,7 +307,7 @@ TEST(KafkaSource, CompletedCheckpointsCommitTheirOffsetsToTheGroupUnlessTurnedOf
   // A bounded job commits the offsets it ended at when it finishes (Flink's final
   // checkpoint), however few checkpoints completed before.
   {
-    StreamExecutionEnvironment env;
+    auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(restOnAnyPort());
     env.setParallelism(3);
     env.enableCheckpointing(10s);  // none completes while it runs
     env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
@@ -309,9 +315,105 @@ TEST(KafkaSource, CompletedCheckpointsCommitTheirOffsetsToTheGroupUnlessTurnedOf
     env.fromSource(strings(cluster, "events").setGroupId("bounded").setBounded(OffsetsInitializer::latest()).build(),
                    WatermarkStrategy<std::string>::noWatermarks(), "events")
         .sinkTo(sink);
-    env.execute("bounded commits");
+    auto client = env.executeAsync("bounded commits");
+    client.wait();
     EXPECT_EQ(committedOffsets(cluster.bootstrapServers(), "bounded", "events", 4), ends);
+    // The metrics show that final commit: one per subtask that read a partition.
+    std::set<int> readers;
+    for (int32_t p = 0; p < 4; ++p) readers.insert(detail::kafkaPartitionOwner("events", p, 3));
+    std::map<std::string, double> m;
+    auto shown = [&] {
+      m = operatorMetrics(client);
+      for (int32_t p = 0; p < 4; ++p)
+        if (sumOf(m, ".partition." + std::to_string(p) + ".committedOffset").sum != ends[p]) return false;
+      return true;
+    };
+    for (int i = 0; i < 50 && !shown(); ++i) std::this_thread::sleep_for(100ms);
+    EXPECT_TRUE(shown()) << ::testing::PrintToString(m);
+    EXPECT_EQ(sumOf(m, ".KafkaSourceReader.commitsSucceeded").sum, static_cast<double>(readers.size()));
+    EXPECT_EQ(sumOf(m, ".KafkaSourceReader.commitsFailed").sum, 0);
   }
+  fs::remove_all(dir);
+}
+
+// Passes records on once `open` is set; until then its input, and the source, are
+// back-pressured.
+struct GatedMap : RichMapFunction<std::string, std::string> {
+  explicit GatedMap(std::shared_ptr<std::atomic<bool>> open) : open_(std::move(open)) {}
+  std::string map(const std::string& v) override {
+    while (!open_->load()) std::this_thread::sleep_for(1ms);
+    return v;
+  }
+  std::shared_ptr<std::atomic<bool>> open_;
+};
+
+TEST(KafkaSource, MetricsShowEachPartitionsOffsetLagCommitsAndFetchLag) {
+  constexpr int64_t kRecords = 60000;
+  constexpr int kPartitions = 4;
+  KafkaCluster cluster;
+  cluster.createTopic("watched", kPartitions);
+  const int64_t producedFrom = nowMillis();
+  produce(cluster.bootstrapServers(), "watched", numbered(0, kRecords));
+  std::map<int32_t, int64_t> ends;
+  for (const auto& r : readAll(cluster.bootstrapServers(), "watched"))
+    ends[r.partition] = std::max(ends[r.partition], r.offset + 1);
+  fs::path dir = freshFolder("kafka-source-metrics");
+  fs::create_directories(dir / "checkpoints");
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(restOnAnyPort());
+  env.setParallelism(2);
+  env.enableCheckpointing(50ms);
+  env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
+  auto open = std::make_shared<std::atomic<bool>>(false);
+  env.fromSource(strings(cluster, "watched").setGroupId("watchers").build(),
+                 WatermarkStrategy<std::string>::noWatermarks(), "watched")
+      .rebalance()
+      .map(GatedMap(open))
+      .sinkTo(DiscardingSink<std::string>());
+  auto client = env.executeAsync("source metrics");
+  auto partition = [](int32_t p) { return ".KafkaSourceReader.topic.watched.partition." + std::to_string(p) + "."; };
+
+  // Back-pressured: every partition's lag is what lies between its offset and its end.
+  std::map<std::string, double> m;
+  auto lagIsTheRest = [&] {
+    m = operatorMetrics(client);
+    double pending = 0;
+    for (int32_t p = 0; p < kPartitions; ++p) {
+      const MetricSum offset = sumOf(m, partition(p) + "currentOffset");
+      const MetricSum lag = sumOf(m, partition(p) + "pendingRecords");
+      if (offset.count != 1 || lag.count != 1 || offset.sum + lag.sum != ends[p]) return false;
+      pending += lag.sum;
+    }
+    // ".pendingRecords" also ends each partition's: the readers' totals are the rest.
+    return pending > 0 && sumOf(m, ".pendingRecords").sum - pending == pending;
+  };
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!lagIsTheRest() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100ms);
+  ASSERT_TRUE(lagIsTheRest()) << ::testing::PrintToString(m);
+  // The records were fetched after they were produced, and not long after.
+  const MetricSum fetchLag = sumOf(m, ".currentFetchEventTimeLag");
+  ASSERT_EQ(fetchLag.count, 2);
+  EXPECT_GE(fetchLag.sum, 0);
+  EXPECT_LE(fetchLag.sum, 2.0 * static_cast<double>(nowMillis() - producedFrom));
+
+  // Released: each partition is read to its end, and checkpoints commit those offsets.
+  open->store(true);
+  auto caughtUp = [&] {
+    m = operatorMetrics(client);
+    for (int32_t p = 0; p < kPartitions; ++p) {
+      if (sumOf(m, partition(p) + "currentOffset").sum != ends[p] || sumOf(m, partition(p) + "pendingRecords").sum != 0 ||
+          sumOf(m, partition(p) + "committedOffset").sum != ends[p])
+        return false;
+    }
+    return true;
+  };
+  deadline = std::chrono::steady_clock::now() + 30s;
+  while (!caughtUp() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100ms);
+  EXPECT_TRUE(caughtUp()) << ::testing::PrintToString(m);
+  EXPECT_GE(sumOf(m, ".KafkaSourceReader.commitsSucceeded").sum, 1);
+  EXPECT_EQ(sumOf(m, ".KafkaSourceReader.commitsFailed").sum, 0);
+  EXPECT_EQ(committedOffsets(cluster.bootstrapServers(), "watchers", "watched", kPartitions), ends);
+  client.cancel();
+  client.wait();
   fs::remove_all(dir);
 }
 

@@ -169,6 +169,7 @@ struct KafkaProducer {
   // From the delivery reports.
   int64_t undelivered = 0;
   std::string firstError;
+  Counter sendErrors;  // the writer's numRecordsSendErrors
   std::string markerTopic;  // where its first record went
   int32_t markerPartition = -1;
   // EXACTLY_ONCE: every record of the open transaction.
@@ -183,6 +184,9 @@ struct KafkaProducer {
   static void onDelivery(rd_kafka_t*, const rd_kafka_message_t* m, void* opaque) {
     auto* self = static_cast<KafkaProducer*>(opaque);
     if (m->err != RD_KAFKA_RESP_ERR_NO_ERROR) {
+      // Records purged at an abort or a close were not refused by the broker.
+      if (m->err != RD_KAFKA_RESP_ERR__PURGE_QUEUE && m->err != RD_KAFKA_RESP_ERR__PURGE_INFLIGHT)
+        self->sendErrors.inc();
       if (self->undelivered++ == 0)
         self->firstError = std::string(rd_kafka_err2str(m->err)) + " (topic '" + rd_kafka_topic_name(m->rkt) + "')";
     } else if (self->markerPartition < 0) {
@@ -388,11 +392,16 @@ KafkaProducerWriter::KafkaProducerWriter(std::shared_ptr<const KafkaSinkConfig> 
       subtask_(context.getIndexOfThisSubtask()),
       parallelism_(context.getNumberOfParallelSubtasks()),
       name_(context.getTaskNameWithSubtasks()),
-      bytesOut_(context.getMetricGroup().getIOMetricGroup().getNumBytesOutCounter()) {
-  if (config_->guarantee == DeliveryGuarantee::EXACTLY_ONCE)
+      bytesOut_(context.getMetricGroup().getIOMetricGroup().getNumBytesOutCounter()),
+      recordsSend_(context.getMetricGroup().counter("numRecordsSend")),
+      sendErrors_(context.getMetricGroup().counter("numRecordsSendErrors")),
+      transactionsAborted_(context.getMetricGroup().addGroup("KafkaSink").counter("transactionsAborted")) {
+  if (config_->guarantee == DeliveryGuarantee::EXACTLY_ONCE) {
     markerFolder_ = markerFolderOf(*config_, context);
-  else
+  } else {
     plain_ = KafkaProducer::make(*config_, "", 0);
+    plain_->sendErrors = sendErrors_;
+  }
 }
 
 KafkaProducerWriter::~KafkaProducerWriter() { close(); }
@@ -404,6 +413,7 @@ KafkaProducer& KafkaProducerWriter::producer(const std::string& topic) {
     const std::string id = transactionalId(config_->transactionalIdPrefix, subtask_, number);
     writeMarker(*fileSystem_, markerFolder_, id, Marker::kOpen);  // before the broker knows it
     current_ = KafkaProducer::make(*config_, id, number);
+    current_->sendErrors = sendErrors_;
     topics_.insert(topic);
     current_->learnTopics(topics_, *config_);  // the last transaction's, and this record's
     topics_.clear();                           // from now on, those of this transaction
@@ -418,6 +428,7 @@ void KafkaProducerWriter::write(const ProducerRecord& record) {
   if (!plain_ && (lastTopic_ == nullptr || *lastTopic_ != record.topic))
     lastTopic_ = &*topics_.insert(record.topic).first;
   p.produce(record);
+  recordsSend_.inc();
   bytesOut_.inc((record.key ? record.key->size() : 0) + (record.value ? record.value->size() : 0));
   if (&p == current_.get()) {
     encodeRecord(p.records, record);
@@ -490,6 +501,7 @@ void KafkaProducerWriter::abortLingering(int64_t restoredCheckpoint, const std::
       if (subtask % parallelism_ != subtask_ || number <= restoredCheckpoint) continue;
       if (readMarker(*fileSystem_, folder, id) != Marker::kOpen) continue;
       KafkaProducer::make(*config_, id, number);  // initializing the id fences and aborts
+      transactionsAborted_.inc();
       writeMarker(*fileSystem_, folder, id, Marker::kAborted);
       std::fprintf(stderr, "weir: %s aborted the lingering Kafka transaction '%s'\n", name_.c_str(), id.c_str());
       std::string aborted = id;
@@ -527,7 +539,10 @@ void KafkaProducerWriter::close() {
   // Uncommitted transactions are aborted: the checkpoint that holds one (if any) makes
   // the committer produce its records again.
   auto abort = [&](std::unique_ptr<KafkaProducer> p) {
-    if (p && p->abort()) writeMarker(*fileSystem_, markerFolder_, p->transactionalId, Marker::kAborted);
+    if (p && p->abort()) {
+      writeMarker(*fileSystem_, markerFolder_, p->transactionalId, Marker::kAborted);
+      transactionsAborted_.inc();
+    }
   };
   try {
     abort(std::move(current_));
@@ -545,7 +560,12 @@ namespace {
 class KafkaCommitter final : public Committer<KafkaCommittable> {
  public:
   KafkaCommitter(std::shared_ptr<const KafkaSinkConfig> config, RuntimeContext& context)
-      : config_(std::move(config)), fileSystem_(fileSystemOf(context)), name_(context.getTaskNameWithSubtasks()) {}
+      : config_(std::move(config)),
+        fileSystem_(fileSystemOf(context)),
+        name_(context.getTaskNameWithSubtasks()),
+        recordsSend_(context.getMetricGroup().counter("numRecordsSend")),  // the writer's counters
+        sendErrors_(context.getMetricGroup().counter("numRecordsSendErrors")),
+        transactionsCommitted_(context.getMetricGroup().addGroup("KafkaSink").counter("transactionsCommitted")) {}
 
   void commit(std::vector<CommitRequest<KafkaCommittable>>& requests) override {
     for (auto& request : requests) commitOne(request);
@@ -564,6 +584,7 @@ class KafkaCommitter final : public Committer<KafkaCommittable> {
       if (error == nullptr) {
         WEIR_COLD_SYNC_POINT_CALLBACK("KafkaSink::AfterCommit", &id);
         writeMarker(*fileSystem_, c.markerFolder, id, Marker::kCommitted);
+        transactionsCommitted_.inc();
         return;
       }
       const bool retriable = rd_kafka_error_is_retriable(error);
@@ -600,14 +621,19 @@ class KafkaCommitter final : public Committer<KafkaCommittable> {
       return;
     }
     check(rd_kafka_begin_transaction(p->rk), "cannot begin transaction '" + id + "'");
+    p->sendErrors = sendErrors_;
     RecordDecoder records(c.records, id);
     ProducerRecord record;
-    while (records.next(record)) p->produce(record);
+    while (records.next(record)) {
+      p->produce(record);
+      recordsSend_.inc();
+    }
     p->flushAll();
     p->sendMarker(c.markerTopic, c.markerPartition, *config_);
     writeMarker(*fileSystem_, c.markerFolder, id, Marker::kCommitting);
     check(rd_kafka_commit_transaction(p->rk, timeoutMs()), "cannot commit transaction '" + id + "'");
     writeMarker(*fileSystem_, c.markerFolder, id, Marker::kCommitted);
+    transactionsCommitted_.inc();
     std::fprintf(stderr, "weir: %s produced the %lld records of Kafka transaction '%s' again: its commit had not happened\n",
                  name_.c_str(), static_cast<long long>(c.recordCount), id.c_str());
     recovered(id, "produced-again");
@@ -640,6 +666,9 @@ class KafkaCommitter final : public Committer<KafkaCommittable> {
   std::shared_ptr<const KafkaSinkConfig> config_;
   std::shared_ptr<core::FileSystem> fileSystem_;
   std::string name_;
+  Counter recordsSend_;
+  Counter sendErrors_;
+  Counter transactionsCommitted_;  // KafkaSink.transactionsCommitted
 };
 
 }  // namespace

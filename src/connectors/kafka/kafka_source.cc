@@ -5,9 +5,11 @@
 #include <librdkafka/rdkafka.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <deque>
 #include <iostream>
+#include <limits>
 #include <mutex>
 #include <regex>
 #include <set>
@@ -34,10 +36,15 @@ rd_kafka_t* makeClient(const KafkaSourceConfig& config, const std::map<std::stri
 // librdkafka's offset commit callback (served on the reader's thread, during a poll);
 // `opaque`: the reader.
 void onCommitted(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_list_t* offsets, void* opaque) {
-  if (err == RD_KAFKA_RESP_ERR_NO_ERROR && offsets != nullptr)
-    for (int i = 0; i < offsets->cnt; ++i)
-      if (offsets->elems[i].err != RD_KAFKA_RESP_ERR_NO_ERROR) err = offsets->elems[i].err;
-  static_cast<KafkaPartitionReader*>(opaque)->commitEnded(err);
+  auto* reader = static_cast<KafkaPartitionReader*>(opaque);
+  if (err == RD_KAFKA_RESP_ERR_NO_ERROR && offsets != nullptr) {
+    for (int i = 0; i < offsets->cnt; ++i) {
+      const rd_kafka_topic_partition_t& tp = offsets->elems[i];
+      if (tp.err != RD_KAFKA_RESP_ERR_NO_ERROR) err = tp.err;
+      else reader->offsetCommitted(tp.topic, tp.partition, tp.offset);
+    }
+  }
+  reader->commitEnded(err);
 }
 
 std::string partitionName(const std::string& topic, int32_t partition) {
@@ -200,7 +207,19 @@ std::unique_ptr<SplitEnumerator> createKafkaEnumerator(std::shared_ptr<const Kaf
 
 KafkaPartitionReader::KafkaPartitionReader(std::shared_ptr<const KafkaSourceConfig> config,
                                            const SourceReaderContext& context)
-    : config_(std::move(config)), context_(context) {
+    : config_(std::move(config)),
+      context_(context),
+      readerGroup_(context_.metricGroup.addGroup("KafkaSourceReader")),
+      commitsSucceeded_(readerGroup_.counter("commitsSucceeded")),
+      commitsFailed_(readerGroup_.counter("commitsFailed")),
+      fetchEventTimeLag_(std::numeric_limits<double>::quiet_NaN()) {
+  // Flink's standard source metrics (FLIP-33).
+  context_.metricGroup.gauge("currentFetchEventTimeLag", [this] { return fetchEventTimeLag_; });
+  context_.metricGroup.gauge("pendingRecords", [this] {
+    double sum = 0;
+    for (const auto& [id, p] : partitions_) sum += pendingRecords(p);
+    return sum;  // NaN while any partition's high watermark is unknown
+  });
   rd_kafka_conf_t* conf =
       makeKafkaConf("kafka source", config_->bootstrapServers,
                     {{"group.id", config_->groupId.empty() ? "weir-kafka-source" : config_->groupId},
@@ -308,6 +327,7 @@ void KafkaPartitionReader::start(KafkaPartitionSplit split) {
     throw Error(ErrorCode::kIo, "kafka source: cannot read " + partitionName(split.topic, split.partition) + ": " + why);
   }
   partitions_[id] = Partition{std::move(split), false};
+  registerMetrics(id);
   // Said at once, with no record: its watermark holds the source's back from now on,
   // so the records of the splits read first do not make its records late.
   announced_.push_back({id, 0, false});
@@ -342,6 +362,8 @@ InputStatus KafkaPartitionReader::poll(size_t maxRecords, const std::function<si
   ssize_t n = rd_kafka_consume_batch_queue(queue_, 0, batch_.data(), batch_.size());
   if (n < 0) throw Error(ErrorCode::kIo, std::string("kafka source: ") + rd_kafka_err2str(rd_kafka_last_error()));
   if (n == 0) return runs_.empty() ? InputStatus::NOTHING_AVAILABLE : InputStatus::MORE_AVAILABLE;
+  const int64_t fetchedAt = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count();
   std::vector<MessagePtr> messages;  // each destroyed, however the loop below ends
   messages.reserve(static_cast<size_t>(n));
   for (ssize_t i = 0; i < n; ++i) messages.emplace_back(batch_[static_cast<size_t>(i)], &rd_kafka_message_destroy);
@@ -381,6 +403,7 @@ InputStatus KafkaPartitionReader::poll(size_t maxRecords, const std::function<si
                                                            : std::nullopt);
     }
     context_.metricGroup.getIOMetricGroup().getNumBytesInCounter().inc(m->len + m->key_len);
+    if (record.timestamp >= 0) fetchEventTimeLag_ = static_cast<double>(fetchedAt - record.timestamp);
     const size_t made = visit(record);
     SplitRun& run = runOf(it->first);
     run.records += made;
@@ -414,6 +437,7 @@ std::vector<std::string> KafkaPartitionReader::snapshotState(int64_t checkpointI
 void KafkaPartitionReader::commitOffsets(int64_t checkpointId) {
   if (consumer_ == nullptr || !config_->commitOffsetsOnCheckpoint) return;
   CommitOffsets offsets;
+  bool final = false;
   if (auto it = offsetsToCommit_.find(checkpointId); it != offsetsToCommit_.end()) {
     offsets = std::move(it->second);
     offsetsToCommit_.erase(offsetsToCommit_.begin(), std::next(it));
@@ -424,6 +448,7 @@ void KafkaPartitionReader::commitOffsets(int64_t checkpointId) {
     // its id): every record was read, and the job has drained.
     offsets = currentOffsets();
     offsetsToCommit_.clear();
+    final = true;
   } else {
     return;
   }
@@ -431,8 +456,27 @@ void KafkaPartitionReader::commitOffsets(int64_t checkpointId) {
   rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(offsets.size()));
   for (const auto& [where, offset] : offsets)
     rd_kafka_topic_partition_list_add(list, where.first.c_str(), where.second)->offset = offset;
-  // Asynchronous: onCommitted runs on this thread, during a later poll (or the close).
-  const rd_kafka_resp_err_t err = rd_kafka_commit(consumer_, list, 1);
+  rd_kafka_resp_err_t err;
+  if (final) {
+    // The job ends next: committed now, its callback served by this call, so that the
+    // metrics show it.
+    struct Commit {
+      KafkaPartitionReader* reader;
+      bool served = false;
+    } commit{this};
+    err = rd_kafka_commit_queue(
+        consumer_, list, nullptr,
+        [](rd_kafka_t* rk, rd_kafka_resp_err_t e, rd_kafka_topic_partition_list_t* o, void* opaque) {
+          auto* c = static_cast<Commit*>(opaque);
+          c->served = true;
+          onCommitted(rk, e, o, c->reader);
+        },
+        &commit);
+    if (commit.served) err = RD_KAFKA_RESP_ERR_NO_ERROR;  // reported by the callback
+  } else {
+    // Asynchronous: onCommitted runs on this thread, during a later poll (or the close).
+    err = rd_kafka_commit(consumer_, list, 1);
+  }
   rd_kafka_topic_partition_list_destroy(list);
   if (err != RD_KAFKA_RESP_ERR_NO_ERROR) commitEnded(err);
   lastCommitted_ = std::move(offsets);
@@ -447,6 +491,7 @@ KafkaPartitionReader::CommitOffsets KafkaPartitionReader::currentOffsets() const
 
 void KafkaPartitionReader::commitEnded(int err) {
   const bool failed = err != RD_KAFKA_RESP_ERR_NO_ERROR;
+  (failed ? commitsFailed_ : commitsSucceeded_).inc();
   if (failed == commitsFailing_) return;
   commitsFailing_ = failed;
   if (failed)
@@ -458,6 +503,34 @@ void KafkaPartitionReader::commitEnded(int err) {
   else
     std::fprintf(stderr, "weir: kafka source (subtask %d): committing offsets to group '%s' works again\n",
                  context_.subtaskIndex, config_->groupId.c_str());
+}
+
+void KafkaPartitionReader::offsetCommitted(const std::string& topic, int32_t partition, int64_t offset) {
+  if (auto it = partitions_.find(topic + "-" + std::to_string(partition)); it != partitions_.end())
+    it->second.committedOffset = offset;
+}
+
+double KafkaPartitionReader::pendingRecords(const Partition& p) const {
+  if (p.finished) return 0;
+  int64_t low = 0, high = -1;
+  // The offsets the last fetch response carried: no request to the broker.
+  if (rd_kafka_get_watermark_offsets(consumer_, p.split.topic.c_str(), p.split.partition, &low, &high) !=
+          RD_KAFKA_RESP_ERR_NO_ERROR ||
+      high < 0 || p.split.offset < 0)
+    return std::numeric_limits<double>::quiet_NaN();
+  return static_cast<double>(std::max<int64_t>(0, std::min(high, p.split.stoppingOffset) - p.split.offset));
+}
+
+// Flink's per-partition KafkaSourceReader metrics, and the lag (pendingRecords).
+void KafkaPartitionReader::registerMetrics(const std::string& splitId) {
+  const KafkaPartitionSplit& split = partitions_.at(splitId).split;
+  MetricGroup group = readerGroup_.addGroup("topic", split.topic).addGroup("partition", std::to_string(split.partition));
+  group.gauge("currentOffset", [this, splitId] { return static_cast<double>(partitions_.at(splitId).split.offset); });
+  group.gauge("committedOffset", [this, splitId] {
+    const int64_t offset = partitions_.at(splitId).committedOffset;
+    return offset >= 0 ? static_cast<double>(offset) : std::numeric_limits<double>::quiet_NaN();
+  });
+  group.gauge("pendingRecords", [this, splitId] { return pendingRecords(partitions_.at(splitId)); });
 }
 
 void KafkaPartitionReader::addSplits(const std::vector<std::string>& splits) {

@@ -91,13 +91,20 @@ class KafkaPartitionReader {
   void commitOffsets(int64_t checkpointId);
   // How a commit ended (an rd_kafka_resp_err_t; librdkafka's commit callback calls it).
   void commitEnded(int err);
+  // A partition's offset the group now holds (librdkafka's commit callback).
+  void offsetCommitted(const std::string& topic, int32_t partition, int64_t offset);
   void close();
 
  private:
   struct Partition {
     KafkaPartitionSplit split;
     bool finished = false;
+    int64_t committedOffset = -1;  // the last one committed to the group; -1: none
   };
+  // Records between the partition's offset and the broker's high watermark (or its
+  // stopping offset), as the last fetch saw it; NaN before any fetch.
+  double pendingRecords(const Partition& p) const;
+  void registerMetrics(const std::string& splitId);
   void takeNewSplits();
   void start(KafkaPartitionSplit split);
   void resolve(KafkaPartitionSplit& split);
@@ -122,6 +129,11 @@ class KafkaPartitionReader {
   CommitOffsets lastCommitted_;
   bool commitsFailing_ = false;  // the last commit failed (its callback runs on this thread)
   std::chrono::steady_clock::time_point nextSplitCheck_{};
+  // Flink's KafkaSourceReader metrics; read by gauges on this reader's thread.
+  MetricGroup readerGroup_;
+  Counter commitsSucceeded_;
+  Counter commitsFailed_;
+  double fetchEventTimeLag_;  // ms from the last record's timestamp to its fetch; NaN: none yet
 };
 
 }  // namespace weir::detail

@@ -109,6 +109,11 @@ class KafkaProducerWriter {
   int64_t lastCheckpoint_ = 0;
   ListState<std::string>* state_ = nullptr;
   Counter bytesOut_;  // numBytesOut: keys and values handed to the producer
+  // Flink's sink writer metrics: records handed to the producer, records the broker
+  // refused; and transactions this subtask aborted (KafkaSink.transactionsAborted).
+  Counter recordsSend_;
+  Counter sendErrors_;
+  Counter transactionsAborted_;
 };
 
 // A transaction marker an exactly-once KafkaSink left under a checkpoint directory
