@@ -83,6 +83,7 @@ KafkaSink<int64_t>::Builder numbersInto(const KafkaCluster& cluster, const std::
 struct Tally {
   std::map<int64_t, int> copies;
   int64_t missing = 0, doubled = 0, foreign = 0;
+  std::vector<int64_t> firstMissing;  // up to 10, for the failure message
 };
 Tally tally(const KafkaCluster& cluster, const std::string& topic, int64_t n) {
   Tally t;
@@ -93,7 +94,9 @@ Tally tally(const KafkaCluster& cluster, const std::string& topic, int64_t n) {
   }
   for (int64_t i = 0; i < n; ++i) {
     auto it = t.copies.find(i);
-    if (it == t.copies.end()) ++t.missing;
+    if (it == t.copies.end()) {
+      if (++t.missing <= 10) t.firstMissing.push_back(i);
+    }
     else if (it->second > 1) ++t.doubled;
   }
   return t;
@@ -178,6 +181,7 @@ TEST(KafkaSink, AtLeastOnceLosesNothingAcrossAFailure) {
 TEST(KafkaSink, ProduceErrorsAreRetriedOrFailTheJobButLoseNothing) {
   constexpr int64_t kRecords = 20000;
   constexpr int kProduce = 0;
+  // Retried, then refused outright.
   for (auto [code, name] : {std::pair{7, "REQUEST_TIMED_OUT"}, std::pair{87, "INVALID_RECORD"}}) {
     KafkaCluster cluster;
     if (!cluster.isMock()) GTEST_SKIP() << "injects errors into the mock cluster";
@@ -187,10 +191,18 @@ TEST(KafkaSink, ProduceErrorsAreRetriedOrFailTheJobButLoseNothing) {
     env.enableCheckpointing(50ms);
     env.setRestartStrategy(RestartStrategy::fixedDelayRestart(5, 0ms));
     numbers(env, kRecords, 40000)
-        .sinkTo(numbersInto(cluster, "out").setDeliveryGuarantee(DeliveryGuarantee::AT_LEAST_ONCE).build());
+        .sinkTo(numbersInto(cluster, "out")
+                    .setDeliveryGuarantee(DeliveryGuarantee::AT_LEAST_ONCE)
+                    // One request in flight: Debian's mock cluster (librdkafka 2.0.2)
+                    // does not check the idempotent producer's sequence numbers, so it
+                    // accepts a batch sent behind a failed one, which librdkafka then
+                    // takes as proof that the failed one was written ("implicitly
+                    // acked"); a real broker refuses such a batch (docs/kafka.md).
+                    .setProperty("max.in.flight.requests.per.connection", "1")
+                    .build());
     EXPECT_EQ(env.execute("produce errors").status, JobStatus::FINISHED) << name;
     Tally t = tally(cluster, "out", kRecords);
-    EXPECT_EQ(t.missing, 0) << name;
+    EXPECT_EQ(t.missing, 0) << name << ": missing " << ::testing::PrintToString(t.firstMissing);
   }
 }
 
