@@ -8,8 +8,7 @@
 //   {"page": "/home", "window_start": 1700000000000,
 //    "window_end": 1700000010000, "views": 17}                         out --output-topic
 //
-//   weir run kafka-windows --bootstrap-servers localhost:9092 --input-topic views \
-//       --output-topic view-counts --window 10000 --checkpoint-interval 1000
+//   weir run kafka-windows --bootstrap-servers localhost:9092 --input-topic views --output-topic view-counts --window 10000 --checkpoint-interval 1000
 //
 // Exactly-once output commits at checkpoints, so --checkpoint-interval is required. An
 // event that is not such JSON fails the job, naming its partition and offset (the

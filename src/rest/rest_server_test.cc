@@ -9,8 +9,11 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <filesystem>
 #include <fstream>
+#include <map>
+#include <memory>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -455,6 +458,62 @@ TEST(RestServer, AJobThatEndsAtOnceStillShowsItsFinalFigures) {
                                           std::stod(evens[1]["value"].get<std::string>()) == 500;
     })) << "run " << run << ": " << evens.dump();
   }
+}
+
+// Emits `count` records for every input, counting them in a gauge.
+struct Multiplying : RichFlatMapFunction<int64_t, int64_t> {
+  explicit Multiplying(int64_t count) : count_(count) {}
+  void open() override {
+    getRuntimeContext().getMetricGroup().gauge("emitted", [this] { return static_cast<double>(emitted_); });
+  }
+  void flatMap(const int64_t& v, Collector<int64_t>& out) override {
+    for (int64_t i = 0; i < count_; ++i, ++emitted_) out.collect(v * count_ + i);
+  }
+  int64_t count_, emitted_ = 0;
+};
+
+// Passes records on once `open` is set; until then its input is back-pressured.
+struct Gate : RichMapFunction<int64_t, int64_t> {
+  explicit Gate(std::shared_ptr<std::atomic<bool>> open) : open_(std::move(open)) {}
+  int64_t map(const int64_t& v) override {
+    while (!open_->load()) std::this_thread::sleep_for(1ms);
+    return v;
+  }
+  std::shared_ptr<std::atomic<bool>> open_;
+};
+
+TEST(RestServer, AGaugeAnswersWhileItsTaskIsBlockedInTheMiddleOfARecord) {
+  // One input record makes a million: the flatMap's task waits for credit inside that
+  // record, never between records, for as long as the gate downstream stays shut.
+  constexpr int64_t kPerRecord = 1000000;
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.setParallelism(1);
+  auto open = std::make_shared<std::atomic<bool>>(false);
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, 1), WatermarkStrategy<int64_t>::noWatermarks(), "one")
+      .flatMap(Multiplying(kPerRecord))
+      .name("multiplying")
+      .rebalance()
+      .map(Gate(open))
+      .sinkTo(DiscardingSink<int64_t>());
+  auto job = env.executeAsync("blocked gauge");
+  struct Release {  // a failed expectation below must not leave the job blocked
+    std::shared_ptr<std::atomic<bool>> open;
+    ~Release() { open->store(true); }
+  } release{open};
+  std::map<std::string, double> m;
+  const bool shown = eventually([&] {
+    m = test::operatorMetrics(job);
+    return m.count("0.multiplying.emitted") == 1 && m["0.multiplying.emitted"] > 0;
+  });
+  EXPECT_TRUE(shown) << ::testing::PrintToString(m);
+  EXPECT_LT(m["0.multiplying.emitted"], kPerRecord);  // read while it was blocked
+  open->store(true);
+  job.wait();
+  // Once the job ended, the last read before the operators closed shows every record.
+  EXPECT_TRUE(eventually([&] {
+    m = test::operatorMetrics(job);
+    return m["0.multiplying.emitted"] == kPerRecord;
+  })) << ::testing::PrintToString(m);
 }
 
 TEST(RestServer, StopDrainsTheJobAndItFinishes) {

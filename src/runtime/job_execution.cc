@@ -628,14 +628,17 @@ std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
     s.numLateRecordsDropped = t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
     s.numRecordsInErrors = t->metrics.numRecordsInErrors.load(std::memory_order_relaxed);
     s.operatorMetrics = t->metrics.registry.values();
-    // Gauges are read on the subtask's thread, for the next sample; at most one update
-    // waits in a mailbox (a task that ended never takes it).
-    if (t->metrics.registry.hasGauges() && !t->metrics.gaugeUpdatePending.exchange(true)) {
+    // Gauges are read on the subtask's thread, for the next sample: by a mail between
+    // records (at most one waits in a mailbox; a task that ended never takes it), or
+    // while the task waits for output credit in the middle of a batch (Channel::send).
+    if (t->metrics.registry.hasGauges()) {
       detail::TaskMetrics* metrics = &t->metrics;
-      t->mailbox.put([metrics] {
-        metrics->gaugeUpdatePending.store(false);
-        metrics->registry.updateGauges();
-      });
+      metrics->gaugeUpdateWanted.store(true);
+      if (!metrics->gaugeMailQueued.exchange(true))
+        t->mailbox.put([metrics] {
+          metrics->gaugeMailQueued.store(false);
+          metrics->updateGaugesIfWanted();
+        });
     }
     out[static_cast<size_t>(t->vertex)].push_back(s);
   }

@@ -370,6 +370,14 @@ TEST(KafkaSource, MetricsShowEachPartitionsOffsetLagCommitsAndFetchLag) {
       .map(GatedMap(open))
       .sinkTo(DiscardingSink<std::string>());
   auto client = env.executeAsync("source metrics");
+  struct Release {  // a failed assertion below must not leave the job running
+    std::shared_ptr<std::atomic<bool>> open;
+    JobClient& client;
+    ~Release() {
+      open->store(true);
+      client.cancel();
+    }
+  } release{open, client};
   auto partition = [](int32_t p) { return ".KafkaSourceReader.topic.watched.partition." + std::to_string(p) + "."; };
 
   // Back-pressured: every partition's lag is what lies between its offset and its end.
@@ -384,7 +392,9 @@ TEST(KafkaSource, MetricsShowEachPartitionsOffsetLagCommitsAndFetchLag) {
       pending += lag.sum;
     }
     // ".pendingRecords" also ends each partition's: the readers' totals are the rest.
-    return pending > 0 && sumOf(m, ".pendingRecords").sum - pending == pending;
+    // Both readers fetched records (a reader that fetched none has no fetch lag yet).
+    return pending > 0 && sumOf(m, ".pendingRecords").sum - pending == pending &&
+           sumOf(m, ".currentFetchEventTimeLag").count == 2;
   };
   auto deadline = std::chrono::steady_clock::now() + 20s;
   while (!lagIsTheRest() && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(100ms);

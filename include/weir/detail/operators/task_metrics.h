@@ -32,7 +32,14 @@ struct TaskMetrics {
   std::atomic<uint64_t> numLateRecordsDropped{0};  // behind a window's allowed lateness
   std::atomic<uint64_t> numRecordsInErrors{0};     // a source could not read (bad records)
   MetricRegistry registry;                         // named metrics of the chain's operators
-  std::atomic<bool> gaugeUpdatePending{false};     // an update of its gauges is in the mailbox
+  std::atomic<bool> gaugeUpdateWanted{false};      // the sampler asked for fresh gauge values
+  std::atomic<bool> gaugeMailQueued{false};        // an update of the gauges waits in the mailbox
+
+  // On the subtask's thread: reads the gauges if the sampler asked since the last read.
+  // From the mailbox, and from a wait for output credit in the middle of a batch.
+  void updateGaugesIfWanted() {
+    if (gaugeUpdateWanted.exchange(false)) registry.updateGauges();
+  }
 
   // Back-pressured time including a wait still in progress.
   int64_t backPressuredTimeNow() const { return timeNow(backPressuredTimeNanos, backPressuredSinceNanos); }

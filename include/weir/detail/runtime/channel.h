@@ -117,6 +117,9 @@ class ChannelBase {
       : initialCredits_(credits), credits_(credits), bufferRecords_(bufferRecords), consumer_(consumer),
         available_(credits) {}
 
+  // How often a producer waiting for credit looks whether its gauges are to be read.
+  static constexpr std::chrono::milliseconds kGaugeCheck{100};
+
   std::mutex mutex_;
   std::condition_variable creditCv_;
   const int initialCredits_;
@@ -170,7 +173,14 @@ class Channel final : public ChannelBase {
         int64_t start = steadyNanos();
         metrics.backPressuredSinceNanos.store(start, std::memory_order_relaxed);
         producerWaiting_ = true;
-        creditCv_.wait(lock, [&] { return credits_ > 0 || cancelled_; });
+        // A task blocked here, in the middle of a batch, does not get to its mailbox:
+        // it still reads its gauges when asked, so a back-pressured source shows its lag.
+        while (!creditCv_.wait_for(lock, kGaugeCheck, [&] { return credits_ > 0 || cancelled_; })) {
+          if (!metrics.gaugeUpdateWanted.load(std::memory_order_relaxed)) continue;
+          lock.unlock();
+          metrics.updateGaugesIfWanted();
+          lock.lock();
+        }
         producerWaiting_ = false;
         metrics.backPressuredSinceNanos.store(0, std::memory_order_relaxed);
         metrics.backPressuredTimeNanos.fetch_add(steadyNanos() - start, std::memory_order_relaxed);
