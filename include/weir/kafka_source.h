@@ -67,9 +67,7 @@ class KafkaSourceReader final : public SourceReader<T> {
     });
     return status;
   }
-  std::chrono::steady_clock::time_point nextPollTime() const override {
-    return std::chrono::steady_clock::now() + std::chrono::milliseconds(2);
-  }
+  std::chrono::steady_clock::time_point nextPollTime() const override { return partitions_.nextPollTime(); }
   std::span<const SplitRun> splitRuns() const override { return partitions_.runs(); }
   std::span<const int64_t> recordTimestamps() const override { return timestamps_; }
   std::vector<std::string> snapshotState(int64_t checkpointId) override {

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <span>
@@ -95,6 +96,11 @@ struct SourceReaderContext {
   // Where the reader reports a record it cannot read; it applies the source's
   // badRecordPolicy(). Null outside a job: the reader fails on a bad record.
   BadRecordHandler* badRecords = nullptr;
+  // Wakes the subtask if it waits after NOTHING_AVAILABLE; any thread (Flink's
+  // SourceReader#isAvailable future completing). A reader whose records arrive on a
+  // thread of its own calls it when some do, and may then poll less often. Empty
+  // outside a job.
+  std::function<void()> wakeUp;
 };
 
 // Reads the splits of one parallel instance. Called only by its subtask's thread.

@@ -127,6 +127,7 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
         task.source->setAutoWatermarkInterval(graph.autoWatermarkInterval);
         auto it = enumeratorOf.find(id);
         task.source->setEnumerator(it == enumeratorOf.end() ? nullptr : it->second);
+        task.source->setWakeUp([signal = &task.signal] { signal->notify(); });
       }
       task.operators.push_back(std::move(op));
     }

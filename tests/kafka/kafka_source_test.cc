@@ -3,10 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <map>
+#include <memory>
 #include <set>
 #include <string>
 #include <thread>
@@ -234,6 +236,37 @@ TEST(KafkaSource, PartitionsThatAppearWhileRunningAreRead) {
 // A broker that goes down mid-run and comes back, and fetches that fail, are retried
 // (librdkafka's own retries, reported on stderr): every record is read once, the job
 // never restarts.
+// An idle reader waits to be woken by librdkafka (Flink's isAvailable future) rather
+// than polling an empty queue, and is woken when a record arrives.
+TEST(KafkaSource, AnIdleReaderIsWokenWhenARecordArrives) {
+  KafkaCluster cluster;
+  cluster.createTopic("quiet", 1);
+  auto source = strings(cluster, "quiet").build();
+  auto enumerator = source.createEnumerator(1);
+  std::atomic<int> wakes{0};
+  auto reader = source.createReader(
+      SourceReaderContext{0, 1, enumerator.get(), OperatorMetricGroup(), nullptr, [&] { wakes.fetch_add(1); }});
+  std::vector<std::string> out;
+  // The reader takes its partition (a poll that says so) and fetches from it: nothing there.
+  InputStatus status = InputStatus::MORE_AVAILABLE;
+  for (int i = 0; i < 20; ++i) {
+    status = reader->pollNext(out, 100);
+    std::this_thread::sleep_for(50ms);
+  }
+  ASSERT_EQ(status, InputStatus::NOTHING_AVAILABLE);
+  ASSERT_TRUE(out.empty());
+  EXPECT_GE(reader->nextPollTime() - std::chrono::steady_clock::now(), 50ms);  // it need not poll soon
+  const int before = wakes.load();
+  produce(cluster.bootstrapServers(), "quiet", {{"k", "hello", 0, 0}});
+  auto deadline = std::chrono::steady_clock::now() + 10s;
+  while (wakes.load() == before && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  EXPECT_GT(wakes.load(), before) << "no wake-up for a record that arrived";
+  deadline = std::chrono::steady_clock::now() + 10s;
+  while (out.empty() && std::chrono::steady_clock::now() < deadline) reader->pollNext(out, 100);
+  EXPECT_EQ(out, std::vector<std::string>{"hello"});
+  reader->close();
+}
+
 TEST(KafkaSource, ABrokerDownAndUpAndFailingFetchesLoseNothing) {
   constexpr int kFetch = 1, kNotLeaderOrFollower = 6;
   KafkaCluster cluster(3);

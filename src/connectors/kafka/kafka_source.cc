@@ -47,6 +47,10 @@ void onCommitted(rd_kafka_t*, rd_kafka_resp_err_t err, rd_kafka_topic_partition_
   reader->commitEnded(err);
 }
 
+// librdkafka calls it, on a thread of its own, when the reader's queue stops being
+// empty; `opaque`: the reader's wake-up.
+void onQueueNonEmpty(rd_kafka_t*, void* opaque) { (*static_cast<const std::function<void()>*>(opaque))(); }
+
 std::string partitionName(const std::string& topic, int32_t partition) {
   return "partition " + std::to_string(partition) + " of topic '" + topic + "'";
 }
@@ -235,12 +239,22 @@ KafkaPartitionReader::KafkaPartitionReader(std::shared_ptr<const KafkaSourceConf
   consumer_ = makeKafkaClient("kafka source", RD_KAFKA_CONSUMER, conf);
   rd_kafka_poll_set_consumer(consumer_);
   queue_ = rd_kafka_queue_get_consumer(consumer_);
+  // Records, commit results and errors all arrive on this queue: its first element
+  // wakes the subtask, which need not poll an empty queue meanwhile.
+  if (context_.wakeUp) rd_kafka_queue_cb_event_enable(queue_, &onQueueNonEmpty, &context_.wakeUp);
+}
+
+std::chrono::steady_clock::time_point KafkaPartitionReader::nextPollTime() const {
+  return std::chrono::steady_clock::now() + (context_.wakeUp ? kSplitCheck : std::chrono::milliseconds(2));
 }
 
 KafkaPartitionReader::~KafkaPartitionReader() { close(); }
 
 void KafkaPartitionReader::close() {
-  if (queue_ != nullptr) rd_kafka_queue_destroy(queue_);
+  if (queue_ != nullptr) {
+    rd_kafka_queue_cb_event_enable(queue_, nullptr, nullptr);  // no wake-up after this returns
+    rd_kafka_queue_destroy(queue_);
+  }
   queue_ = nullptr;
   if (consumer_ != nullptr) {
     rd_kafka_consumer_close(consumer_);
@@ -340,7 +354,7 @@ void KafkaPartitionReader::takeNewSplits() {
   // A bounded source's enumerator has handed out all it ever will; an unbounded one's
   // may find new partitions: asked again in a while.
   if (config_->bounded || config_->discoveryInterval.count() == 0) enumeratorDone_ = true;
-  nextSplitCheck_ = Clock::now() + std::chrono::milliseconds(100);
+  nextSplitCheck_ = Clock::now() + kSplitCheck;
 }
 
 SplitRun& KafkaPartitionReader::runOf(const std::string& splitId) {

@@ -81,6 +81,10 @@ class KafkaPartitionReader {
   InputStatus poll(size_t maxRecords, const std::function<size_t(const ConsumerRecord&)>& visit);
   // After poll: which split the records it made came from, as runs in order.
   std::span<const SplitRun> runs() const { return runs_; }
+  // After NOTHING_AVAILABLE: when to poll again. Soon, unless librdkafka wakes the
+  // subtask when records arrive (SourceReaderContext::wakeUp); then only to look for
+  // new splits.
+  std::chrono::steady_clock::time_point nextPollTime() const;
   // The splits' state; with commitOffsetsOnCheckpoint, also keeps their offsets for
   // commitOffsets(checkpointId).
   std::vector<std::string> snapshotState(int64_t checkpointId);
@@ -111,6 +115,8 @@ class KafkaPartitionReader {
   int64_t resolveOffset(const OffsetsInitializer& initializer, const std::string& topic, int32_t partition,
                         bool stopping);
   SplitRun& runOf(const std::string& splitId);
+
+  static constexpr std::chrono::milliseconds kSplitCheck{100};  // how often to ask for new splits
 
   std::shared_ptr<const KafkaSourceConfig> config_;
   SourceReaderContext context_;

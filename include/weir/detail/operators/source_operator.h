@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <functional>
 #include <map>
 #include <memory>
 #include <span>
@@ -29,6 +30,8 @@ class SourceOperatorBase : public StreamOperator {
   OutputBase* input() override { return nullptr; }
   void setEnumerator(TrackingSplitEnumerator* enumerator) { enumerator_ = enumerator; }
   void setAutoWatermarkInterval(std::chrono::milliseconds interval) { watermarkInterval_ = interval; }
+  // What wakes the subtask when its reader has records again (SourceReaderContext).
+  void setWakeUp(std::function<void()> wakeUp) { wakeUp_ = std::move(wakeUp); }
   // Emits at most one batch.
   virtual InputStatus emitNext() = 0;
   // After NOTHING_AVAILABLE: when to call emitNext() again.
@@ -41,6 +44,7 @@ class SourceOperatorBase : public StreamOperator {
  protected:
   TrackingSplitEnumerator* enumerator_ = nullptr;
   std::chrono::milliseconds watermarkInterval_{200};
+  std::function<void()> wakeUp_;
 };
 
 template <class T>
@@ -61,7 +65,7 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     reader_ = callUser([&] {
       return source_->createReader(SourceReaderContext{context_->getIndexOfThisSubtask(),
                                                        context_->getNumberOfParallelSubtasks(), enumerator_,
-                                                       context_->getMetricGroup(), &badRecords_});
+                                                       context_->getMetricGroup(), &badRecords_, wakeUp_});
     });
     if (auto* restored = context_->restored()) {
       if (auto* splits = restored->operatorList(kSourceSplitsState)) callUser([&] { reader_->addSplits(*splits); });
