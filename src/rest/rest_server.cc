@@ -416,7 +416,7 @@ class RestServer::Impl {
                           {"name", vs[v].name},
                           {"uids", vs[v].uids},
                           {"parallelism", vs[v].parallelism},
-                          {"maxParallelism", -1},
+                          {"maxParallelism", vs[v].maxParallelism},
                           {"status", status},
                           {"start-time", j["start-time"]},
                           {"end-time", j["end-time"]},
@@ -459,7 +459,13 @@ class RestServer::Impl {
   json exceptions(const Entry& e) const {
     auto failure = e.job->failure();
     json entries = json::array();  // one per failed attempt, newest first
+    json all = json::array();      // the same in Flink's older form
     for (const auto& f : e.job->failures()) {
+      all.push_back({{"exception", f.message},
+                     {"task", f.taskName.empty() ? json(nullptr) : json(f.taskName)},
+                     {"location", f.location.empty() ? json(nullptr) : json(f.location)},
+                     {"timestamp", f.timestampMillis},
+                     {"taskManagerId", "embedded"}});
       entries.push_back({{"exceptionName", f.exceptionName},
                          {"stacktrace", f.message},
                          {"timestamp", f.timestampMillis},
@@ -469,7 +475,7 @@ class RestServer::Impl {
     }
     return {{"root-exception", failure ? json(failure->message) : json(nullptr)},
             {"timestamp", failure ? json(failure->timestampMillis) : json(nullptr)},
-            {"all-exceptions", json::array()},
+            {"all-exceptions", all},
             {"truncated", false},
             {"exceptionHistory", {{"entries", entries}, {"truncated", false}}}};
   }
@@ -758,6 +764,11 @@ class RestServer::Impl {
           return httplib::Server::HandlerResponse::Handled;
         }
       }
+      // `curl -X PATCH` or `-X POST` without -d sends neither a length nor a chunked
+      // body, and httplib would read one up to the end of the connection; such a request
+      // has no body (RFC 9112, 6.3), which says so before httplib reads it.
+      if (!req.has_header("Content-Length") && req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos)
+        const_cast<httplib::Request&>(req).set_header("Content-Length", "0");  // httplib's own, not const
       return httplib::Server::HandlerResponse::Unhandled;
     });
     for (const auto& [path, asset] : assets()) {

@@ -205,7 +205,10 @@ TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
   EXPECT_EQ(detail["vertices"][0]["uids"], json::array({"numbers-source"}));
   EXPECT_EQ(detail["vertices"][1]["name"], "count");
   EXPECT_EQ(detail["vertices"][2]["name"], "slow sink");
-  for (auto& v : detail["vertices"]) EXPECT_EQ(v["parallelism"], 2);
+  for (auto& v : detail["vertices"]) {
+    EXPECT_EQ(v["parallelism"], 2);
+    EXPECT_EQ(v["maxParallelism"], 128);  // Flink's default: max(128, next power of two of 1.5 p)
+  }
 
   auto plan = server.get("/jobs/" + jid + "/plan")["plan"];
   ASSERT_EQ(plan["nodes"].size(), 3u);
@@ -556,6 +559,12 @@ TEST(RestServer, AFailedJobShowsItsRootCause) {
   EXPECT_EQ(entry["taskName"], "picky");
   EXPECT_EQ(entry["location"], "subtask 1/1");
   EXPECT_GT(entry["timestamp"].get<int64_t>(), 0);
+  // Flink's older form of the same, which some tools still read.
+  ASSERT_EQ(ex["all-exceptions"].size(), 1u);
+  EXPECT_NE(ex["all-exceptions"][0]["exception"].get<std::string>().find("two is not allowed"), std::string::npos);
+  EXPECT_EQ(ex["all-exceptions"][0]["task"], "picky");
+  EXPECT_EQ(ex["all-exceptions"][0]["location"], "subtask 1/1");
+  EXPECT_EQ(ex["all-exceptions"][0]["timestamp"], entry["timestamp"]);
   EXPECT_EQ(server.get("/jobs/" + job.getJobID())["state"], "FAILED");
 }
 
@@ -611,6 +620,28 @@ std::string raw(int port, const std::string& request, std::chrono::milliseconds 
   while (out.size() < 65536 && (n = ::recv(fd, buf, sizeof buf, 0)) > 0) out.append(buf, static_cast<size_t>(n));
   ::close(fd);
   return out;
+}
+
+// What `curl -X PATCH` and `curl -X POST` without -d send: no body, and no length.
+TEST(RestServer, PatchAndPostWithoutABodyOrLengthAreAnswered) {
+  auto request = [](const std::string& method, const std::string& target, int port) {
+    return method + " " + target + " HTTP/1.1\r\nHost: 127.0.0.1:" + std::to_string(port) +
+           "\r\nAccept: */*\r\nConnection: close\r\n\r\n";
+  };
+  struct Case {
+    std::string method, path;  // after /jobs/<id>
+    JobStatus ends;
+  };
+  for (const Case& c : {Case{"PATCH", "?mode=cancel", JobStatus::CANCELED}, Case{"POST", "/stop", JobStatus::FINISHED}}) {
+    auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+    auto job = startSlowJob(env);
+    Server server(job);
+    const std::string answer = raw(server.port, request(c.method, "/jobs/" + job.getJobID() + c.path, server.port));
+    const bool accepted = answer.rfind("HTTP/1.1 202", 0) == 0;
+    EXPECT_TRUE(accepted) << c.method << ": " << answer;
+    if (!accepted) job.cancel();  // so that the test fails rather than waits
+    EXPECT_EQ(job.wait().status, c.ends) << c.method;
+  }
 }
 
 TEST(RestServer, PathTraversalNeverReachesAFile) {

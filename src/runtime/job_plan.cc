@@ -302,6 +302,7 @@ JobPlan JobPlan::create(const StreamGraph& original, int restoredMaxParallelism)
     info.id = vertexId(static_cast<int>(v), vertex.name);
     info.name = vertex.name;
     info.parallelism = vertex.parallelism;
+    info.maxParallelism = plan.graph.maxParallelism;
     info.isSource = vertex.isSource;
     info.isSink = vertex.isSink;
     for (int id : vertex.nodes)

@@ -40,6 +40,7 @@ struct VertexInfo {
   std::string name;
   std::vector<std::string> uids;  // of the chained operators that have one
   int parallelism = 0;
+  int maxParallelism = 0;  // the job's: its key groups
   bool isSource = false;
   bool isSink = false;
   std::vector<Input> inputs;
