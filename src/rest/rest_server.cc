@@ -767,7 +767,7 @@ class RestServer::Impl {
       // `curl -X PATCH` or `-X POST` without -d sends neither a length nor a chunked
       // body, and httplib would read one up to the end of the connection; such a request
       // has no body (RFC 9112, 6.3), which says so before httplib reads it.
-      if (!req.has_header("Content-Length") && req.get_header_value("Transfer-Encoding").find("chunked") == std::string::npos)
+      if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
         const_cast<httplib::Request&>(req).set_header("Content-Length", "0");  // httplib's own, not const
       return httplib::Server::HandlerResponse::Unhandled;
     });

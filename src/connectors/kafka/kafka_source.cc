@@ -432,7 +432,10 @@ InputStatus KafkaPartitionReader::poll(size_t maxRecords, const std::function<si
       rd_kafka_topic_partition_list_destroy(list);
     }
   }
-  return visited > 0 || !runs_.empty() ? InputStatus::MORE_AVAILABLE : InputStatus::NOTHING_AVAILABLE;
+  // A full batch may leave more in the queue, and no wake-up comes for a queue that
+  // never emptied: poll again even if none of it became a record.
+  const bool full = static_cast<size_t>(n) == batch_.size();
+  return visited > 0 || full || !runs_.empty() ? InputStatus::MORE_AVAILABLE : InputStatus::NOTHING_AVAILABLE;
 }
 
 std::vector<std::string> KafkaPartitionReader::snapshotState(int64_t checkpointId) {
