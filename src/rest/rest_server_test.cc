@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "support/gated_map.h"
 #include "support/operator_metrics.h"
 #include "support/slow_sink.h"
 #include "support/user_metrics_job.h"
@@ -475,16 +476,6 @@ struct Multiplying : RichFlatMapFunction<int64_t, int64_t> {
   int64_t count_, emitted_ = 0;
 };
 
-// Passes records on once `open` is set; until then its input is back-pressured.
-struct Gate : RichMapFunction<int64_t, int64_t> {
-  explicit Gate(std::shared_ptr<std::atomic<bool>> open) : open_(std::move(open)) {}
-  int64_t map(const int64_t& v) override {
-    while (!open_->load()) std::this_thread::sleep_for(1ms);
-    return v;
-  }
-  std::shared_ptr<std::atomic<bool>> open_;
-};
-
 TEST(RestServer, AGaugeAnswersWhileItsTaskIsBlockedInTheMiddleOfARecord) {
   // One input record makes a million: the flatMap's task waits for credit inside that
   // record, never between records, for as long as the gate downstream stays shut.
@@ -496,7 +487,7 @@ TEST(RestServer, AGaugeAnswersWhileItsTaskIsBlockedInTheMiddleOfARecord) {
       .flatMap(Multiplying(kPerRecord))
       .name("multiplying")
       .rebalance()
-      .map(Gate(open))
+      .map(test::GatedMap<int64_t>(open))
       .sinkTo(DiscardingSink<int64_t>());
   auto job = env.executeAsync("blocked gauge");
   struct Release {  // a failed expectation below must not leave the job blocked

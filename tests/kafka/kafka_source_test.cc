@@ -16,6 +16,7 @@
 
 #include "support/error_of.h"
 #include "support/fresh_folder.h"
+#include "support/gated_map.h"
 #include "support/job_end.h"
 #include "support/kafka_cluster.h"
 #include "support/operator_metrics.h"
@@ -371,17 +372,6 @@ TEST(KafkaSource, CompletedCheckpointsCommitTheirOffsetsToTheGroupUnlessTurnedOf
   fs::remove_all(dir);
 }
 
-// Passes records on once `open` is set; until then its input, and the source, are
-// back-pressured.
-struct GatedMap : RichMapFunction<std::string, std::string> {
-  explicit GatedMap(std::shared_ptr<std::atomic<bool>> open) : open_(std::move(open)) {}
-  std::string map(const std::string& v) override {
-    while (!open_->load()) std::this_thread::sleep_for(1ms);
-    return v;
-  }
-  std::shared_ptr<std::atomic<bool>> open_;
-};
-
 TEST(KafkaSource, MetricsShowEachPartitionsOffsetLagCommitsAndFetchLag) {
   constexpr int64_t kRecords = 60000;
   constexpr int kPartitions = 4;
@@ -402,7 +392,7 @@ TEST(KafkaSource, MetricsShowEachPartitionsOffsetLagCommitsAndFetchLag) {
   env.fromSource(strings(cluster, "watched").setGroupId("watchers").build(),
                  WatermarkStrategy<std::string>::noWatermarks(), "watched")
       .rebalance()
-      .map(GatedMap(open))
+      .map(GatedMap<std::string>(open))
       .sinkTo(DiscardingSink<std::string>());
   auto client = env.executeAsync("source metrics");
   struct Release {  // a failed assertion below must not leave the job running

@@ -1,0 +1,25 @@
+// A map that passes records on only once its gate is open: until then its input, and
+// everything upstream, is back-pressured. Tests open the gate when they have looked.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <memory>
+#include <thread>
+#include <utility>
+
+#include "weir/functions.h"
+
+namespace weir::test {
+
+template <class T>
+struct GatedMap : RichMapFunction<T, T> {
+  explicit GatedMap(std::shared_ptr<std::atomic<bool>> open) : open_(std::move(open)) {}
+  T map(const T& v) override {
+    while (!open_->load()) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    return v;
+  }
+  std::shared_ptr<std::atomic<bool>> open_;
+};
+
+}  // namespace weir::test
