@@ -22,6 +22,7 @@
 #include "kafka_bench.h"
 #include "sink_bench.h"
 #include "nexmark/driver.h"
+#include "postgres_bench.h"
 #include "state_bench.h"
 #include "weir/detail/runtime/channel.h"
 #include "weir/weir.h"
@@ -514,6 +515,7 @@ int main(int argc, char** argv) {
       {"recovery", [] { recovery(gRuns); }}, {"file_sink", [] { fileSink(gRuns); }},
       {"json_decode", [] { jsonDecode(gRuns); }}, {"csv_decode", [] { csvDecode(gRuns); }}, {"rescale", [] { rescale(gRuns); }}, {"savepoint", [] { savepoint(gRuns); }}, {"alignment", [] { alignment(gRuns); }},
       {"kafka_pipeline", [] { kafkaPipeline(gRuns); }},
+      {"postgres_sink", [] { postgresSink(gRuns); }},
       {"nexmark", [] {
          weir::nexmark::DriverOptions options;
          options.runs = std::min(gRuns, 3);  // 16 figures of 10 M events each: keep make bench short

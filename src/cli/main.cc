@@ -171,26 +171,71 @@ int run(int argc, char** argv) {
     };
   });
 
-  // Transactions a stopped job's exactly-once sinks left open.
+  // Transactions a stopped job's exactly-once sinks left open: Kafka's under the
+  // checkpoint directory, PostgreSQL's prepared on the server.
   auto* transactionsCommand = app.add_subcommand(
-      "transactions", "Show or abort the transactions a stopped job left: weir transactions list|abort CHECKPOINT_DIR");
+      "transactions",
+      "Show, abort or commit the transactions a stopped job left: weir transactions list|abort|commit "
+      "(CHECKPOINT_DIR | --postgres CONNECTION)");
   transactionsCommand->require_subcommand(1);
-  std::string transactionsDir, transactionsServers;
-  std::vector<std::string> transactionIds;
+  std::string transactionsServers, transactionsPostgres, transactionsPrefix;
+  std::vector<std::string> transactionArgs;
   bool allTransactions = false;
   auto* listTransactions = transactionsCommand->add_subcommand(
-      "list", "List the open and committing transactions of the exactly-once Kafka sinks under a checkpoint directory");
-  listTransactions->add_option("dir", transactionsDir, "The job's checkpoint directory (--checkpoint-dir)")->required();
+      "list", "List the open and committing transactions of the exactly-once Kafka sinks under a checkpoint directory, "
+              "or the prepared transactions on a PostgreSQL server");
+  listTransactions->add_option("dir", transactionArgs, "The job's checkpoint directory (--checkpoint-dir)")->expected(0, 1);
   listTransactions->add_flag("--all", allTransactions, "Also the committed and aborted ones still remembered");
-  listTransactions->callback([&] { control = [&] { return weir::cli::listTransactions(transactionsDir, allTransactions); }; });
+  auto addPostgres = [&](CLI::App* command) {
+    command->add_option("--postgres", transactionsPostgres,
+                        "A PostgreSQL server, as libpq's connection string: its prepared transactions");
+    command->add_option("--prefix", transactionsPrefix, "Only the transactions whose ids start with it (a sink's "
+                                                        "setTransactionIdPrefix)");
+  };
+  addPostgres(listTransactions);
+  listTransactions->callback([&] {
+    control = [&] {
+      if (!transactionsPostgres.empty()) return weir::cli::listPostgresTransactions(transactionsPostgres, transactionsPrefix);
+      if (transactionArgs.empty()) {
+        std::fprintf(stderr, "weir: transactions list needs a checkpoint directory or --postgres\n");
+        return 2;
+      }
+      return weir::cli::listTransactions(transactionArgs[0], allTransactions);
+    };
+  });
   auto* abortTransactions = transactionsCommand->add_subcommand(
-      "abort", "Abort transactions on the cluster: the given ids, or every open one");
-  abortTransactions->add_option("dir", transactionsDir, "The job's checkpoint directory (--checkpoint-dir)")->required();
-  abortTransactions->add_option("ids", transactionIds, "Transactional ids, as `weir transactions list` prints them");
-  abortTransactions->add_option("--bootstrap-servers", transactionsServers, "The Kafka cluster, host:port[,...]")
-      ->required();
+      "abort", "Abort transactions: on the Kafka cluster the given ids, or every open one under CHECKPOINT_DIR; on "
+               "PostgreSQL (ROLLBACK PREPARED) the given ids, or every one of --prefix");
+  abortTransactions->add_option("args", transactionArgs,
+                                "Kafka: CHECKPOINT_DIR [IDS...]; PostgreSQL: IDS..., as `weir transactions list` "
+                                "prints them");
+  abortTransactions->add_option("--bootstrap-servers", transactionsServers, "The Kafka cluster, host:port[,...]");
+  addPostgres(abortTransactions);
   abortTransactions->callback([&] {
-    control = [&] { return weir::cli::abortTransactions(transactionsDir, transactionsServers, transactionIds); };
+    control = [&] {
+      if (!transactionsPostgres.empty())
+        return weir::cli::resolvePostgresTransactions(transactionsPostgres, transactionArgs, transactionsPrefix, false);
+      if (transactionArgs.empty() || transactionsServers.empty()) {
+        std::fprintf(stderr, "weir: transactions abort needs CHECKPOINT_DIR and --bootstrap-servers, or --postgres\n");
+        return 2;
+      }
+      return weir::cli::abortTransactions(transactionArgs[0], transactionsServers,
+                                          {transactionArgs.begin() + 1, transactionArgs.end()});
+    };
+  });
+  auto* commitTransactions = transactionsCommand->add_subcommand(
+      "commit", "Commit prepared transactions on PostgreSQL (COMMIT PREPARED): the given ids, or every one of --prefix");
+  commitTransactions->add_option("ids", transactionArgs, "Transaction ids, as `weir transactions list` prints them");
+  addPostgres(commitTransactions);
+  commitTransactions->callback([&] {
+    control = [&] {
+      if (transactionsPostgres.empty()) {
+        std::fprintf(stderr, "weir: transactions commit needs --postgres (a Kafka transaction is settled by "
+                             "restoring its job)\n");
+        return 2;
+      }
+      return weir::cli::resolvePostgresTransactions(transactionsPostgres, transactionArgs, transactionsPrefix, true);
+    };
   });
 
   weir::cli::requireWholeNumbers(app);

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "weir/detail/connectors/kafka_producer.h"
+#include "weir/detail/connectors/postgres_writer.h"
 #include "weir/error.h"
 
 namespace weir::cli {
@@ -76,6 +77,52 @@ int abortTransactions(const std::string& checkpointDir, const std::string& boots
       std::printf("aborted %s\n", t.transactionalId.c_str());
     }
     if (chosen.empty()) std::printf("no open transactions under %s\n", checkpointDir.c_str());
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "weir: %s\n", e.what());
+    return kFailed;
+  }
+}
+
+int listPostgresTransactions(const std::string& connection, const std::string& prefix) {
+  try {
+    const auto found = detail::findPostgresTransactions(connection, prefix);
+    for (const auto& t : found)
+      std::printf("postgres  %s  prepared %s in database %s: restoring its job commits it if a completed checkpoint "
+                  "holds it and rolls it back if not\n",
+                  t.transactionId.c_str(), t.prepared.c_str(), t.database.c_str());
+    if (found.empty()) std::printf("no prepared transactions%s\n", prefix.empty() ? "" : (" starting with " + prefix).c_str());
+    return 0;
+  } catch (const Error& e) {
+    std::fprintf(stderr, "weir: %s\n", e.what());
+    return kFailed;
+  }
+}
+
+int resolvePostgresTransactions(const std::string& connection, const std::vector<std::string>& ids,
+                                const std::string& prefix, bool commit) {
+  if (ids.empty() && prefix.empty()) {
+    std::fprintf(stderr, "weir: name the transactions to %s, or give --prefix for every one of a sink\n",
+                 commit ? "commit" : "abort");
+    return kUsage;
+  }
+  try {
+    const auto found = detail::findPostgresTransactions(connection, ids.empty() ? prefix : "");
+    std::vector<std::string> chosen;
+    for (const std::string& id : ids) {
+      if (std::none_of(found.begin(), found.end(), [&](const auto& t) { return t.transactionId == id; })) {
+        std::fprintf(stderr, "weir: no prepared transaction '%s' on the server\n", id.c_str());
+        return kUsage;
+      }
+      chosen.push_back(id);
+    }
+    if (ids.empty())
+      for (const auto& t : found) chosen.push_back(t.transactionId);
+    for (const std::string& id : chosen) {
+      detail::resolvePostgresTransaction(connection, id, commit);
+      std::printf("%s %s\n", commit ? "committed" : "aborted", id.c_str());
+    }
+    if (chosen.empty()) std::printf("no prepared transactions starting with %s\n", prefix.c_str());
     return 0;
   } catch (const Error& e) {
     std::fprintf(stderr, "weir: %s\n", e.what());

@@ -165,24 +165,6 @@ TEST(KafkaChaos, AtLeastOnceIntoATopicKeepsEveryCountAcrossKills) {
   fs::remove_all(dir);
 }
 
-// Runs `weir args` to its end; returns the exit code and what it printed.
-struct Ran {
-  int exitCode = -1;
-  std::string out, err;
-};
-Ran runWeir(const std::string& args, const fs::path& dir) {
-  fs::remove(dir / "cmd.out");
-  pid_t pid = spawnWeir(args, dir / "cmd.out", dir / "cmd.err");
-  int status = 0;
-  ::waitpid(pid, &status, 0);
-  Ran r;
-  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
-  std::ifstream out(dir / "cmd.out"), err(dir / "cmd.err");
-  r.out.assign(std::istreambuf_iterator<char>(out), {});
-  r.err.assign(std::istreambuf_iterator<char>(err), {});
-  return r;
-}
-
 // The transaction markers of prefix "chaos" under `dir`'s checkpoints, by id: what
 // each says (open, committing, committed, aborted), read here from the files.
 std::map<std::string, std::string> markers(const fs::path& dir) {

@@ -1,10 +1,11 @@
 // The weir program run as a user runs it, by tests that kill it: spawn it with its
-// output in files, and read how many checkpoints its runs completed. The test target
+// output in files (or run it to its end), and read how many checkpoints its runs completed. The test target
 // defines WEIR_BINARY (the path of the weir program).
 #pragma once
 
 #include <fcntl.h>
 #include <sys/types.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -32,6 +33,25 @@ inline pid_t spawnWeir(const std::string& args, const std::filesystem::path& out
     ::_exit(127);
   }
   return pid;
+}
+
+// What `weir args` run to its end printed, and its exit code (-1: killed by a signal).
+struct Ran {
+  int exitCode = -1;
+  std::string out, err;
+};
+// Runs `weir args` to its end, its output in files under `dir`.
+inline Ran runWeir(const std::string& args, const std::filesystem::path& dir) {
+  std::filesystem::remove(dir / "cmd.out");
+  pid_t pid = spawnWeir(args, dir / "cmd.out", dir / "cmd.err");
+  int status = 0;
+  ::waitpid(pid, &status, 0);
+  Ran r;
+  r.exitCode = WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+  std::ifstream out(dir / "cmd.out"), err(dir / "cmd.err");
+  r.out.assign(std::istreambuf_iterator<char>(out), {});
+  r.err.assign(std::istreambuf_iterator<char>(err), {});
+  return r;
 }
 
 // How many checkpoints the record of a job under `checkpointDir` lists as completed
