@@ -13,9 +13,9 @@
 //
 // AT_LEAST_ONCE (default) pipelines the commands and waits at each barrier until the
 // server acknowledged them all. EXACTLY_ONCE keeps a checkpoint's commands and applies
-// them when the checkpoint completes, in one MULTI/EXEC that also sets the subtask's
-// fence key to the checkpoint's number, so that applying them again after a restore is
-// a no-op (docs/redis.md).
+// them when the checkpoint completes, in one MULTI/EXEC that also adds the checkpoint's
+// number to the subtask's fence key, so that applying them again after a restore is a
+// no-op (docs/redis.md).
 #pragma once
 
 #include <memory>

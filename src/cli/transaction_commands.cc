@@ -86,7 +86,8 @@ int abortTransactions(const std::string& checkpointDir, const std::string& boots
 
 int listPostgresTransactions(const std::string& connection, const std::string& prefix) {
   try {
-    const auto found = detail::findPostgresTransactions(connection, prefix);
+    // A sink's prefix: its ids are <prefix>-<subtask>-<n>.
+    const auto found = detail::findPostgresTransactions(connection, prefix.empty() ? "" : prefix + "-");
     for (const auto& t : found)
       std::printf("postgres  %s  prepared %s in database %s: restoring its job commits it if a completed checkpoint "
                   "holds it and rolls it back if not\n",
@@ -107,20 +108,27 @@ int resolvePostgresTransactions(const std::string& connection, const std::vector
     return kUsage;
   }
   try {
-    const auto found = detail::findPostgresTransactions(connection, ids.empty() ? prefix : "");
-    std::vector<std::string> chosen;
+    const auto found = detail::findPostgresTransactions(connection, ids.empty() ? prefix + "-" : "");
+    std::vector<detail::PostgresPreparedTransaction> chosen;
     for (const std::string& id : ids) {
-      if (std::none_of(found.begin(), found.end(), [&](const auto& t) { return t.transactionId == id; })) {
+      auto it = std::find_if(found.begin(), found.end(), [&](const auto& t) { return t.transactionId == id; });
+      if (it == found.end()) {
         std::fprintf(stderr, "weir: no prepared transaction '%s' on the server\n", id.c_str());
         return kUsage;
       }
-      chosen.push_back(id);
+      chosen.push_back(*it);
     }
-    if (ids.empty())
-      for (const auto& t : found) chosen.push_back(t.transactionId);
-    for (const std::string& id : chosen) {
-      detail::resolvePostgresTransaction(connection, id, commit);
-      std::printf("%s %s\n", commit ? "committed" : "aborted", id.c_str());
+    if (ids.empty()) chosen = found;
+    // Every one is checked before any is resolved.
+    for (const auto& t : chosen)
+      if (!t.inThisDatabase) {
+        std::fprintf(stderr, "weir: prepared transaction '%s' is in database '%s': connect to that one (dbname=%s)\n",
+                     t.transactionId.c_str(), t.database.c_str(), t.database.c_str());
+        return kUsage;
+      }
+    for (const auto& t : chosen) {
+      detail::resolvePostgresTransaction(connection, t.transactionId, commit);
+      std::printf("%s %s\n", commit ? "committed" : "aborted", t.transactionId.c_str());
     }
     if (chosen.empty()) std::printf("no prepared transactions starting with %s\n", prefix.c_str());
     return 0;

@@ -251,28 +251,71 @@ INSTANTIATE_TEST_SUITE_P(
         FailurePoint{"AfterCommit", "PostgresSink::AfterCommit", false}),
     [](const auto& info) { return info.param.name; });
 
-// A restored job at another parallelism: the lingering transactions of subtasks that are
-// gone are rolled back by those that stand for them.
-TEST(PostgresSink, ARestoreRollsBackWhatNoCheckpointCoversAtAnyParallelism) {
+// Checkpoints aborted after the sink prepared (their _metadata write fails): the next
+// barrier comes while the transaction prepared before still holds its rows' locks, so
+// the writer keeps the rows in the checkpoint rather than wait for those locks, which
+// only its own thread would release. Every transaction touches the same ten rows.
+TEST(PostgresSink, ExactlyOnceKeepsGoingThroughAbortedCheckpoints) {
+  constexpr int64_t kRecords = 20000;
+  server().sql("DROP TABLE IF EXISTS aborted; CREATE TABLE aborted (k bigint PRIMARY KEY, v bigint)");
+  std::atomic<int> checkpoints{0}, aborted{0};
+  core::ScopedSyncPoint failSome("CheckpointCoordinator::AfterMetadataWritten", [&](void*) {
+    if (checkpoints.fetch_add(1) % 3 != 1) return;
+    aborted.fetch_add(1);
+    throw std::runtime_error("injected: the _metadata write failed");
+  });
+  StreamExecutionEnvironment env;
+  env.enableCheckpointing(50ms);
+  env.getCheckpointConfig().setTolerableCheckpointFailureNumber(1000);
+  env.setRestartStrategy(RestartStrategy::noRestart());
+  numbers(env, kRecords, 10000)
+      .keyBy([](const int64_t& n) { return n % 10; })
+      .reduce([](const int64_t& a, const int64_t& b) { return std::max(a, b); })
+      .sinkTo(PostgresSink<int64_t>::builder()
+                  .setConnectionString(server().connectionString())
+                  .setSql("INSERT INTO aborted (k, v) VALUES (?, ?) ON CONFLICT (k) DO UPDATE SET v = EXCLUDED.v")
+                  .setStatementBuilder([](PreparedStatement& ps, const int64_t& n) {
+                    ps.setLong(1, n % 10);
+                    ps.setLong(2, n);
+                  })
+                  .setDeliveryGuarantee(DeliveryGuarantee::EXACTLY_ONCE)
+                  .setTransactionIdPrefix("aborted")
+                  .build());
+  EXPECT_EQ(env.execute("aborted checkpoints").status, JobStatus::FINISHED);
+  EXPECT_GE(aborted.load(), 3) << "too few checkpoints were aborted to tell";
+  for (auto& row : server().sql("SELECT k, v FROM aborted ORDER BY k"))
+    EXPECT_EQ(std::stoll(row[1]), kRecords - 10 + std::stoll(row[0])) << "key " << row[0];
+  EXPECT_EQ(count("SELECT count(*) FROM aborted"), 10);
+  EXPECT_EQ(preparedLeft("aborted"), 0);
+}
+
+// A job that starts afresh at another parallelism than the one that left prepared
+// transactions behind: the transactions of subtasks that are gone are rolled back by
+// those that stand for them now, and no other prefix's are touched.
+TEST(PostgresSink, AFreshStartRollsBackThePrefixsPreparedTransactionsAtAnyParallelism) {
   createTable("rescaled");
-  // What a crashed job at parallelism 3 left: prepared after checkpoint 4 (covered) and
-  // after 5 (not), by subtasks 0 to 2.
+  // What a crashed job at parallelism 3 left, by subtasks 0 to 2.
   for (int subtask = 0; subtask < 3; ++subtask)
     for (int n : {4, 6})
       server().sql("BEGIN; INSERT INTO rescaled VALUES (" + std::to_string(subtask * 10 + n) +
                    ", 0); PREPARE TRANSACTION 'rescaled-" + std::to_string(subtask) + "-" + std::to_string(n) + "'");
-  // Another job's prefix that merely starts the same stays.
+  // Other jobs' prefixes that merely start the same stay: "rescaled2", and "rescaled-1",
+  // whose ids look like this prefix's with one more number.
   server().sql("BEGIN; INSERT INTO rescaled VALUES (99, 0); PREPARE TRANSACTION 'rescaled2-0-9'");
-  // A fresh start at parallelism 2 (no checkpoint restored): every one of the prefix goes.
+  server().sql("BEGIN; INSERT INTO rescaled VALUES (98, 0); PREPARE TRANSACTION 'rescaled-1-7-5'");
+  // A fresh start at parallelism 2 (no checkpoint restored, so none is covered): every
+  // one of the prefix goes.
   StreamExecutionEnvironment env;
   env.setParallelism(2);
   env.enableCheckpointing(1000ms);
   env.fromElements<int64_t>({1, 2, 3})
       .sinkTo(insertInto("rescaled").setDeliveryGuarantee(DeliveryGuarantee::EXACTLY_ONCE).setTransactionIdPrefix("rescaled").build());
   env.execute("rescaled");
-  EXPECT_EQ(preparedLeft("rescaled"), 0);
+  EXPECT_EQ(count("SELECT count(*) FROM pg_prepared_xacts WHERE gid ~ '^rescaled-[0-9]+-[0-9]+$'"), 0);
   EXPECT_EQ(preparedLeft("rescaled2"), 1);
+  EXPECT_EQ(preparedLeft("rescaled-1-7"), 1);
   server().sql("ROLLBACK PREPARED 'rescaled2-0-9'");
+  server().sql("ROLLBACK PREPARED 'rescaled-1-7-5'");
   EXPECT_EQ(count("SELECT count(*) FROM rescaled"), 3) << "only the job's own records are committed";
 }
 
@@ -437,9 +480,11 @@ TEST(PostgresSink, WeirTransactionsListsCommitsAndAbortsPreparedTransactions) {
   for (const std::string id : {"left-0-7", "left-1-7", "left-1-8"})
     server().sql("BEGIN; INSERT INTO leftover VALUES (" + std::to_string(id.back() - '0') + ", " +
                  std::to_string(id[5] - '0') + "); PREPARE TRANSACTION '" + id + "'");
+  // Another sink's, whose prefix starts the same: --prefix left leaves it alone.
+  server().sql("BEGIN; INSERT INTO leftover VALUES (0, 0); PREPARE TRANSACTION 'left2-0-1'");
   const std::string postgres = " --postgres '" + server().connectionString() + "'";
 
-  test::Ran list = test::runWeir("transactions list --prefix left-" + postgres, dir);
+  test::Ran list = test::runWeir("transactions list --prefix left" + postgres, dir);
   ASSERT_EQ(list.exitCode, 0) << list.err;
   for (const std::string id : {"left-0-7", "left-1-7", "left-1-8"})
     EXPECT_NE(list.out.find("postgres  " + id + "  prepared "), std::string::npos) << list.out;
@@ -449,10 +494,12 @@ TEST(PostgresSink, WeirTransactionsListsCommitsAndAbortsPreparedTransactions) {
   EXPECT_EQ(commit.out, "committed left-1-7\n");
   EXPECT_EQ(server().sql("SELECT id, v FROM leftover"), (std::vector<std::vector<std::string>>{{"7", "1"}}));
 
-  test::Ran abort = test::runWeir("transactions abort --prefix left-" + postgres, dir);
+  test::Ran abort = test::runWeir("transactions abort --prefix left" + postgres, dir);
   ASSERT_EQ(abort.exitCode, 0) << abort.err;
   EXPECT_EQ(abort.out, "aborted left-0-7\naborted left-1-8\n");
   EXPECT_EQ(preparedLeft("left"), 0);
+  EXPECT_EQ(preparedLeft("left2"), 1);
+  server().sql("ROLLBACK PREPARED 'left2-0-1'");
   EXPECT_EQ(count("SELECT count(*) FROM leftover"), 1);
 
   test::Ran missing = test::runWeir("transactions commit left-9-9" + postgres, dir);

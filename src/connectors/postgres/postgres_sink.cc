@@ -9,7 +9,9 @@
 #include <libpq-fe.h>
 
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
+#include <cstring>
 #include <thread>
 
 #include "connectors/postgres/postgres_connection.h"
@@ -23,6 +25,9 @@ namespace {
 
 // Every wait for an answer is bounded by this; a server silent for longer counts as lost.
 constexpr std::chrono::milliseconds kRequestTimeout{30000};
+// EXACTLY_ONCE: a statement waiting for a row lock longer than this fails (well within
+// the request timeout, so that the failure names the lock).
+constexpr std::chrono::milliseconds kLockTimeout{20000};
 
 bool validPrefix(const std::string& prefix) {
   if (prefix.empty() || prefix.size() > 150) return false;
@@ -35,18 +40,17 @@ std::string transactionId(const std::string& prefix, int subtask, int64_t number
   return prefix + "-" + std::to_string(subtask) + "-" + std::to_string(number);
 }
 
-// <prefix>-<subtask>-<n> of this prefix: its subtask and n.
+// <prefix>-<subtask>-<n> of exactly this prefix: its subtask and n. A longer prefix
+// that starts the same ("job-1" beside "job") is another job's, and does not parse.
 bool parseTransactionId(const std::string& prefix, const std::string& id, int& subtask, int64_t& number) {
   if (id.size() <= prefix.size() + 1 || id.compare(0, prefix.size(), prefix) != 0 || id[prefix.size()] != '-')
     return false;
-  const std::string rest = id.substr(prefix.size() + 1);
-  const size_t dash = rest.find('-');
-  if (dash == std::string::npos || dash == 0 || dash + 1 == rest.size()) return false;
-  if (!std::all_of(rest.begin(), rest.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)) || c == '-'; }))
-    return false;
-  subtask = std::stoi(rest.substr(0, dash));
-  number = std::stoll(rest.substr(dash + 1));
-  return true;
+  const char* p = id.data() + prefix.size() + 1;
+  const char* end = id.data() + id.size();
+  auto [afterSubtask, e1] = std::from_chars(p, end, subtask);
+  if (e1 != std::errc() || afterSubtask == p || afterSubtask == end || *afterSubtask != '-') return false;
+  auto [afterNumber, e2] = std::from_chars(afterSubtask + 1, end, number);
+  return e2 == std::errc() && afterNumber == end && afterNumber != afterSubtask + 1 && subtask >= 0 && number > 0;
 }
 
 // A string literal of SQL ('it''s').
@@ -78,6 +82,39 @@ std::string rowText(const PostgresRows& rows, size_t row) {
     }
   }
   return s + ")";
+}
+
+// A row of parameters as bytes, for the checkpoint: per value a null flag, its length and
+// its bytes.
+std::string encodeRow(const PostgresRows& rows, size_t row) {
+  std::string out;
+  for (int i = 0; i < rows.width; ++i) {
+    const size_t at = row * static_cast<size_t>(rows.width) + static_cast<size_t>(i);
+    const uint32_t n = static_cast<uint32_t>(rows.values[at].size());
+    out += rows.nulls[at] ? '\1' : '\0';
+    out.append(reinterpret_cast<const char*>(&n), sizeof n);
+    out += rows.values[at];
+  }
+  return out;
+}
+
+void decodeRow(const std::string& bytes, PostgresRows& rows) {
+  size_t at = 0;
+  for (int i = 0; i < rows.width; ++i) {
+    uint32_t n = 0;
+    if (at + 1 + sizeof n > bytes.size()) throw Error(ErrorCode::kCheckpoint, "postgres sink: a held row is cut short");
+    const bool null = bytes[at] != 0;
+    std::memcpy(&n, bytes.data() + at + 1, sizeof n);
+    at += 1 + sizeof n;
+    if (at + n > bytes.size()) throw Error(ErrorCode::kCheckpoint, "postgres sink: a held row is cut short");
+    rows.nulls.push_back(null);
+    rows.values.emplace_back(bytes, at, n);
+    rows.bytes += n;
+    at += n;
+  }
+  if (at != bytes.size())
+    throw Error(ErrorCode::kCheckpoint, "postgres sink: a held row does not fit the statement's parameters");
+  ++rows.rows;
 }
 
 std::unique_ptr<PostgresConnection> open(const PostgresSinkConfig& config) {
@@ -200,7 +237,7 @@ void PostgresWriter::connect() {
   if (config_->guarantee == DeliveryGuarantee::EXACTLY_ONCE)
     // A statement that waits for a row lock held by a transaction nobody commits (another
     // subtask's, prepared) fails rather than holding the job forever.
-    connection_->run("SET lock_timeout = " + std::to_string(kRequestTimeout.count()));
+    connection_->run("SET lock_timeout = " + std::to_string(kLockTimeout.count()));
 }
 
 void PostgresWriter::add() {
@@ -281,6 +318,7 @@ void PostgresWriter::send() {
 }
 
 void PostgresWriter::flush(bool endOfInput) {
+  endOfInput_ = endOfInput_ || endOfInput;
   if (config_->guarantee == DeliveryGuarantee::NONE && !endOfInput) return;
   // EXACTLY_ONCE: prepareCommit, right after this, sends what is held.
   if (config_->guarantee == DeliveryGuarantee::EXACTLY_ONCE) return;
@@ -289,6 +327,11 @@ void PostgresWriter::flush(bool endOfInput) {
 
 std::vector<PostgresCommittable> PostgresWriter::prepareCommit() {
   if (config_->guarantee != DeliveryGuarantee::EXACTLY_ONCE) return {};
+  // The transaction prepared at an earlier barrier waits for a later checkpoint (its own
+  // was aborted): rows sent now could wait for its locks, which only this thread
+  // releases. At the end of the input no later barrier comes, so they go (a wait there
+  // ends at lock_timeout).
+  if (uncommitted_ != 0 && !endOfInput_) return {};
   send();
   if (!inTransaction_) return {};
   PostgresCommittable c{transactionId(config_->transactionIdPrefix, subtask_, lastCheckpoint_ + 1)};
@@ -312,9 +355,11 @@ void PostgresWriter::notifyCheckpointComplete(int64_t checkpointId) {
 
 void PostgresWriter::initializeState(FunctionInitializationContext& context) {
   state_ = &context.getOperatorStateStore().getUnionListState(ListStateDescriptor<std::string>("weir.postgres.sink.writer"));
+  heldRows_ = &context.getOperatorStateStore().getListState(ListStateDescriptor<std::string>("weir.postgres.sink.held"));
   int64_t restored = 0;
   for (const std::string& entry : state_->get()) restored = std::max<int64_t>(restored, std::atoll(entry.c_str()));
   lastCheckpoint_ = restored;
+  for (const std::string& row : heldRows_->get()) decodeRow(row, batch_->rows);
   if (config_->guarantee == DeliveryGuarantee::EXACTLY_ONCE) rollBackLingering(restored);
 }
 
@@ -330,7 +375,7 @@ void PostgresWriter::rollBackLingering(int64_t restoredCheckpoint) {
       for (auto& row : connection_->run("SELECT gid FROM pg_prepared_xacts WHERE database = current_database() "
                                         "AND starts_with(gid, " + literal(config_->transactionIdPrefix + "-") +
                                         ") ORDER BY gid"))
-        prepared.push_back({row[0], "", "", ""});
+        prepared.push_back({row[0], "", "", "", true});
       break;
     } catch (const PostgresException& e) {
       connection_.reset();
@@ -362,6 +407,11 @@ void PostgresWriter::rollBackLingering(int64_t restoredCheckpoint) {
 void PostgresWriter::snapshotState(const FunctionSnapshotContext& context) {
   lastCheckpoint_ = context.getCheckpointId();
   state_->update({std::to_string(lastCheckpoint_)});
+  // What prepareCommit held back (nothing else is left in the batch after a barrier).
+  std::vector<std::string> held;
+  if (config_->guarantee == DeliveryGuarantee::EXACTLY_ONCE)
+    for (size_t row = 0; row < batch_->rows.rows; ++row) held.push_back(encodeRow(batch_->rows, row));
+  heldRows_->update(std::move(held));
 }
 
 // An open transaction, not prepared, ends with the connection: the server rolls it back.
@@ -396,9 +446,12 @@ class PostgresCommitter final : public Committer<PostgresCommittable> {
       } catch (const PostgresException& e) {
         failure = e.failure;
       }
-      // Gone: committed before (a commit repeated after a restore). Nothing else removes
-      // a transaction a completed checkpoint holds.
+      // Gone: committed before (a commit repeated after a restore). Nothing of weir's
+      // removes a transaction a completed checkpoint holds; a hand (`weir transactions
+      // abort`, ROLLBACK PREPARED) could, so stderr says so.
       if (failure.sqlState == "42704") {
+        std::fprintf(stderr, "weir: %s: prepared transaction '%s' is gone; taking it as committed by an earlier "
+                     "attempt\n", config_->who().c_str(), id.c_str());
         request.signalAlreadyCommitted();
         return;
       }
@@ -437,9 +490,10 @@ std::vector<PostgresPreparedTransaction> findPostgresTransactions(const std::str
   std::vector<PostgresPreparedTransaction> found;
   try {
     auto connection = std::make_unique<PostgresConnection>(connectionString, std::chrono::seconds(10), kRequestTimeout);
-    for (auto& row : connection->run("SELECT gid, database, owner, prepared FROM pg_prepared_xacts WHERE "
-                                     "starts_with(gid, " + literal(prefix) + ") ORDER BY gid"))
-      found.push_back({row[0], row[1], row[2], row[3]});
+    for (auto& row : connection->run("SELECT gid, database, owner, prepared, database = current_database() "
+                                     "FROM pg_prepared_xacts WHERE starts_with(gid, " + literal(prefix) +
+                                     ") ORDER BY gid"))
+      found.push_back({row[0], row[1], row[2], row[3], row[4] == "t"});
   } catch (const PostgresException& e) {
     throw Error(ErrorCode::kIo, "postgres: cannot list the prepared transactions: " + describe(e.failure));
   }

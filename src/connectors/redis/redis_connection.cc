@@ -1,10 +1,46 @@
 #include "connectors/redis/redis_connection.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include "weir/error.h"
 
 namespace weir::detail {
 
 namespace {
+
+// hiredis write()s without MSG_NOSIGNAL: a server gone between two writes would raise
+// SIGPIPE and end the process. While one of its calls runs, the signal is blocked on
+// this thread, and one it raised is taken back before the mask is restored (as libpq
+// does).
+class SigpipeBlocked {
+ public:
+  SigpipeBlocked() {
+    sigset_t pipe;
+    sigemptyset(&pipe);
+    sigaddset(&pipe, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &pipe, &old_);
+    sigset_t pending;
+    sigpending(&pending);
+    wasPending_ = sigismember(&pending, SIGPIPE) == 1;
+  }
+  ~SigpipeBlocked() {
+    sigset_t pending;
+    sigpending(&pending);
+    if (!wasPending_ && sigismember(&pending, SIGPIPE) == 1) {
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      const timespec zero{0, 0};
+      sigtimedwait(&pipe, nullptr, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+
+ private:
+  sigset_t old_;
+  bool wasPending_ = false;
+};
 
 timeval toTimeval(std::chrono::milliseconds t) {
   return timeval{static_cast<time_t>(t.count() / 1000), static_cast<suseconds_t>(t.count() % 1000 * 1000)};
@@ -73,12 +109,14 @@ void RedisConnection::append(const std::string* args, size_t count) {
 }
 
 RedisReply RedisConnection::nextReply() {
+  SigpipeBlocked blocked;
   void* reply = nullptr;
   if (redisGetReply(context_, &reply) != REDIS_OK) return RedisReply(nullptr, &freeReplyObject);
   return RedisReply(static_cast<redisReply*>(reply), &freeReplyObject);
 }
 
 bool RedisConnection::sendQueued() {
+  SigpipeBlocked blocked;
   int done = 0;
   while (!done)
     if (redisBufferWrite(context_, &done) != REDIS_OK) return false;

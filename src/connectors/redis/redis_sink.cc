@@ -2,11 +2,14 @@
 // once, in short (docs/redis.md has the argument): the commands between two barriers are
 // one committable, numbered n (one past the subtask's last checkpoint) and kept in the
 // checkpoint; when it completes they are applied in one MULTI/EXEC together with
-// SET <fence> n, under WATCH <fence>, and only when the fence holds less than n. So a
-// commit repeated after a restore finds the fence at n and does nothing, and a crash
-// halfway through a MULTI applies none of it (the server drops a MULTI whose connection
-// closes before EXEC).
+// ZADD <fence> n n, under WATCH <fence>, and only when the fence (a sorted set of the
+// numbers applied, per subtask that prepared them) does not hold n. So a commit repeated
+// after a restore finds n there and does nothing, in whatever order the committables of
+// one subtask come (a rescaled job splits them among its subtasks), and a crash halfway
+// through a MULTI applies none of it (the server drops a MULTI whose connection closes
+// before EXEC).
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <cstring>
 #include <thread>
@@ -19,6 +22,11 @@
 namespace weir::detail {
 
 namespace {
+
+// The numbers a fence remembers: the newest this many of its subtask. A committable older
+// than that still waiting for its commit would be taken as applied; none waits that long
+// (a commit that cannot be made fails the job within a few checkpoints).
+constexpr int kFenceRemembers = 1000;
 
 std::string commandText(const std::string* args, size_t count) {
   std::string s;
@@ -90,6 +98,12 @@ void RedisSinkConfig::validate() const {
   if (!username.empty() && password.empty()) throw invalid("setUsername(...) needs setPassword(...) too");
   if (guarantee == DeliveryGuarantee::EXACTLY_ONCE && transactionIdPrefix.empty())
     throw invalid("EXACTLY_ONCE needs setTransactionIdPrefix(...): the fence keys are named from it");
+  // Its fence keys are found by a SCAN pattern: no glob characters.
+  if (!std::all_of(transactionIdPrefix.begin(), transactionIdPrefix.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.' || c == '-';
+      }) || transactionIdPrefix.size() > 150)
+    throw invalid("the transaction id prefix '" + transactionIdPrefix +
+                  "' must be at most 150 letters, digits, '_', '.' or '-'");
   if (batchSize < 1) throw invalid("the batch size must be at least 1, not " + std::to_string(batchSize));
   if (maxRetries < 0) throw invalid("max retries must be at least 0, not " + std::to_string(maxRetries));
 }
@@ -239,11 +253,11 @@ void RedisWriter::initializeState(FunctionInitializationContext& context) {
   if (config_->guarantee == DeliveryGuarantee::EXACTLY_ONCE) resetFences(restored);
 }
 
-// A fence above the restored checkpoint holds the number of a commit the job is about to
-// make again (it resumes from an older checkpoint, or starts afresh): lowered to the
-// checkpoint, or removed, so that the commits from there are applied. Commits the
-// restored checkpoint holds (n <= C) stay no-ops either way. Each subtask resets the
-// fences of the subtask indexes it stands for (its own, and those beyond the
+// A fence holding numbers above the restored checkpoint remembers commits the job is
+// about to make again (it resumes from an older checkpoint, or starts afresh): they are
+// forgotten (the fence removed when starting afresh), so that the commits from there are
+// applied. Commits the restored checkpoint holds (n <= C) stay no-ops. Each subtask
+// resets the fences of the subtask indexes it stands for (its own, and those beyond the
 // parallelism, round robin).
 void RedisWriter::resetFences(int64_t restoredCheckpoint) {
   if (!connection_) connection_ = connectWithRetries(*config_);
@@ -262,16 +276,15 @@ void RedisWriter::resetFences(int64_t restoredCheckpoint) {
   } while (cursor != "0");
   for (const std::string& key : keys) {
     const std::string index = key.substr(pattern.size() - 1);
-    if (index.empty() || !std::all_of(index.begin(), index.end(), [](char c) { return c >= '0' && c <= '9'; }))
-      continue;
-    if (std::atoi(index.c_str()) % parallelism_ != subtask_) continue;
-    RedisReply value = connection_->command({"GET", key});
-    if (!value) throw Error(ErrorCode::kIo, config_->who() + ": cannot read fence '" + key + "': " + connection_->error());
-    if (value->type != REDIS_REPLY_STRING || std::atoll(value->str) <= restoredCheckpoint) continue;
-    RedisReply done = restoredCheckpoint == 0 ? connection_->command({"DEL", key})
-                                              : connection_->command({"SET", key, std::to_string(restoredCheckpoint)});
+    int subtask = 0;
+    auto [end, ec] = std::from_chars(index.data(), index.data() + index.size(), subtask);
+    if (ec != std::errc() || end != index.data() + index.size() || subtask % parallelism_ != subtask_) continue;
+    RedisReply done = restoredCheckpoint == 0
+                          ? connection_->command({"DEL", key})
+                          : connection_->command({"ZREMRANGEBYSCORE", key, "(" + std::to_string(restoredCheckpoint), "+inf"});
     if (!done || done->type == REDIS_REPLY_ERROR)
-      throw Error(ErrorCode::kIo, config_->who() + ": cannot reset fence '" + key + "'");
+      throw Error(ErrorCode::kIo, config_->who() + ": cannot reset fence '" + key + "': " +
+                                      (done ? std::string(replyText(done.get())) : connection_->error()));
   }
 }
 
@@ -293,22 +306,13 @@ class RedisCommitter final : public Committer<RedisCommittable> {
         committed_(context.getMetricGroup().addGroup("RedisSink").counter("transactionsCommitted")) {}
 
   void commit(std::vector<CommitRequest<RedisCommittable>>& requests) override {
-    // A subtask's committables apply in order: one that must wait holds back the later
-    // ones of its subtask, whose fence would otherwise pass it.
-    std::vector<int32_t> waiting;
     for (auto& request : requests) {
-      const int32_t origin = request.getCommittable().subtask;
-      if (std::find(waiting.begin(), waiting.end(), origin) != waiting.end()) {
-        request.retryLater();
-        continue;
-      }
       try {
         commitOne(request);
       } catch (...) {
         connection_.reset();  // a MULTI left half-queued is dropped with it
         throw;
       }
-      if (request.outcome() == CommitRequest<RedisCommittable>::Outcome::kRetryLater) waiting.push_back(origin);
     }
   }
 
@@ -320,9 +324,16 @@ class RedisCommitter final : public Committer<RedisCommittable> {
     std::vector<std::string> args;
     std::vector<uint32_t> counts;
     decode(c.commands, args, counts);
-    for (int attempt = 0;; ++attempt) {
+    for (int attempt = 0, raced = 0;; ++attempt) {
       std::string why;
       switch (tryCommit(c, fence, id, args, counts, why)) {
+        case Result::kRaced:  // another subtask changed the fence meanwhile: look again
+          if (++raced < 1000) {
+            --attempt;
+            continue;
+          }
+          why = "its fence kept changing under WATCH";
+          break;
         case Result::kCommitted:
           committed_.inc();
           return;
@@ -346,7 +357,7 @@ class RedisCommitter final : public Committer<RedisCommittable> {
     }
   }
 
-  enum class Result { kCommitted, kAlreadyCommitted, kRefused, kLost };
+  enum class Result { kCommitted, kAlreadyCommitted, kRefused, kLost, kRaced };
 
   Result tryCommit(const RedisCommittable& c, const std::string& fence, std::string& id,
                    const std::vector<std::string>& args, const std::vector<uint32_t>& counts, std::string& why) {
@@ -360,9 +371,10 @@ class RedisCommitter final : public Committer<RedisCommittable> {
     };
     RedisReply watched = r.command({"WATCH", fence});
     if (!watched || watched->type == REDIS_REPLY_ERROR) return lost(watched);
-    RedisReply current = r.command({"GET", fence});
-    if (!current || current->type == REDIS_REPLY_ERROR) return lost(current);
-    if (current->type == REDIS_REPLY_STRING && std::atoll(current->str) >= c.number) {
+    const std::string number = std::to_string(c.number);
+    RedisReply applied = r.command({"ZSCORE", fence, number});
+    if (!applied || applied->type == REDIS_REPLY_ERROR) return lost(applied);
+    if (applied->type != REDIS_REPLY_NIL) {
       r.command({"UNWATCH"});
       return Result::kAlreadyCommitted;
     }
@@ -378,19 +390,20 @@ class RedisCommitter final : public Committer<RedisCommittable> {
         WEIR_COLD_SYNC_POINT_CALLBACK("RedisSink::InMulti", &id);
       }
     }
-    r.append(std::vector<std::string>{"SET", fence, std::to_string(c.number)});
+    r.append(std::vector<std::string>{"ZADD", fence, number, number});
+    r.append(std::vector<std::string>{"ZREMRANGEBYRANK", fence, "0", std::to_string(-kFenceRemembers - 1)});
     r.append(std::vector<std::string>{"EXEC"});
     // MULTI's OK, a QUEUED per command (or an error that makes EXEC refuse them all),
-    // the fence's QUEUED, then EXEC's replies.
+    // the fence's two QUEUED, then EXEC's replies.
     std::string queueError;
-    for (size_t i = 0; i < counts.size() + 2; ++i) {
+    for (size_t i = 0; i < counts.size() + 3; ++i) {
       RedisReply reply = r.nextReply();
       if (!reply) return lost(reply);
       if (reply->type == REDIS_REPLY_ERROR && queueError.empty()) queueError = std::string(replyText(reply.get()));
     }
     RedisReply exec = r.nextReply();
     if (!exec) return lost(exec);
-    if (exec->type == REDIS_REPLY_NIL) return Result::kLost;  // the fence changed under WATCH: look again
+    if (exec->type == REDIS_REPLY_NIL) return Result::kRaced;  // the fence changed under WATCH
     if (exec->type == REDIS_REPLY_ERROR) {
       why = "the server refused the commands of '" + id + "': " + (queueError.empty() ? "" : queueError + "; ") +
             std::string(replyText(exec.get()));

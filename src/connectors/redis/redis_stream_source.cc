@@ -314,7 +314,7 @@ struct RedisStreamReader::Fetcher {
         if (!connection_ && !connect()) continue;
         if (!resolve()) continue;
         fetch();
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {  // none may leave the thread: the subtask fails with it
         {
           std::lock_guard lock(mutex_);
           fatal_ = e.what();

@@ -77,7 +77,10 @@ class PostgresWriter : public ProcessingTimeCallback {
   // constraint, a type) throws weir::Error naming the record and the reason; a lost
   // connection is tried again as JdbcExecutionOptions say.
   void flush(bool endOfInput);
-  // EXACTLY_ONCE: PREPARE TRANSACTION of what was written since the last call.
+  // EXACTLY_ONCE: PREPARE TRANSACTION of what was written since the last call. While the
+  // transaction prepared before is not committed yet (its checkpoint was aborted), the
+  // rows stay held back and go into the checkpoint instead (snapshotState), but at the
+  // end of the input.
   std::vector<PostgresCommittable> prepareCommit();
   // Restores the last checkpoint id; EXACTLY_ONCE: rolls back the prepared transactions
   // of this subtask's share of the prefix that no completed checkpoint covers.
@@ -107,10 +110,14 @@ class PostgresWriter : public ProcessingTimeCallback {
   std::unique_ptr<Batch> batch_;
   bool inTransaction_ = false;    // EXACTLY_ONCE: BEGIN sent, not prepared yet
   int64_t uncommitted_ = 0;       // EXACTLY_ONCE: the last number prepared and not yet committed; 0 if none
+  bool endOfInput_ = false;
   bool timerSet_ = false;
   int64_t written_ = 0;           // records this subtask sent, for messages
   int64_t lastCheckpoint_ = 0;
   ListState<std::string>* state_ = nullptr;
+  // EXACTLY_ONCE: the rows held back at a barrier that came before the last prepared
+  // transaction was committed (a checkpoint aborted), kept in the checkpoint instead.
+  ListState<std::string>* heldRows_ = nullptr;
   Counter bytesOut_;
   Counter sendErrors_;
   Counter transactionsAborted_;
@@ -126,8 +133,10 @@ struct PostgresPreparedTransaction {
   std::string database;
   std::string owner;
   std::string prepared;  // when, as the server prints it
+  bool inThisDatabase = true;  // the connection's: only there can it be committed or rolled back
 };
-// The prepared transactions on the server whose ids start with `prefix` (all when empty).
+// The prepared transactions on the server whose ids start with `prefix` (all when empty),
+// in every database.
 // Throws weir::Error naming the server and the reason.
 std::vector<PostgresPreparedTransaction> findPostgresTransactions(const std::string& connectionString,
                                                                   const std::string& prefix);

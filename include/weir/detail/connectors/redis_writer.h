@@ -25,7 +25,7 @@ namespace weir {
 // when the checkpoint completes.
 struct RedisCommittable {
   int32_t subtask = 0;   // the writer's index when it prepared them: whose fence key guards them
-  int64_t number = 0;    // one past that writer's last checkpoint; the fence holds the last applied
+  int64_t number = 0;    // one past that writer's last checkpoint; the fence holds those applied
   int64_t records = 0;
   int64_t commandCount = 0;
   std::string commands;  // encoded: per command its argument count, then each argument's length and bytes
@@ -76,9 +76,9 @@ class RedisWriter {
   // connection is tried again, resending what was not acknowledged.
   void flush(bool endOfInput);
   std::vector<RedisCommittable> prepareCommit();
-  // EXACTLY_ONCE: lowers the fences of the subtask indexes this subtask stands for to the
-  // restored checkpoint (removes them when starting afresh), so that what the job
-  // writes again from there is applied.
+  // EXACTLY_ONCE: the fences of the subtask indexes this subtask stands for forget the
+  // numbers above the restored checkpoint (are removed when starting afresh), so that
+  // what the job writes again from there is applied.
   void initializeState(FunctionInitializationContext& context);
   void snapshotState(const FunctionSnapshotContext& context);
   void close();
