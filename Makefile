@@ -2,12 +2,13 @@
 #   make run     set up, build, and run the demo job
 #   make test    set up, build, and run every test
 #   make bench   build and run the benchmarks (make bench ONLY=chain,keyed_sum)
+#   make chaos   the full chaos suite (tests/chaos/): at least 100 faults, a JSON line per scenario
 
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup build run test tsan bench clean
+.PHONY: all setup build run test tsan bench chaos clean
 
 all: build
 
@@ -37,6 +38,9 @@ tsan: setup
 bench: setup $(BUILD)/build.ninja
 	@ninja -C $(BUILD) weir_bench
 	$(BUILD)/bench/weir_bench $(if $(ONLY),--only $(ONLY))
+
+chaos: build
+	$(BUILD)/tests/weir_chaos
 
 clean:
 	rm -rf $(BUILD)

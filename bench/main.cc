@@ -23,6 +23,7 @@
 #include "sink_bench.h"
 #include "nexmark/driver.h"
 #include "postgres_bench.h"
+#include "redis_bench.h"
 #include "state_bench.h"
 #include "weir/detail/runtime/channel.h"
 #include "weir/weir.h"
@@ -516,6 +517,7 @@ int main(int argc, char** argv) {
       {"json_decode", [] { jsonDecode(gRuns); }}, {"csv_decode", [] { csvDecode(gRuns); }}, {"rescale", [] { rescale(gRuns); }}, {"savepoint", [] { savepoint(gRuns); }}, {"alignment", [] { alignment(gRuns); }},
       {"kafka_pipeline", [] { kafkaPipeline(gRuns); }},
       {"postgres_sink", [] { postgresSink(gRuns); }},
+      {"redis_pipeline", [] { redisPipeline(gRuns); }},
       {"nexmark", [] {
          weir::nexmark::DriverOptions options;
          options.runs = std::min(gRuns, 3);  // 16 figures of 10 M events each: keep make bench short

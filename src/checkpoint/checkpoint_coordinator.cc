@@ -326,12 +326,12 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   try {
     WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::BeforeMetadataWritten", &id);
     writeMetadata(folder, metadata, *fileSystem_);
-    WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::AfterMetadataWritten", &id);
+    WEIR_COLD_SYNC_POINT_CALLBACK("CheckpointCoordinator::AfterMetadataWritten", &id);
     if (!savepoint) {
       // Complete from here: `--restore latest` finds it.
       store_.write(after);
       recorded = true;
-      WEIR_SYNC_POINT_CALLBACK("CheckpointCoordinator::AfterCompletionRecorded", &id);
+      WEIR_COLD_SYNC_POINT_CALLBACK("CheckpointCoordinator::AfterCompletionRecorded", &id);
     }
   } catch (const std::exception& e) {
     error = e.what();

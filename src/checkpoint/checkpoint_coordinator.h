@@ -11,7 +11,8 @@
 //   CheckpointCoordinator::BeforeMetadataWritten  every subtask's files are written
 //   CheckpointCoordinator::AfterMetadataWritten   _metadata is durable; a callback that
 //                                                 throws fails the checkpoint as a failed
-//                                                 write would
+//                                                 write would (cold: in every build)
+//   CheckpointCoordinator::AfterCompletionRecorded  `--restore latest` finds it (cold)
 //   CheckpointCoordinator::BeforeNotifyComplete   the checkpoint is complete; the subtasks
 //                                                 are told next (sinks commit)
 #pragma once

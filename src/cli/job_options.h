@@ -54,5 +54,6 @@ Example wordCountExample();
 Example clickCountExample();
 Example kafkaWordCountExample();
 Example kafkaWindowCountExample();
+Example redisClickCountExample();
 
 }  // namespace weir::cli

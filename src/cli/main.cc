@@ -2,9 +2,13 @@
 //
 // Exit codes: 0 success, 1 the job failed while running, 2 bad command line or a job
 // that cannot start (bad option, missing input). Errors are one line on stderr.
-#include <cstdio>
 #include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <filesystem>
 #include <string>
 
@@ -13,6 +17,7 @@
 #include "cli/interrupt.h"
 #include "cli/rest_commands.h"
 #include "cli/transaction_commands.h"
+#include "core/sync_point.h"
 #include "weir/job_client.h"
 #include "weir/key_group.h"
 
@@ -33,7 +38,8 @@ std::string names(const std::vector<weir::cli::Example>& examples) {
 
 int run(int argc, char** argv) {
   std::vector<weir::cli::Example> examples{weir::cli::wordCountExample(), weir::cli::clickCountExample(),
-                                           weir::cli::kafkaWordCountExample(), weir::cli::kafkaWindowCountExample()};
+                                           weir::cli::kafkaWordCountExample(), weir::cli::kafkaWindowCountExample(),
+                                           weir::cli::redisClickCountExample()};
 
   // Unknown commands and examples get a message that lists the known ones.
   const std::vector<std::string> commands{"run",       "list",       "status",      "cancel",
@@ -189,8 +195,8 @@ int run(int argc, char** argv) {
   auto addPostgres = [&](CLI::App* command) {
     command->add_option("--postgres", transactionsPostgres,
                         "A PostgreSQL server, as libpq's connection string: its prepared transactions");
-    command->add_option("--prefix", transactionsPrefix, "Only the transactions whose ids start with it (a sink's "
-                                                        "setTransactionIdPrefix)");
+    command->add_option("--prefix", transactionsPrefix,
+                        "Only the transactions of this sink prefix (setTransactionIdPrefix): <prefix>-<subtask>-<n>");
   };
   addPostgres(listTransactions);
   listTransactions->callback([&] {
@@ -296,8 +302,30 @@ int run(int argc, char** argv) {
 
 }  // namespace
 
+// WEIR_CRASH_AT="<sync point>[@<n>]": the process kills itself with SIGKILL the n-th time
+// (default 1) it passes that cold sync point (core/sync_point.h), as a machine that dies
+// there would. For crash tests (tests/chaos/): unset, it costs nothing.
+void crashAtSyncPointIfAsked() {
+  const char* spec = std::getenv("WEIR_CRASH_AT");
+  if (spec == nullptr || *spec == '\0') return;
+  std::string point = spec;
+  int hit = 1;
+  if (const size_t at = point.find('@'); at != std::string::npos) {
+    hit = std::max(1, std::atoi(point.c_str() + at + 1));
+    point.resize(at);
+  }
+  auto hits = std::make_shared<std::atomic<int>>(0);
+  weir::core::SyncPoints::instance().setCallback(point, [hits, hit, point](void*) {
+    if (hits->fetch_add(1) + 1 != hit) return;
+    std::fprintf(stderr, "weir: WEIR_CRASH_AT: killing the process at %s (pass %d)\n", point.c_str(), hit);
+    std::fflush(stderr);
+    ::raise(SIGKILL);
+  });
+}
+
 int main(int argc, char** argv) {
   weir::cli::installInterruptHandler();
+  crashAtSyncPointIfAsked();
   try {
     int code = run(argc, argv);
     return weir::cli::interrupted() ? 130 : code;

@@ -6,6 +6,7 @@
 #include <netinet/in.h>
 #include <pwd.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -52,20 +53,45 @@ std::string findBinDir() {
 
 bool root() { return ::geteuid() == 0; }
 
-// Execs `command` (in a child), as the postgres user when we are root: becoming it here,
-// not through runuser, keeps the server's pid the one a test signals.
-[[noreturn]] void execAs(std::vector<std::string> command) {
-  if (root()) {
-    passwd* pw = ::getpwnam("postgres");
-    if (pw == nullptr || ::initgroups("postgres", pw->pw_gid) != 0 || ::setgid(pw->pw_gid) != 0 ||
-        ::setuid(pw->pw_uid) != 0)
-      ::_exit(126);
-  }
-  std::vector<char*> args;
-  for (auto& a : command) args.push_back(a.data());
-  args.push_back(nullptr);
-  ::execv(args[0], args.data());
+// The user the server runs as: postgres when we are root (it refuses to run as root),
+// else ourselves. Looked up before any fork: a child of a process with threads may only
+// make async-signal-safe calls.
+struct RunAs {
+  bool change = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  // Linux sends the parent-death signal when the forking *thread* ends: only a fork from
+  // the main thread, which lives as long as the process, may ask for it.
+  bool dieWithParent = false;
+};
+RunAs runAs() {
+  RunAs r;
+  r.dieWithParent = ::gettid() == ::getpid();
+  if (!root()) return r;
+  passwd* pw = ::getpwnam("postgres");
+  if (pw == nullptr) throw std::runtime_error("no postgres user: run scripts/setup");
+  r.change = true;
+  r.uid = pw->pw_uid;
+  r.gid = pw->pw_gid;
+  return r;
+}
+
+// Execs `command` in a child, as `as`, with SIGKILL when the test process dies (so that
+// a test killed by a timeout leaves no server behind; see RunAs). Becoming the user here, not
+// through runuser, keeps the server's pid the one a test signals.
+[[noreturn]] void execAs(const RunAs& as, char* const* argv) {
+  if (as.change && (::setgroups(1, &as.gid) != 0 || ::setgid(as.gid) != 0 || ::setuid(as.uid) != 0)) ::_exit(126);
+  if (as.dieWithParent) ::prctl(PR_SET_PDEATHSIG, SIGKILL);  // after setuid, which clears it
+  ::execv(argv[0], argv);
   ::_exit(127);
+}
+
+// `command` as execv takes it (pointing into `command`), made before the fork.
+std::vector<char*> argvOf(std::vector<std::string>& command) {
+  std::vector<char*> argv;
+  for (auto& a : command) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  return argv;
 }
 
 }  // namespace
@@ -77,12 +103,10 @@ PostgresServer::PostgresServer(Options options) : options_(options), binDir_(fin
   fs::permissions(root_, fs::perms::owner_all | fs::perms::group_read | fs::perms::group_exec |
                              fs::perms::others_read | fs::perms::others_exec);
   { std::ofstream(root_ / "password") << "secret\n"; }
-  if (root()) {
-    passwd* pw = ::getpwnam("postgres");
-    if (pw == nullptr) throw std::runtime_error("no postgres user: run scripts/setup");
+  const RunAs as = runAs();
+  if (as.change)
     for (const auto& p : {root_, root_ / "password"})
-      if (::chown(p.c_str(), pw->pw_uid, pw->pw_gid) != 0) throw std::runtime_error("cannot chown " + p.string());
-  }
+      if (::chown(p.c_str(), as.uid, as.gid) != 0) throw std::runtime_error("cannot chown " + p.string());
   run({binDir_ + "/initdb", "-D", (root_ / "data").string(), "-U", "weir", "--pwfile=" + (root_ / "password").string(),
        "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync", "--no-instructions"});
   port_ = freePort();
@@ -103,12 +127,16 @@ std::string PostgresServer::connectionString(const std::string& database) const 
 }
 
 void PostgresServer::run(const std::vector<std::string>& command) const {
+  const RunAs as = runAs();
+  const std::string logPath = (root_ / "setup.log").string();
+  std::vector<std::string> args = command;
+  const std::vector<char*> argv = argvOf(args);
   const pid_t pid = ::fork();
   if (pid == 0) {
-    const int log = ::open((root_ / "setup.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int log = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(log, 1);
     ::dup2(log, 2);
-    execAs(command);
+    execAs(as, argv.data());
   }
   int status = 0;
   ::waitpid(pid, &status, 0);
@@ -120,16 +148,21 @@ void PostgresServer::run(const std::vector<std::string>& command) const {
 }
 
 void PostgresServer::start() {
+  const RunAs as = runAs();
+  const std::string logPath = (root_ / "server.log").string();
+  std::vector<std::string> command{binDir_ + "/postgres", "-D", (root_ / "data").string(), "-p", std::to_string(port_),
+                                   "-k", root_.string(), "-c", "listen_addresses=127.0.0.1", "-c",
+                                   "max_prepared_transactions=" + std::to_string(options_.maxPreparedTransactions),
+                                   "-c", std::string("fsync=") + (options_.durable ? "on" : "off"), "-c",
+                                   "max_connections=60"};
+  const std::vector<char*> argv = argvOf(command);
   const pid_t pid = ::fork();
   if (pid == 0) {
     ::setpgid(0, 0);  // its own group: kill9() reaches every backend
-    const int log = ::open((root_ / "server.log").c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    const int log = ::open(logPath.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
     ::dup2(log, 1);
     ::dup2(log, 2);
-    execAs({binDir_ + "/postgres", "-D", (root_ / "data").string(), "-p", std::to_string(port_), "-k", root_.string(),
-            "-c", "listen_addresses=127.0.0.1", "-c",
-            "max_prepared_transactions=" + std::to_string(options_.maxPreparedTransactions), "-c",
-            std::string("fsync=") + (options_.durable ? "on" : "off"), "-c", "max_connections=60"});
+    execAs(as, argv.data());
   }
   pid_ = pid;
   const std::string ping = "host=127.0.0.1 port=" + std::to_string(port_) + " dbname=postgres connect_timeout=2";

@@ -17,9 +17,9 @@
 namespace weir::test {
 
 // Runs `weir args` with stdout appended to `out` and stderr to `err` (in folder `cwd`
-// when given); returns its pid.
+// when given, with `environment`'s "NAME=value ..." set when given); returns its pid.
 inline pid_t spawnWeir(const std::string& args, const std::filesystem::path& out, const std::filesystem::path& err,
-                       const std::filesystem::path& cwd = {}) {
+                       const std::filesystem::path& cwd = {}, const std::string& environment = {}) {
   pid_t pid = ::fork();
   if (pid == 0) {
     int fd = ::open(out.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
@@ -27,7 +27,7 @@ inline pid_t spawnWeir(const std::string& args, const std::filesystem::path& out
     int errFd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     ::dup2(errFd, 2);
     // exec: the shell becomes weir, so the pid is weir's.
-    std::string command = "exec " + std::string(WEIR_BINARY) + " " + args;
+    std::string command = environment + " exec " + std::string(WEIR_BINARY) + " " + args;
     if (!cwd.empty()) command = "cd '" + cwd.string() + "' && " + command;
     ::execl("/bin/sh", "sh", "-c", command.c_str(), static_cast<char*>(nullptr));
     ::_exit(127);
@@ -54,17 +54,28 @@ inline Ran runWeir(const std::string& args, const std::filesystem::path& dir) {
   return r;
 }
 
-// How many checkpoints the record of a job under `checkpointDir` lists as completed
-// (its completed-checkpoints file: a magic line, a line per checkpoint, a checksum line).
+// The checkpoints a job folder's completed-checkpoints file lists (a magic line, a line
+// per checkpoint, a checksum line); 0 when it has none.
+inline size_t listedIn(const std::filesystem::path& jobFolder) {
+  std::ifstream in(jobFolder / "completed-checkpoints");
+  std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
+  return lines >= 2 ? lines - 2 : 0;
+}
+
+// Calls `f` with each job folder directly under `checkpointDir`, while a running job may
+// be removing its old checkpoints (no deeper look, no error when one goes).
+template <class F>
+void forEachJobFolder(const std::filesystem::path& checkpointDir, F f) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(checkpointDir, ec), end; !ec && it != end; it.increment(ec))
+    f(it->path());
+}
+
+// How many checkpoints the record of a job under `checkpointDir` lists as completed.
 inline size_t recordedCheckpoints(const std::filesystem::path& checkpointDir) {
   size_t most = 0;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(checkpointDir)) {
-    if (e.path().filename() != "completed-checkpoints") continue;
-    std::ifstream in(e.path());
-    std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-    size_t lines = static_cast<size_t>(std::count(text.begin(), text.end(), '\n'));
-    if (lines >= 2) most = std::max(most, lines - 2);
-  }
+  forEachJobFolder(checkpointDir, [&](const std::filesystem::path& job) { most = std::max(most, listedIn(job)); });
   return most;
 }
 
@@ -72,8 +83,7 @@ inline size_t recordedCheckpoints(const std::filesystem::path& checkpointDir) {
 // folder of its own).
 inline size_t completedByAllRuns(const std::filesystem::path& checkpointDir) {
   size_t total = 0;
-  for (const auto& e : std::filesystem::recursive_directory_iterator(checkpointDir))
-    if (e.path().filename() == "completed-checkpoints") total += recordedCheckpoints(e.path().parent_path());
+  forEachJobFolder(checkpointDir, [&](const std::filesystem::path& job) { total += listedIn(job); });
   return total;
 }
 

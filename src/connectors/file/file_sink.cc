@@ -301,7 +301,7 @@ std::vector<FileSinkCommittable> FileSinkBuckets::prepareCommit(bool endOfInput)
     }
   }
   syncNames();
-  WEIR_SYNC_POINT("FileSink::AfterPrepareCommit");
+  WEIR_COLD_SYNC_POINT_CALLBACK("FileSink::AfterPrepareCommit", nullptr);
   return std::exchange(rolled_, {});
 }
 
