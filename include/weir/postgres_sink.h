@@ -79,6 +79,20 @@ class PostgresSink final : public TwoPhaseCommittingSink<T, PostgresCommittable>
       config_.transactionIdPrefix = std::move(prefix);
       return *this;
     }
+    // What a record the server refuses for good (a constraint, a value of the wrong type)
+    // does: FAIL the job naming it (default), SKIP it (counted in numRecordsSendErrors,
+    // and one line on stderr), or DEAD_LETTER: a row in setDeadLetterTable's table,
+    // written with the batch (in the same transaction when EXACTLY_ONCE).
+    Builder& setBadRecordPolicy(BadRecordPolicy policy) {
+      config_.badRecordPolicy = policy;
+      return *this;
+    }
+    // DEAD_LETTER: a table with columns sink text, record bigint, parameters text,
+    // reason text. Required then.
+    Builder& setDeadLetterTable(std::string table) {
+      config_.deadLetterTable = std::move(table);
+      return *this;
+    }
     // Throws weir::Error (kInvalidArgument) naming what is missing or wrong.
     PostgresSink build() const {
       if (!builder_) throw Error(ErrorCode::kInvalidArgument, "postgres sink: setStatementBuilder(...) is required");

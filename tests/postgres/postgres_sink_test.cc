@@ -451,6 +451,52 @@ TEST(PostgresSink, BadInputIsAOneLineErrorNamingTheServerAndTheReason) {
             "jdbc execution options: batch size must be at least 1, not 0");
 }
 
+// A record the server refuses for good, by policy: skipped and counted, or written to a
+// dead-letter table (in the checkpoint's transaction when exactly once); the others go on.
+TEST(PostgresSink, ARefusedRecordIsSkippedOrWrittenToTheDeadLetterTable) {
+  constexpr int64_t kRecords = 200;
+  std::vector<std::string> good, bad;  // brute force: ids the CHECK lets in, and those it refuses
+  for (int64_t n = 0; n < kRecords; ++n) (n % 7 == 3 ? bad : good).push_back(std::to_string(n));
+  auto ids = [](const std::string& query) {
+    std::vector<std::string> out;
+    for (auto& row : server().sql(query)) out.push_back(row[0]);
+    return out;
+  };
+  for (DeliveryGuarantee guarantee : {DeliveryGuarantee::AT_LEAST_ONCE, DeliveryGuarantee::EXACTLY_ONCE}) {
+    const bool once = guarantee == DeliveryGuarantee::EXACTLY_ONCE;
+    server().sql("DROP TABLE IF EXISTS policed; CREATE TABLE policed (id bigint, v bigint, CHECK (id % 7 <> 3)); "
+                 "DROP TABLE IF EXISTS dead_letters; "
+                 "CREATE TABLE dead_letters (sink text, record bigint, parameters text, reason text)");
+    StreamExecutionEnvironment env;
+    env.setRestartStrategy(RestartStrategy::noRestart());
+    if (once) env.enableCheckpointing(50ms);
+    sequence(env, kRecords)
+        .sinkTo(insertInto("policed")
+                    .setDeliveryGuarantee(guarantee)
+                    .setTransactionIdPrefix("policed")
+                    .setExecutionOptions(JdbcExecutionOptions::builder().withBatchSize(50).build())
+                    .setBadRecordPolicy(once ? BadRecordPolicy::DEAD_LETTER : BadRecordPolicy::SKIP)
+                    .setDeadLetterTable("dead_letters")
+                    .build());
+    EXPECT_EQ(env.execute("policed").status, JobStatus::FINISHED);
+    EXPECT_EQ(ids("SELECT id::text FROM policed ORDER BY policed.id"), good);
+    if (once) {
+      EXPECT_EQ(ids("SELECT substring(parameters from '^\\$1=''([0-9]+)''') FROM dead_letters ORDER BY record"), bad);
+      EXPECT_EQ(count("SELECT count(*) FROM dead_letters WHERE reason LIKE 'new row for relation \"policed\" violates "
+                      "check constraint%(SQLSTATE 23514)' AND sink = 'Sink (1/1)'"),
+                static_cast<int64_t>(bad.size()));
+    } else {
+      EXPECT_EQ(count("SELECT count(*) FROM dead_letters"), 0);
+    }
+  }
+  EXPECT_EQ(errorOf([] { insertInto("policed").setBadRecordPolicy(BadRecordPolicy::DEAD_LETTER).build(); }),
+            "postgres sink: DEAD_LETTER needs setDeadLetterTable(...)");
+  EXPECT_EQ(executeError(insertInto("policed").setBadRecordPolicy(BadRecordPolicy::DEAD_LETTER).setDeadLetterTable("nope").build()),
+            "postgres sink (127.0.0.1:" + std::to_string(server().port()) +
+                "/postgres): the dead-letter table 'nope' cannot take rows: relation \"nope\" does not exist (SQLSTATE "
+                "42P01)");
+}
+
 TEST(PostgresSink, ExactlyOnceIsRefusedByAServerWithoutPreparedTransactions) {
   PostgresServer plain(PostgresServer::Options{.maxPreparedTransactions = 0});
   plain.sql("CREATE TABLE t (id bigint, v bigint)");

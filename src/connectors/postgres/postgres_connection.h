@@ -44,6 +44,14 @@ struct PostgresRows {
     nulls.clear();
     bytes = 0;
   }
+  // Removes row `row`; the rows after it move up.
+  void erase(size_t row) {
+    const auto first = static_cast<std::ptrdiff_t>(row * static_cast<size_t>(width));
+    for (int i = 0; i < width; ++i) bytes -= values[static_cast<size_t>(first) + static_cast<size_t>(i)].size();
+    values.erase(values.begin() + first, values.begin() + first + width);
+    nulls.erase(nulls.begin() + first, nulls.begin() + first + width);
+    --rows;
+  }
 };
 
 class PostgresConnection {

@@ -138,6 +138,13 @@ void PostgresSinkConfig::validate() {
   }
   PQconninfoFree(options);
   if (sql.empty()) throw invalid("setSql(...) is required");
+  if (badRecordPolicy == BadRecordPolicy::DEAD_LETTER &&
+      (deadLetterTable.empty() || !std::all_of(deadLetterTable.begin(), deadLetterTable.end(), [](char c) {
+        return std::isalnum(static_cast<unsigned char>(c)) || c == '_' || c == '.';
+      })))
+    throw invalid(deadLetterTable.empty() ? "DEAD_LETTER needs setDeadLetterTable(...)"
+                                          : "the dead-letter table '" + deadLetterTable +
+                                                "' must be a name of letters, digits, '_' and '.'");
   if (guarantee == DeliveryGuarantee::EXACTLY_ONCE && !validPrefix(transactionIdPrefix))
     throw invalid(transactionIdPrefix.empty()
                       ? "EXACTLY_ONCE needs setTransactionIdPrefix(...): the prepared transactions are named from it"
@@ -203,13 +210,27 @@ void PostgresSinkConfig::checkSettings(const CheckpointConfig& checkpoints) cons
   } catch (const PostgresException& e) {
     throw refuse("cannot prepare '" + sql + "': " + describe(e.failure));
   }
+  if (badRecordPolicy == BadRecordPolicy::DEAD_LETTER) {
+    try {
+      open(*this)->run("SELECT sink, record, parameters, reason FROM " + deadLetterTable + " LIMIT 0");
+    } catch (const PostgresException& e) {
+      throw refuse("the dead-letter table '" + deadLetterTable + "' cannot take rows: " + describe(e.failure));
+    }
+  }
 }
 
 // ---- the writer
 
 struct PostgresWriter::Batch {
   PostgresRows rows;
-  int64_t firstRecord = 0;  // the number of the batch's first record among those this subtask wrote
+  std::vector<int64_t> numbers;  // each row's record: its number among those this subtask took
+  // DEAD_LETTER: the rows refused since the batch was last sent, as INSERT statements.
+  std::vector<std::string> deadLetters;
+
+  void clear() {
+    rows.clear();
+    numbers.clear();
+  }
 };
 
 PostgresWriter::PostgresWriter(std::shared_ptr<const PostgresSinkConfig> config, RuntimeContext& context)
@@ -244,9 +265,9 @@ void PostgresWriter::add() {
   if (const int unset = statement_.firstUnset())
     throw Error(ErrorCode::kInvalidArgument, config_->who() + ": the statement builder left parameter $" +
                                                  std::to_string(unset) + " unset for record " +
-                                                 std::to_string(written_ + batch_->rows.rows + 1));
+                                                 std::to_string(taken_ + 1));
   PostgresRows& rows = batch_->rows;
-  if (rows.rows == 0) batch_->firstRecord = written_;
+  batch_->numbers.push_back(++taken_);
   for (int i = 1; i <= rows.width; ++i) {
     const std::string* value = statement_.value(i);
     rows.nulls.push_back(value == nullptr);
@@ -286,14 +307,20 @@ void PostgresWriter::send() {
         connection_->run("BEGIN");
         inTransaction_ = true;
       }
+      // Inside a transaction a refused row aborts it: a savepoint lets the rest go on.
+      const bool savepoint = exactlyOnce && config_->badRecordPolicy != BadRecordPolicy::FAIL;
+      if (savepoint) connection_->run("SAVEPOINT weir_batch");
       auto refused = connection_->executeBatch(rows);
-      if (!refused) break;
+      if (!refused) {
+        for (const std::string& insert : batch_->deadLetters) connection_->run(insert);
+        batch_->deadLetters.clear();
+        break;
+      }
       if (!refused->second.transient()) {
-        sendErrors_.inc();
-        throw Error(ErrorCode::kIo, config_->who() + ": record " +
-                                        std::to_string(batch_->firstRecord + static_cast<int64_t>(refused->first) + 1) +
-                                        " of " + name_ + " " + rowText(rows, refused->first) +
-                                        " was refused: " + describe(refused->second));
+        if (savepoint) connection_->run("ROLLBACK TO SAVEPOINT weir_batch");
+        refuse(refused->first, refused->second);
+        --attempt;  // not a retry: the batch without the row
+        continue;
       }
       failure = refused->second;
     } catch (const PostgresException& e) {
@@ -313,8 +340,36 @@ void PostgresWriter::send() {
     std::this_thread::sleep_for(config_->retryBackoff * (attempt + 1));
   }
   bytesOut_.inc(rows.bytes);
-  written_ += static_cast<int64_t>(rows.rows);
-  rows.clear();
+  batch_->clear();
+}
+
+void PostgresWriter::refuse(size_t row, const PostgresFailure& why) {
+  PostgresRows& rows = batch_->rows;
+  const std::string what = config_->who() + ": record " + std::to_string(batch_->numbers[row]) + " of " + name_ +
+                           " " + rowText(rows, row) + " was refused: " + describe(why);
+  sendErrors_.inc();
+  switch (config_->badRecordPolicy) {
+    case BadRecordPolicy::FAIL:
+      throw Error(ErrorCode::kIo, what);
+    case BadRecordPolicy::SKIP:
+      std::fprintf(stderr, "weir: %s; skipped\n", what.c_str());
+      break;
+    case BadRecordPolicy::DEAD_LETTER: {
+      std::string parameters;
+      for (int i = 0; i < rows.width; ++i) {
+        const size_t at = row * static_cast<size_t>(rows.width) + static_cast<size_t>(i);
+        parameters += (i ? ", $" : "$") + std::to_string(i + 1) + "=" + (rows.nulls[at] ? "NULL" : literal(rows.values[at]));
+      }
+      batch_->deadLetters.push_back("INSERT INTO " + config_->deadLetterTable +
+                                    " (sink, record, parameters, reason) VALUES (" + literal(name_) + ", " +
+                                    std::to_string(batch_->numbers[row]) + ", " + literal(parameters) + ", " +
+                                    literal(describe(why)) + ")");
+      std::fprintf(stderr, "weir: %s; written to %s\n", what.c_str(), config_->deadLetterTable.c_str());
+      break;
+    }
+  }
+  rows.erase(row);
+  batch_->numbers.erase(batch_->numbers.begin() + static_cast<std::ptrdiff_t>(row));
 }
 
 void PostgresWriter::flush(bool endOfInput) {
@@ -359,7 +414,10 @@ void PostgresWriter::initializeState(FunctionInitializationContext& context) {
   int64_t restored = 0;
   for (const std::string& entry : state_->get()) restored = std::max<int64_t>(restored, std::atoll(entry.c_str()));
   lastCheckpoint_ = restored;
-  for (const std::string& row : heldRows_->get()) decodeRow(row, batch_->rows);
+  for (const std::string& row : heldRows_->get()) {
+    decodeRow(row, batch_->rows);
+    batch_->numbers.push_back(++taken_);
+  }
   if (config_->guarantee == DeliveryGuarantee::EXACTLY_ONCE) rollBackLingering(restored);
 }
 

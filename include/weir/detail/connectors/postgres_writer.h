@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "weir/bad_record.h"
 #include "weir/checkpoint_config.h"
 #include "weir/checkpointed_function.h"
 #include "weir/committer.h"
@@ -42,6 +43,10 @@ struct PostgresSinkConfig {
   JdbcExecutionOptions execution;
   DeliveryGuarantee guarantee = DeliveryGuarantee::AT_LEAST_ONCE;
   std::string transactionIdPrefix;  // EXACTLY_ONCE
+  // A record the server refuses for good (a constraint, a type): FAIL the job, SKIP it
+  // (counted), or DEAD_LETTER: write it to deadLetterTable, in the same transaction.
+  BadRecordPolicy badRecordPolicy = BadRecordPolicy::FAIL;
+  std::string deadLetterTable;  // (sink text, record bigint, parameters text, reason text)
   std::chrono::seconds connectTimeout{10};
   // The first wait before a retry; the n-th waits n times as long (Flink waits 1 s × n).
   std::chrono::milliseconds retryBackoff{1000};
@@ -60,6 +65,7 @@ struct PostgresSinkConfig {
 
 // One libpq connection with the statement prepared (postgres_sink.cc).
 class PostgresConnection;
+struct PostgresFailure;
 
 // The writer side of one PostgresSink subtask, fed bound statements.
 class PostgresWriter : public ProcessingTimeCallback {
@@ -97,6 +103,9 @@ class PostgresWriter : public ProcessingTimeCallback {
  private:
   struct Batch;
   void send();
+  // A record the server refused for good: fails the job, or (SKIP, DEAD_LETTER) takes it
+  // out of the batch, which is then sent again.
+  void refuse(size_t row, const PostgresFailure& why);
   void connect();
   void rollBackLingering(int64_t restoredCheckpoint);
 
@@ -112,7 +121,7 @@ class PostgresWriter : public ProcessingTimeCallback {
   int64_t uncommitted_ = 0;       // EXACTLY_ONCE: the last number prepared and not yet committed; 0 if none
   bool endOfInput_ = false;
   bool timerSet_ = false;
-  int64_t written_ = 0;           // records this subtask sent, for messages
+  int64_t taken_ = 0;             // records this subtask took, for messages
   int64_t lastCheckpoint_ = 0;
   ListState<std::string>* state_ = nullptr;
   // EXACTLY_ONCE: the rows held back at a barrier that came before the last prepared
