@@ -2,13 +2,16 @@
 #   make run     set up, build, and run the demo job
 #   make test    set up, build, and run every test
 #   make bench   build and run the benchmarks (make bench ONLY=chain,keyed_sum)
+#   make install PREFIX=P   install the library, headers, CMake and pkg-config files, and weir
 #   make chaos   the full chaos suite (tests/chaos/): at least 100 faults, a JSON line per scenario
 
 BUILD ?= build
 JOBS ?= $(shell nproc)
 CMAKE_FLAGS ?= -DCMAKE_BUILD_TYPE=Release
 
-.PHONY: all setup build run test tsan bench chaos clean
+.PHONY: all setup build run test tsan bench chaos install clean
+
+PREFIX ?= /usr/local
 
 all: build
 
@@ -38,6 +41,9 @@ tsan: setup
 bench: setup $(BUILD)/build.ninja
 	@ninja -C $(BUILD) weir_bench
 	$(BUILD)/bench/weir_bench $(if $(ONLY),--only $(ONLY))
+
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 chaos: build
 	$(BUILD)/tests/weir_chaos

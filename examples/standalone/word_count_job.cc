@@ -1,0 +1,41 @@
+// A job in a project of its own (examples/standalone/CMakeLists.txt): the final count of
+// each word of a text file, printed as "word count" lines, in event order per word.
+//   word_count_job input.txt
+#include <weir/weir.h>
+
+#include <cctype>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+using namespace weir;
+
+using WordCount = std::pair<std::string, long>;
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: word_count_job <text file>\n");
+    return 2;
+  }
+  try {
+    StreamExecutionEnvironment env;
+    env.setParallelism(2);
+    env.fromSource(FileSource<std::string>::forRecordStreamFormat(TextLineInputFormat(), argv[1]).build(),
+                   WatermarkStrategy<std::string>::noWatermarks(), "lines")
+        .flatMap<WordCount>([](const std::string& line, Collector<WordCount>& out) {
+          std::string word;
+          for (char c : line + " ") {
+            if (std::isalnum(static_cast<unsigned char>(c))) word += static_cast<char>(std::tolower(c));
+            else if (!word.empty()) out.collect({std::exchange(word, {}), 1});
+          }
+        })
+        .keyBy([](const WordCount& w) { return w.first; })
+        .sum(&WordCount::second)
+        .print();
+    env.execute("word count job");
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "word_count_job: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
