@@ -63,7 +63,9 @@ struct Scenario {
   int proxyFaults = 0;                    // connections cut or slowed under a run
   int64_t windowMs = 1000;
   int batchSize = 0;                      // the sink's; 0: its default
-  int maxKillDelayMs = 60;                // a kill comes this long at most after a checkpoint
+  int minKillDelayMs = 0;                 // a kill comes this long after a checkpoint, at least
+  int maxKillDelayMs = 60;                // and at most
+  int checkpointIntervalMs = 100;
 };
 
 // (user, window start) -> clicks.
@@ -217,7 +219,8 @@ class Chaos {
            " user=weir password=secret dbname=postgres' --table " + s.name + (s.exactlyOnce ? "" : " --plain-inserts");
     if (s.sink == "file") a += " --output " + (dir / "out").string();
     // Every checkpoint retained: its record then counts each one (untilACheckpoint).
-    return a + " --checkpoint-interval 100 --retained-checkpoints 100000 --checkpoint-dir " + (dir / "checkpoints").string() +
+    return a + " --checkpoint-interval " + std::to_string(s.checkpointIntervalMs) +
+           " --retained-checkpoints 100000 --checkpoint-dir " + (dir / "checkpoints").string() +
            " --restore latest --restart-strategy fixed-delay:1000:200";
   }
 
@@ -283,7 +286,7 @@ class Chaos {
     }
     if (fault == "kill") {
       std::this_thread::sleep_for(
-          std::chrono::milliseconds(std::uniform_int_distribution<int>(0, s.maxKillDelayMs)(rng_)));
+          std::chrono::milliseconds(std::uniform_int_distribution<int>(s.minKillDelayMs, s.maxKillDelayMs)(rng_)));
     } else {
       if (fault == "restart") {
         // Both servers away for a second under the running job, which rides it out or
@@ -418,10 +421,10 @@ std::vector<Scenario> scenarios(bool full) {
       {"redis_kill9", "redis", true, full ? 12 : 2,
        times({"RedisSink::AfterPrepare", "RedisSink::BeforeCommit", "RedisSink::InMulti", "RedisSink::AfterCommit"}),
        full ? 2 : 1, full ? 2 : 1},
-      // At least once with plain inserts, each row sent at once, windows of 100 ms, kills
-      // up to 400 ms after a checkpoint (windows fire at each watermark, every 200 ms):
-      // a kill replays rows already written.
-      {"postgres_control", "postgres", false, full ? 8 : 4, {}, 0, 0, 100, 1, 400},
+      // At least once with plain inserts, each row sent at once, windows of 100 ms, a
+      // checkpoint a second and kills 300-700 ms after one: windows fire at each
+      // watermark (every 200 ms), so rows written since the checkpoint are replayed.
+      {"postgres_control", "postgres", false, full ? 8 : 4, {}, 0, 0, 100, 1, 300, 700, 1000},
   };
 }
 

@@ -247,7 +247,8 @@ PostgresWriter::PostgresWriter(std::shared_ptr<const PostgresSinkConfig> config,
   batch_->rows.width = config_->parameterCount;
 }
 
-PostgresWriter::~PostgresWriter() { close(); }
+// Not close(): it may throw, and the operator closes the writer before it goes.
+PostgresWriter::~PostgresWriter() = default;
 
 void PostgresWriter::connect() {
   connection_ = open(*config_);
@@ -384,9 +385,9 @@ std::vector<PostgresCommittable> PostgresWriter::prepareCommit() {
   if (config_->guarantee != DeliveryGuarantee::EXACTLY_ONCE) return {};
   // The transaction prepared at an earlier barrier waits for a later checkpoint (its own
   // was aborted): rows sent now could wait for its locks, which only this thread
-  // releases. At the end of the input no later barrier comes, so they go (a wait there
-  // ends at lock_timeout).
-  if (uncommitted_ != 0 && !endOfInput_) return {};
+  // releases. They stay held, in the checkpoint; at the end of the input, until the
+  // job's final notice has committed every prepared transaction (close()).
+  if (uncommitted_ != 0) return {};
   send();
   if (!inTransaction_) return {};
   PostgresCommittable c{transactionId(config_->transactionIdPrefix, subtask_, lastCheckpoint_ + 1)};
@@ -405,6 +406,9 @@ std::vector<PostgresCommittable> PostgresWriter::prepareCommit() {
 }
 
 void PostgresWriter::notifyCheckpointComplete(int64_t checkpointId) {
+  // The notice after the end of the input with an id past every checkpoint: the job has
+  // finished, and nothing it processed will be replayed.
+  if (endOfInput_ && checkpointId > lastCheckpoint_) finalNotice_ = true;
   if (uncommitted_ != 0 && uncommitted_ <= checkpointId) uncommitted_ = 0;
 }
 
@@ -473,7 +477,24 @@ void PostgresWriter::snapshotState(const FunctionSnapshotContext& context) {
 }
 
 // An open transaction, not prepared, ends with the connection: the server rolls it back.
-void PostgresWriter::close() { connection_.reset(); }
+// Rows still held at the end of a job that finished are written now, in a transaction of
+// their own: the final notice has committed every prepared one (the committer runs
+// right after the writer hears it, before the close), and nothing will be replayed.
+void PostgresWriter::close() {
+  if (finalNotice_ && config_->guarantee == DeliveryGuarantee::EXACTLY_ONCE && batch_->rows.rows > 0) {
+    finalNotice_ = false;
+    uncommitted_ = 0;
+    send();
+    try {
+      connection_->run("COMMIT");
+    } catch (const PostgresException& e) {
+      connection_.reset();
+      throw Error(ErrorCode::kIo, config_->who() + ": cannot commit the last rows of the job: " + describe(e.failure));
+    }
+    inTransaction_ = false;
+  }
+  connection_.reset();
+}
 
 // ---- the committer
 

@@ -120,6 +120,7 @@ class PostgresWriter : public ProcessingTimeCallback {
   bool inTransaction_ = false;    // EXACTLY_ONCE: BEGIN sent, not prepared yet
   int64_t uncommitted_ = 0;       // EXACTLY_ONCE: the last number prepared and not yet committed; 0 if none
   bool endOfInput_ = false;
+  bool finalNotice_ = false;      // the job finished: nothing will be replayed
   bool timerSet_ = false;
   int64_t taken_ = 0;             // records this subtask took, for messages
   int64_t lastCheckpoint_ = 0;
