@@ -4,6 +4,7 @@
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <unistd.h>
 #include <prometheus/check_names.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -14,11 +15,14 @@
 #include <cctype>
 #include <condition_variable>
 #include <deque>
+#include <fstream>
 #include <future>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
@@ -523,6 +527,27 @@ class RestServer::Impl {
     return m;
   }
 
+  // CPU time (user and system, ms), resident memory (bytes) and threads of this process.
+  static std::map<std::string, double> processMetrics() {
+    std::map<std::string, double> out;
+    std::ifstream stat("/proc/self/stat");
+    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+    // Fields after the command (in parentheses, which may hold spaces): state is field 3.
+    const size_t close = text.rfind(')');
+    if (close != std::string::npos) {
+      std::istringstream fields(text.substr(close + 2));
+      std::vector<std::string> f((std::istream_iterator<std::string>(fields)), std::istream_iterator<std::string>());
+      // utime 14, stime 15, num_threads 20, rss 24 (1-based, as proc(5) numbers them).
+      if (f.size() > 21) {
+        const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+        out["Status.Process.CPU.Time"] = (std::stod(f[11]) + std::stod(f[12])) * 1000.0 / ticks;
+        out["Status.Process.Threads.Count"] = std::stod(f[17]);
+        out["Status.Process.Memory.RSS"] = std::stod(f[21]) * static_cast<double>(::sysconf(_SC_PAGESIZE));
+      }
+    }
+    return out;
+  }
+
   static void answerMetrics(const std::map<std::string, double>& all, const httplib::Request& req,
                             httplib::Response& res) {
     json out = json::array();
@@ -966,6 +991,72 @@ class RestServer::Impl {
                 int v = vertex(*e, req, res);
                 if (v >= 0) answerMetrics(vertexMetrics(*e, static_cast<size_t>(v)), req, res);
               }));
+    http_.Get(R"(/jobs/([^/]+)/vertices)", locked([this](const httplib::Request& req, httplib::Response& res) {
+      if (auto* e = job(req, res)) sendJson(res, {{"vertices", jobDetail(*e)["vertices"]}});
+    }));
+    http_.Get(R"(/jobs/([^/]+)/config)", locked([this](const httplib::Request& req, httplib::Response& res) {
+      auto* e = job(req, res);
+      if (!e) return;
+      int parallelism = 0;
+      for (const auto& v : e->job->vertices()) parallelism = std::max(parallelism, v.parallelism);
+      sendJson(res, {{"jid", e->job->jobId()},
+                     {"name", e->job->jobName()},
+                     {"execution-config",
+                      {{"execution-mode", "PIPELINED"},
+                       {"restart-strategy", e->job->restartStrategyName()},
+                       {"job-parallelism", parallelism},
+                       {"object-reuse-mode", false},
+                       {"user-config", json::object()}}}});
+    }));
+    // weir has no accumulators (Flink's are deprecated for metrics): the shape, empty.
+    http_.Get(R"(/jobs/([^/]+)/accumulators)", locked([this](const httplib::Request& req, httplib::Response& res) {
+      if (job(req, res))
+        sendJson(res, {{"job-accumulators", json::array()},
+                       {"user-task-accumulators", json::array()},
+                       {"serialized-user-task-accumulators", json::object()}});
+    }));
+    // The embedded runtime is one task manager: this process.
+    http_.Get("/taskmanagers", locked([this](const httplib::Request&, httplib::Response& res) {
+      const int cores = static_cast<int>(std::thread::hardware_concurrency());
+      int used = 0;  // a running job takes as many slots as its widest vertex (Flink's slot sharing)
+      for (auto& e : jobs_) {
+        const JobStatus st = e->job->status();
+        if (st == JobStatus::FINISHED || st == JobStatus::CANCELED || st == JobStatus::FAILED) continue;
+        int widest = 0;
+        for (const auto& v : e->job->vertices()) widest = std::max(widest, v.parallelism);
+        used += widest;
+      }
+      const int64_t page = ::sysconf(_SC_PAGESIZE);
+      sendJson(res, {{"taskmanagers",
+                      json::array({{{"id", "embedded"},
+                                    {"path", "embedded"},
+                                    {"dataPort", -1},
+                                    {"jmxPort", -1},
+                                    {"timeSinceLastHeartbeat", nowMillis()},
+                                    {"slotsNumber", cores},
+                                    {"freeSlots", std::max(0, cores - used)},
+                                    {"hardware",
+                                     {{"cpuCores", cores},
+                                      {"physicalMemory", ::sysconf(_SC_PHYS_PAGES) * page},
+                                      {"freeMemory", ::sysconf(_SC_AVPHYS_PAGES) * page},
+                                      {"managedMemory", 0}}}}})}});
+    }));
+    http_.Get("/jobmanager/config", [this](const httplib::Request&, httplib::Response& res) {
+      json entries = json::array();
+      auto add = [&](const std::string& key, const std::string& value) {
+        entries.push_back({{"key", key}, {"value", value}});
+      };
+      add("execution.target", "embedded");
+      add("rest.address", options_.address);
+      add("rest.port", std::to_string(port_));
+      add("web.refresh-interval", std::to_string(options_.metricsInterval.count()));
+      add("weir.version", "0.1");
+      sendJson(res, entries);
+    });
+    // This process's own figures, from /proc (Flink's JobManager shows its JVM's).
+    http_.Get("/jobmanager/metrics", [](const httplib::Request& req, httplib::Response& res) {
+      answerMetrics(processMetrics(), req, res);
+    });
     http_.Get("/metrics", locked([this](const httplib::Request&, httplib::Response& res) {
       res.set_content(prometheusText(), "text/plain; version=0.0.4; charset=utf-8");
     }));

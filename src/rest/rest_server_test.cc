@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <set>
 #include <thread>
 
 #include "support/gated_map.h"
@@ -255,6 +256,72 @@ TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
   EXPECT_EQ(r->status, 202);
   EXPECT_EQ(job.wait().status, JobStatus::CANCELED);
   EXPECT_EQ(server.get("/jobs/" + jid)["state"], "CANCELED");
+}
+
+// The job's configuration, its vertices, the one task manager of the embedded runtime and
+// the process's own metrics, with the fields Flink's REST API documents for each route.
+TEST(RestServer, AnswersFlinksConfigTaskManagerAndJobManagerRoutes) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  auto job = startSlowJob(env);
+  Server server(job);
+  const std::string jid = job.getJobID();
+  auto keys = [](const json& object) {
+    std::set<std::string> out;
+    for (auto it = object.begin(); it != object.end(); ++it) out.insert(it.key());
+    return out;
+  };
+
+  auto vertices = server.get("/jobs/" + jid + "/vertices")["vertices"];
+  auto detail = server.get("/jobs/" + jid)["vertices"];
+  ASSERT_EQ(vertices.size(), detail.size());
+  for (size_t i = 0; i < vertices.size(); ++i) EXPECT_EQ(vertices[i]["id"], detail[i]["id"]);
+
+  // GET /jobs/:jobid/config (Flink: JobConfigInfo).
+  auto config = server.get("/jobs/" + jid + "/config");
+  EXPECT_EQ(keys(config), (std::set<std::string>{"jid", "name", "execution-config"}));
+  EXPECT_EQ(config["jid"], jid);
+  EXPECT_EQ(config["name"], "slow job");
+  EXPECT_EQ(keys(config["execution-config"]), (std::set<std::string>{"execution-mode", "restart-strategy",
+                                                                    "job-parallelism", "object-reuse-mode",
+                                                                    "user-config"}));
+  EXPECT_EQ(config["execution-config"]["job-parallelism"], 2);
+  EXPECT_FALSE(config["execution-config"]["restart-strategy"].get<std::string>().empty());
+
+  // GET /jobs/:jobid/accumulators (Flink: JobAccumulatorsInfo): weir has none.
+  auto accumulators = server.get("/jobs/" + jid + "/accumulators");
+  EXPECT_EQ(keys(accumulators), (std::set<std::string>{"job-accumulators", "user-task-accumulators",
+                                                        "serialized-user-task-accumulators"}));
+
+  // GET /taskmanagers (Flink: TaskManagersInfo): this process, its slots taken by the job.
+  auto tms = server.get("/taskmanagers")["taskmanagers"];
+  ASSERT_EQ(tms.size(), 1u);
+  for (const char* field : {"id", "path", "dataPort", "jmxPort", "timeSinceLastHeartbeat", "slotsNumber", "freeSlots",
+                            "hardware"})
+    EXPECT_TRUE(tms[0].contains(field)) << field;
+  const int cores = static_cast<int>(std::thread::hardware_concurrency());
+  EXPECT_EQ(tms[0]["slotsNumber"], cores);
+  EXPECT_EQ(tms[0]["freeSlots"], std::max(0, cores - 2));
+  EXPECT_EQ(keys(tms[0]["hardware"]), (std::set<std::string>{"cpuCores", "physicalMemory", "freeMemory", "managedMemory"}));
+  EXPECT_GT(tms[0]["hardware"]["physicalMemory"].get<int64_t>(), tms[0]["hardware"]["freeMemory"].get<int64_t>());
+
+  // GET /jobmanager/config: a list of {key, value}.
+  bool port = false;
+  for (auto& entry : server.get("/jobmanager/config")) {
+    EXPECT_EQ(keys(entry), (std::set<std::string>{"key", "value"}));
+    if (entry["key"] == "rest.port") port = entry["value"] == std::to_string(server.port);
+  }
+  EXPECT_TRUE(port) << "rest.port is not this server's";
+
+  // GET /jobmanager/metrics: the process's CPU time, resident memory and threads.
+  auto process = server.get("/jobmanager/metrics?get=Status.Process.Threads.Count,Status.Process.Memory.RSS");
+  ASSERT_EQ(process.size(), 2u);
+  EXPECT_GT(std::stod(process[0]["value"].get<std::string>()), 3);  // the job's tasks, at least
+  EXPECT_GT(std::stod(process[1]["value"].get<std::string>()), 1e6);
+  EXPECT_EQ(server.get("/jobmanager/metrics").size(), 3u);
+
+  server.get("/jobs/00000000000000000000000000000000/config", 404);
+  job.cancel();
+  job.wait();
 }
 
 TEST(RestServer, ShowsTheWatermarkOfEveryVertex) {

@@ -721,6 +721,10 @@ const CheckpointConfig* JobExecution::checkpointConfig() const {
   return coordinator_ ? &coordinator_->config() : nullptr;
 }
 
+std::string JobExecution::restartStrategyName() const {
+  return plan_->graph.restartStrategy.resolve(plan_->checkpointing).name();
+}
+
 JobMetrics JobExecution::metrics() const {
   JobMetrics m;
   m.elapsed = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - startTime_);

@@ -92,6 +92,9 @@ class JobExecution {
   // Checkpoint counts, latest and history; null without checkpointing.
   std::optional<checkpoint::CheckpointCoordinator::Stats> checkpointStats() const;
   const CheckpointConfig* checkpointConfig() const;
+  // The restart strategy the job runs under, resolved (Flink's fallback made concrete),
+  // as RestartStrategy::name() says it.
+  std::string restartStrategyName() const;
 
  private:
   explicit JobExecution(std::string jobName);
