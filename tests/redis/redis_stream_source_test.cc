@@ -436,18 +436,22 @@ TEST(RedisStreamSource, AJobResumedFromARetainedCheckpointReadsOnExactly) {
   fs::path dir = freshFolder("redis-resume");
   auto committed = std::make_shared<Committed>();
   auto source = strings(server, {"a", "b"}).setBounded().setBatchSize(50).build();
-  {
-    StreamExecutionEnvironment env;
-    env.setParallelism(2);
+  // The job of both runs, its checkpoints under `dir`.
+  auto build = [&](StreamExecutionEnvironment& env) {
     env.enableCheckpointing(20ms);
     env.getCheckpointConfig().setCheckpointStorage(dir.string());
-    env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
     env.fromSource(source, WatermarkStrategy<std::string>::noWatermarks(), "numbers")
         .uid("numbers")
         .map(Numbered{})
         .uid("map")
         .sinkTo(TransactionalSink(committed))
         .uid("sink");
+  };
+  {
+    StreamExecutionEnvironment env;
+    env.setParallelism(2);
+    build(env);
+    env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
     auto client = env.executeAsync("first");
     CancelOnExit cancel{client};
     ASSERT_TRUE(waitFor(client, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 3; }));
@@ -462,14 +466,7 @@ TEST(RedisStreamSource, AJobResumedFromARetainedCheckpointReadsOnExactly) {
   StreamExecutionEnvironment env;
   env.setParallelism(1);
   env.setRestorePath(latest);  // its checkpoints go on from there, and so do the sink's transactions
-  env.enableCheckpointing(20ms);
-  env.getCheckpointConfig().setCheckpointStorage(dir.string());
-  env.fromSource(source, WatermarkStrategy<std::string>::noWatermarks(), "numbers")
-      .uid("numbers")
-      .map(Numbered{})
-      .uid("map")
-      .sinkTo(TransactionalSink(committed))
-      .uid("sink");
+  build(env);
   auto client = env.executeAsync("resumed");
   CancelOnExit cancel{client};
   EXPECT_EQ(waitWithin(client).status, JobStatus::FINISHED);
