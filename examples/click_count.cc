@@ -12,7 +12,7 @@
 #include <mutex>
 #include <unordered_map>
 
-#include "cli/job_options.h"
+#include "cli/examples.h"
 #include "cli/interrupt.h"
 #include "cli/progress.h"
 #include "weir/weir.h"
@@ -156,10 +156,11 @@ int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
   if (clicks.users <= 0) throw Error(ErrorCode::kInvalidArgument, "--users must be positive, got " + std::to_string(clicks.users));
   if (clicks.top <= 0) throw Error(ErrorCode::kInvalidArgument, "--top must be positive, got " + std::to_string(clicks.top));
   if (!(clicks.rate >= 0))
-    throw Error(ErrorCode::kInvalidArgument, "--rate must not be negative, got " + CLI::detail::to_string(clicks.rate));
+    throw Error(ErrorCode::kInvalidArgument, "--rate must not be negative, got " + std::to_string(clicks.rate));
 
   StreamExecutionEnvironment env;
-  configure(env, options, 2);
+  env.setParallelism(2);
+  options.applyTo(env);
 
   auto limiter = clicks.rate > 0 ? RateLimiterStrategy::perSecond(clicks.rate) : RateLimiterStrategy::noOp();
   LatestCountSink sink;
@@ -221,7 +222,7 @@ int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
   const JobMetrics metrics = client.getMetrics();
   uint64_t generated = 0;
   for (auto& v : metrics.vertices) generated += v.numSourceRecords;
-  if (metrics.numRestarts == 0 && !options.restore.restoreSavepoint() && static_cast<uint64_t>(total) != generated) {
+  if (metrics.numRestarts == 0 && !options.restores() && static_cast<uint64_t>(total) != generated) {
     std::fprintf(stderr, "weir: counted %lld events, but the source generated %llu\n", static_cast<long long>(total),
                  static_cast<unsigned long long>(generated));
     return 1;
@@ -238,12 +239,12 @@ int runClickCount(const JobOptions& options, const ClickOptions& clicks) {
 
 Example clickCountExample() {
   return {"clicks", "The demo: count clicks per user in a generated stream and print the top users",
-          [](CLI::App& app) {
+          [](JobOptions& app) {
             auto clicks = std::make_shared<ClickOptions>();
-            app.add_option("--events", clicks->events, "Number of clicks to generate (default 20,000,000)");
-            app.add_option("-u,--users", clicks->users, "Number of distinct users (default 100,000)");
-            app.add_option("-t,--top", clicks->top, "How many top users to print (default 10)");
-            app.add_option("-r,--rate", clicks->rate, "Clicks per second at most, over all subtasks (default: no limit)");
+            app.addOption("--events", clicks->events, "Number of clicks to generate (default 20,000,000)");
+            app.addOption("-u,--users", clicks->users, "Number of distinct users (default 100,000)");
+            app.addOption("-t,--top", clicks->top, "How many top users to print (default 10)");
+            app.addOption("-r,--rate", clicks->rate, "Clicks per second at most, over all subtasks (default: no limit)");
             return [clicks](const JobOptions& options) { return runClickCount(options, *clicks); };
           }};
 }

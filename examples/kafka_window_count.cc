@@ -16,7 +16,7 @@
 #include <cstdio>
 
 #include "cli/interrupt.h"
-#include "cli/job_options.h"
+#include "cli/examples.h"
 #include "weir/json_format.h"
 #include "weir/kafka_sink.h"
 #include "weir/kafka_source.h"
@@ -74,7 +74,8 @@ int runKafkaWindows(const JobOptions& options, const Settings& s) {
   if (s.windowMs <= 0) throw Error(ErrorCode::kInvalidArgument, "--window must be a positive number of ms");
   if (s.outOfOrdernessMs < 0) throw Error(ErrorCode::kInvalidArgument, "--out-of-orderness must not be negative");
   StreamExecutionEnvironment env;
-  configure(env, options, 1);
+  env.setParallelism(1);
+  options.applyTo(env);
 
   auto source = KafkaSource<PageView>::builder()
                     .setBootstrapServers(s.bootstrapServers)
@@ -116,21 +117,21 @@ int runKafkaWindows(const JobOptions& options, const Settings& s) {
 Example kafkaWindowCountExample() {
   return {"kafka-windows",
           "Count JSON page views per page in event-time windows, from a Kafka topic to one, exactly once",
-          [](CLI::App& app) {
+          [](JobOptions& app) {
             auto s = std::make_shared<Settings>();
-            app.add_option("--bootstrap-servers", s->bootstrapServers, "The Kafka cluster, host:port[,...]")->required();
-            app.add_option("--input-topic", s->inputTopic,
+            app.addOption("--bootstrap-servers", s->bootstrapServers, "The Kafka cluster, host:port[,...]").required();
+            app.addOption("--input-topic", s->inputTopic,
                            "The topic of JSON page views: {\"page\": ..., \"user\": ..., \"timestamp\": ms}")
-                ->required();
-            app.add_option("--output-topic", s->outputTopic,
+                .required();
+            app.addOption("--output-topic", s->outputTopic,
                            "The topic of the counts: {\"page\", \"window_start\", \"window_end\", \"views\"}")
-                ->required();
-            app.add_option("--window", s->windowMs, "The windows' length in ms (default 10000)");
-            app.add_option("--out-of-orderness", s->outOfOrdernessMs,
+                .required();
+            app.addOption("--window", s->windowMs, "The windows' length in ms (default 10000)");
+            app.addOption("--out-of-orderness", s->outOfOrdernessMs,
                            "How late (ms) an event may come after a later one and still count (default 1000)");
-            app.add_option("--transactional-id-prefix", s->transactionalIdPrefix,
+            app.addOption("--transactional-id-prefix", s->transactionalIdPrefix,
                            "The prefix of the output's transactional ids (default kafka-windows)");
-            app.add_flag("--bounded", s->bounded, "Read each partition up to its end at the start, then finish");
+            app.addFlag("--bounded", s->bounded, "Read each partition up to its end at the start, then finish");
             return [s](const JobOptions& options) { return runKafkaWindows(options, *s); };
           }};
 }

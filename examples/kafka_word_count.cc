@@ -11,7 +11,7 @@
 #include <cstdio>
 
 #include "cli/interrupt.h"
-#include "cli/job_options.h"
+#include "cli/examples.h"
 #include "weir/kafka_sink.h"
 #include "weir/kafka_source.h"
 #include "tokenizer.h"
@@ -51,7 +51,8 @@ int runKafkaWordCount(const JobOptions& options, const Settings& s) {
     throw Error(ErrorCode::kInvalidArgument, "give one of --output-topic and --output");
   const DeliveryGuarantee guarantee = guaranteeOf(s.guarantee);
   StreamExecutionEnvironment env;
-  configure(env, options, 1);
+  env.setParallelism(1);
+  options.applyTo(env);
 
   auto source = KafkaSource<std::string>::builder()
                     .setBootstrapServers(s.bootstrapServers)
@@ -89,17 +90,17 @@ int runKafkaWordCount(const JobOptions& options, const Settings& s) {
 
 Example kafkaWordCountExample() {
   return {"kafka-wordcount", "Count the words of the lines in a Kafka topic, into a topic or files",
-          [](CLI::App& app) {
+          [](JobOptions& app) {
             auto s = std::make_shared<Settings>();
-            app.add_option("--bootstrap-servers", s->bootstrapServers, "The Kafka cluster, host:port[,...]")->required();
-            app.add_option("--input-topic", s->inputTopic, "The topic of lines to read")->required();
-            app.add_option("--output-topic", s->outputTopic, "The topic the counts go to (key: word, value: count)");
-            app.add_option("--output", s->output, "A folder for the counts instead (part files, exactly once)");
-            app.add_option("--delivery-guarantee", s->guarantee,
+            app.addOption("--bootstrap-servers", s->bootstrapServers, "The Kafka cluster, host:port[,...]").required();
+            app.addOption("--input-topic", s->inputTopic, "The topic of lines to read").required();
+            app.addOption("--output-topic", s->outputTopic, "The topic the counts go to (key: word, value: count)");
+            app.addOption("--output", s->output, "A folder for the counts instead (part files, exactly once)");
+            app.addOption("--delivery-guarantee", s->guarantee,
                            "Of the output topic: none, at-least-once (default) or exactly-once");
-            app.add_option("--transactional-id-prefix", s->transactionalIdPrefix,
+            app.addOption("--transactional-id-prefix", s->transactionalIdPrefix,
                            "With exactly-once: the prefix of the transactional ids (default kafka-wordcount)");
-            app.add_flag("--bounded", s->bounded, "Read each partition up to its end at the start, then finish");
+            app.addFlag("--bounded", s->bounded, "Read each partition up to its end at the start, then finish");
             return [s](const JobOptions& options) { return runKafkaWordCount(options, *s); };
           }};
 }

@@ -22,7 +22,7 @@
 #include <thread>
 
 #include "cli/interrupt.h"
-#include "cli/job_options.h"
+#include "cli/examples.h"
 #include "weir/file_sink.h"
 #include "weir/postgres_sink.h"
 #include "weir/redis_sink.h"
@@ -108,7 +108,8 @@ int runRedisClicks(const JobOptions& options, const Settings& s) {
   if (s.batchSize < 0) throw Error(ErrorCode::kInvalidArgument, "--batch-size must not be negative");
   const DeliveryGuarantee guarantee = guaranteeOf(s.guarantee);
   StreamExecutionEnvironment env;
-  configure(env, options, 1);
+  env.setParallelism(1);
+  options.applyTo(env);
 
   auto source = RedisStreamSource<Click>::builder()
                     .setAddress(s.redis)
@@ -185,25 +186,25 @@ Example redisClickCountExample() {
   return {"redis-clicks",
           "Count clicks per user in event-time windows, from a Redis stream to PostgreSQL (or Redis, or files), exactly "
           "once",
-          [](CLI::App& app) {
+          [](JobOptions& app) {
             auto s = std::make_shared<Settings>();
-            app.add_option("--redis", s->redis, "The Redis server, host:port (default 127.0.0.1:6379)");
-            app.add_option("--stream", s->stream, "The stream of clicks, entries with a 'user' field (default clicks)");
-            app.add_option("--sink", s->sink, "postgres (default), redis or file");
-            app.add_option("--postgres", s->postgres, "--sink postgres: the server, as libpq's connection string");
-            app.add_option("--table", s->table,
+            app.addOption("--redis", s->redis, "The Redis server, host:port (default 127.0.0.1:6379)");
+            app.addOption("--stream", s->stream, "The stream of clicks, entries with a 'user' field (default clicks)");
+            app.addOption("--sink", s->sink, "postgres (default), redis or file");
+            app.addOption("--postgres", s->postgres, "--sink postgres: the server, as libpq's connection string");
+            app.addOption("--table", s->table,
                            "--sink postgres: the table, with columns user_id, window_start, window_end, clicks "
                            "(default click_counts)");
-            app.add_option("--output", s->output, "--sink file: the folder of the part files");
-            app.add_option("--delivery-guarantee", s->guarantee, "exactly-once (default) or at-least-once");
-            app.add_flag("--plain-inserts", s->plainInserts,
+            app.addOption("--output", s->output, "--sink file: the folder of the part files");
+            app.addOption("--delivery-guarantee", s->guarantee, "exactly-once (default) or at-least-once");
+            app.addFlag("--plain-inserts", s->plainInserts,
                          "at-least-once into PostgreSQL: plain INSERTs instead of upserts on (user_id, window_start)");
-            app.add_option("--transaction-id-prefix", s->transactionIdPrefix,
+            app.addOption("--transaction-id-prefix", s->transactionIdPrefix,
                            "Names the sink's transactions (PostgreSQL) or fence keys (Redis); default redis-clicks");
-            app.add_option("--window", s->windowMs, "The windows' length in ms (default 1000)");
-            app.add_flag("--bounded", s->bounded, "Read the stream up to its last entry at the start, then finish");
-            app.add_option("--max-rate", s->maxRate, "Read at most this many clicks a second (default: no limit)");
-            app.add_option("--batch-size", s->batchSize,
+            app.addOption("--window", s->windowMs, "The windows' length in ms (default 1000)");
+            app.addFlag("--bounded", s->bounded, "Read the stream up to its last entry at the start, then finish");
+            app.addOption("--max-rate", s->maxRate, "Read at most this many clicks a second (default: no limit)");
+            app.addOption("--batch-size", s->batchSize,
                            "Rows (postgres) or commands (redis) sent at once, at least once (default 5000 / 1000)");
             return [s](const JobOptions& options) { return runRedisClicks(options, *s); };
           }};

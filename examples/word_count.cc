@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <filesystem>
 
-#include "cli/job_options.h"
+#include "cli/examples.h"
 #include "cli/interrupt.h"
 #include "tokenizer.h"
 #include "weir/weir.h"
@@ -35,7 +35,8 @@ void prepareOutput(const std::string& output) {
 int runWordCount(const JobOptions& options, const std::string& input, const std::string& output) {
   if (!output.empty()) prepareOutput(output);
   StreamExecutionEnvironment env;
-  configure(env, options, 1);
+  env.setParallelism(1);
+  options.applyTo(env);
 
   auto counts = countWords(
       env.fromSource(FileSource<std::string>::forRecordStreamFormat(TextLineInputFormat(), input).build(),
@@ -54,11 +55,11 @@ int runWordCount(const JobOptions& options, const std::string& input, const std:
 }  // namespace
 
 Example wordCountExample() {
-  return {"wordcount", "Count the words of a text file or of every file in a folder", [](CLI::App& app) {
+  return {"wordcount", "Count the words of a text file or of every file in a folder", [](JobOptions& app) {
             auto input = std::make_shared<std::string>();
             auto output = std::make_shared<std::string>();
-            app.add_option("-i,--input", *input, "A text file, or a folder whose files are all read")->required();
-            app.add_option("-o,--output", *output, "A folder for the counts (part files published at each checkpoint and at the end); default: print");
+            app.addOption("-i,--input", *input, "A text file, or a folder whose files are all read").required();
+            app.addOption("-o,--output", *output, "A folder for the counts (part files published at each checkpoint and at the end); default: print");
             return [input, output](const JobOptions& options) { return runWordCount(options, *input, *output); };
           }};
 }

@@ -1,6 +1,8 @@
-// A job in a project of its own (examples/standalone/CMakeLists.txt): the final count of
-// each word of a text file, printed as "word count" lines, in event order per word.
-//   word_count_job input.txt
+// A job in a project of its own (examples/standalone/CMakeLists.txt): the running count of
+// each word of a text file, printed as "(word, count)" lines, in event order per word.
+//   word_count_job --input input.txt [-p 4] [--checkpoint-interval 10s] [-D key=value] ...
+// It takes every option `weir run` gives the bundled examples (--help lists them).
+#include <weir/job_options.h>
 #include <weir/weir.h>
 
 #include <cctype>
@@ -13,14 +15,15 @@ using namespace weir;
 using WordCount = std::pair<std::string, long>;
 
 int main(int argc, char** argv) {
-  if (argc != 2) {
-    std::fprintf(stderr, "usage: word_count_job <text file>\n");
-    return 2;
-  }
+  std::string input;
+  JobOptions options("Prints the running count of each word of a text file");
+  options.addOption("-i,--input", input, "The text file to read").required();
+  options.parseArgs(argc, argv);  // --help, or a bad option: prints and exits
   try {
     StreamExecutionEnvironment env;
-    env.setParallelism(2);
-    env.fromSource(FileSource<std::string>::forRecordStreamFormat(TextLineInputFormat(), argv[1]).build(),
+    env.setParallelism(2);  // unless -p says otherwise
+    options.applyTo(env);
+    env.fromSource(FileSource<std::string>::forRecordStreamFormat(TextLineInputFormat(), input).build(),
                    WatermarkStrategy<std::string>::noWatermarks(), "lines")
         .flatMap<WordCount>([](const std::string& line, Collector<WordCount>& out) {
           std::string word;

@@ -1,9 +1,12 @@
 // A stream of records of type T and the transformations that make new streams from it.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
+#include <type_traits>
 #include <utility>
+#include <vector>
 
 #include "weir/detail/operators/function_traits.h"
 #include "weir/detail/operators/fused_operator.h"
@@ -17,6 +20,7 @@
 #include "weir/detail/sink/committing_sink_operator.h"
 #include "weir/detail/sink/sink_operator.h"
 #include "weir/output_tag.h"
+#include "weir/partitioner.h"
 #include "weir/print_sink.h"
 #include "weir/sink.h"
 
@@ -184,6 +188,31 @@ class DataStream {
   DataStream<T> shuffle() const { return partition(detail::PartitionerKind::kShuffle); }
   // Every record to every downstream subtask.
   DataStream<T> broadcast() const { return partition(detail::PartitionerKind::kBroadcast); }
+  // Round robin to a local share of the downstream subtasks (Flink's rescale): with 2
+  // upstream and 4 downstream subtasks, upstream 0 feeds downstream 0 and 1, upstream 1
+  // feeds 2 and 3; with 4 upstream and 2 downstream, downstream 0 reads upstream 0 and 1.
+  DataStream<T> rescale() const { return partition(detail::PartitionerKind::kRescale); }
+  // Every record to the first downstream subtask (Flink's global).
+  DataStream<T> global() const { return partition(detail::PartitionerKind::kGlobal); }
+  // To the subtask `partitioner` picks from the record's key: partitioner is a
+  // weir::Partitioner<K> (weir/partitioner.h) or any callable int(const K&, int n);
+  // a result outside [0, n) fails the job, naming it.
+  template <class P, class F>
+  DataStream<T> partitionCustom(P partitioner, F keySelector) const {
+    static_assert(std::is_invocable_v<F&, const T&>, "partitionCustom(p, f): f must be callable as K f(const T&)");
+    using K = std::decay_t<std::invoke_result_t<F&, const T&>>;
+    static_assert(requires(P& p, const K& k) { p.partition(k, 1); } || std::is_invocable_r_v<int, P&, const K&, int>,
+                  "partitionCustom(p, f): p must be a weir::Partitioner<K> or callable as int p(const K&, int n)");
+    auto& node = graph_->add(detail::Transformation::Kind::kPartition, "CUSTOM", {id_}, detail::TypedStream<T>::get());
+    node.partitioner = detail::PartitionerKind::kCustom;
+    node.keyedWriter = [partitioner, keySelector](const std::vector<detail::ChannelBase*>& channels, int,
+                                                  detail::TaskMetrics* metrics) -> std::unique_ptr<detail::OutputBase> {
+      using Selector = detail::CustomSelector<P, F>;
+      return std::make_unique<detail::RecordWriter<T, Selector>>(detail::TypedStream<T>::typed(channels),
+                                                                 Selector{partitioner, keySelector}, metrics);
+    };
+    return DataStream<T>(graph_, node.id);
+  }
   // A broadcast stream whose records update the broadcast states these descriptors
   // declare, for connect(...) (see broadcast_process_function.h).
   template <class... Descriptors>

@@ -10,6 +10,7 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -69,6 +70,14 @@ class ValueState {
   // The value, or the descriptor's default value (if any) when there is none.
   virtual std::optional<T> value() = 0;
   virtual void update(T value) = 0;
+  // An empty value clears the state, as Flink's update(null) does.
+  void update(std::nullopt_t) { clear(); }
+  template <class O>
+    requires std::is_same_v<std::remove_cvref_t<O>, std::optional<T>>
+  void update(O&& value) {
+    if (value) update(T(*std::forward<O>(value)));
+    else clear();
+  }
   virtual void clear() = 0;
 };
 

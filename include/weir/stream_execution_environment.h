@@ -25,6 +25,11 @@ class StreamExecutionEnvironment {
  public:
   StreamExecutionEnvironment();
   static StreamExecutionEnvironment getExecutionEnvironment() { return StreamExecutionEnvironment(); }
+  // An environment set up from the command line of a job that is its own program, with
+  // the options `weir run` gives: JobOptions::parse(argc, argv).applyTo(env) (see
+  // weir/job_options.h; --help lists them). Prints --help and exits 0, or prints a bad
+  // option in one line and exits 2.
+  static StreamExecutionEnvironment fromArgs(int argc, const char* const* argv);
   // An environment whose jobs serve the REST API and Web UI (by default on
   // http://127.0.0.1:8081).
   static StreamExecutionEnvironment createLocalEnvironmentWithWebUI(RestOptions options = {});

@@ -1,5 +1,7 @@
 #include "weir/stream_execution_environment.h"
 
+#include <cstdio>
+
 #include "rest/rest_server.h"
 #include "runtime/job_execution.h"
 
@@ -134,7 +136,14 @@ JobClient StreamExecutionEnvironment::executeAsync(const std::string& jobName) {
   } else {
     job->launch();
   }
-  return JobClient(std::move(job));
+  JobClient client(std::move(job));
+  if (graph_->graph.executionConfig.hasJobBanner()) {
+    const std::string ui = client.getWebInterfaceURL();
+    std::fprintf(stderr, "weir: job '%s' started with id %s; %s\n", jobName.c_str(), client.getJobID().c_str(),
+                 ui.empty() ? "no REST API (it is off)" : ("REST API and Web UI at " + ui).c_str());
+    std::fflush(stderr);
+  }
+  return client;
 }
 
 }  // namespace weir

@@ -1,13 +1,9 @@
-// `weir checkpoint inspect|clean PATH`, and the checkpoint options of `weir run`.
+// `weir checkpoint inspect|clean PATH` and `weir savepoint inspect|dump|dispose PATH`.
 #pragma once
 
 #include <cstdint>
 #include <limits>
 #include <string>
-
-#include <CLI/CLI.hpp>
-
-#include "cli/job_options.h"
 
 namespace weir::cli {
 
@@ -30,33 +26,5 @@ int disposeSavepoint(const std::string& path);
 // holds the folder or a checkpoint's metadata is damaged (nothing removed there), 2 when
 // there are no checkpoints at `path`.
 int cleanCheckpoints(const std::string& path, bool dryRun, const std::string& rocksdbLocalDir = "");
-
-// The checkpoint and restart options of one `weir run <example>` subcommand.
-class CheckpointOptions {
- public:
-  void addTo(CLI::App& app);
-  // Checks the values and puts them into `options`; throws weir::Error naming the option.
-  void apply(JobOptions& options) const;
-
- private:
-  static constexpr int64_t kUnset = std::numeric_limits<int64_t>::min();
-  int64_t interval_ = kUnset;
-  std::string mode_;
-  std::string dir_;
-  int64_t timeout_ = kUnset;
-  int64_t minPause_ = kUnset;
-  int64_t maxConcurrent_ = kUnset;
-  int64_t tolerable_ = kUnset;
-  int64_t retained_ = kUnset;
-  bool retainOnCancellation_ = false;
-  bool unaligned_ = false;
-  int64_t alignedTimeout_ = kUnset;
-  std::string restartStrategy_;
-  std::string restore_;
-  std::string fromSavepoint_;
-  bool allowNonRestoredState_ = false;
-  std::string restoreMode_;
-  std::string savepointDir_;
-};
 
 }  // namespace weir::cli

@@ -9,17 +9,18 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <filesystem>
 #include <string>
+#include <vector>
+
+#include <CLI/CLI.hpp>
 
 #include "cli/checkpoint_commands.h"
-#include "cli/job_options.h"
+#include "cli/examples.h"
 #include "cli/interrupt.h"
 #include "cli/rest_commands.h"
 #include "cli/transaction_commands.h"
 #include "core/sync_point.h"
 #include "weir/job_client.h"
-#include "weir/key_group.h"
 
 namespace {
 
@@ -34,6 +35,52 @@ std::string names(const std::vector<weir::cli::Example>& examples) {
   std::string out;
   for (auto& e : examples) out += (out.empty() ? "" : ", ") + e.name;
   return out;
+}
+
+// `weir run <example> [options]`: the example's own options and every option a job that
+// is its own program gets from weir::JobOptions.
+int runExample(const std::vector<weir::cli::Example>& examples, int argc, char** argv) {
+  if (argc < 3 || argv[2][0] == '-') {
+    const bool help = argc >= 3 && (std::strcmp(argv[2], "--help") == 0 || std::strcmp(argv[2], "-h") == 0);
+    if (!help) return usageError("weir run needs an example: " + names(examples) + " (see weir run --help)");
+    std::printf("Usage: weir run <example> [options]\n\nRuns an example job. Examples:\n");
+    for (auto& e : examples) std::printf("  %-16s %s\n", e.name.c_str(), e.description.c_str());
+    std::printf("\nweir run <example> --help lists the example's options and weir's.\n");
+    return 0;
+  }
+  const weir::cli::Example& example =
+      *std::find_if(examples.begin(), examples.end(), [&](const auto& e) { return e.name == argv[2]; });
+  weir::JobOptions options(example.description);
+  options.setProgramName("weir");
+  auto runner = example.setup(options);
+  const std::string usage = std::string("weir run ") + argv[2];
+  std::vector<const char*> args{usage.c_str()};
+  for (int i = 3; i < argc; ++i) args.push_back(argv[i]);
+  try {
+    if (!options.tryParseArgs(static_cast<int>(args.size()), args.data())) return 0;
+  } catch (const weir::Error& e) {
+    return usageError(std::string(e.what()) + " (see --help)");
+  }
+  // The examples never turn checkpoints on themselves: options that only matter with
+  // them are a mistake without --checkpoint-interval.
+  if (!options.get("execution.checkpointing.interval")) {
+    for (const char* key : {"execution.checkpointing.mode", "execution.checkpointing.timeout",
+                            "execution.checkpointing.min-pause", "execution.checkpointing.max-concurrent-checkpoints",
+                            "execution.checkpointing.tolerable-failed-checkpoints", "state.checkpoints.num-retained",
+                            "execution.checkpointing.externalized-checkpoint-retention",
+                            "execution.checkpointing.unaligned", "state.savepoints.dir"})
+      if (options.get(key))
+        return usageError(std::string(key) + " is set, but checkpoints are off: checkpoint options need "
+                          "--checkpoint-interval (execution.checkpointing.interval)");
+  }
+  try {
+    return runner(options);
+  } catch (const weir::JobExecutionError& e) {
+    std::fprintf(stderr, "weir: %s\n", e.what());
+    return 1;
+  } catch (const weir::Error& e) {
+    return usageError(e.what());
+  }
 }
 
 int run(int argc, char** argv) {
@@ -55,40 +102,12 @@ int run(int argc, char** argv) {
       return usageError(std::string("unknown example '") + argv[2] + "'; the examples are: " + names(examples));
   }
 
+  if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return runExample(examples, argc, argv);
+
   CLI::App app("weir: a stream processor with Flink's semantics, native C++.", "weir");
   app.require_subcommand(1);
-  auto* runCommand = app.add_subcommand("run", "Run an example job: weir run <example> [options]");
-  runCommand->require_subcommand(1);
-
-  weir::cli::JobOptions options;
-  options.rest.enabled = true;
-  bool noRest = false;
-  std::string stateBackend = "heap";
-  std::string rocksdbDir;
-  bool incremental = false;
-  std::function<int(const weir::cli::JobOptions&)> chosen;
-  weir::cli::CheckpointOptions checkpointOptions;
-  for (auto& example : examples) {
-    auto* sub = runCommand->add_subcommand(example.name, example.description);
-    sub->add_option("-p,--parallelism", options.parallelism, "Default parallelism of the job's operators");
-    sub->add_option("--max-parallelism", options.maxParallelism,
-                    "Number of key groups, at most 32768 (default: Flink's, min(max(2^ceil(log2(1.5 p)), 128), "
-                    "32768) for the highest parallelism p, or a restored checkpoint's)");
-    sub->add_option("--network-memory", options.networkMemoryMiB,
-                    "MiB all the job's channel buffers may take (default 512); a job whose channels cannot fit "
-                    "is refused at start");
-    sub->add_option("--rest-port", options.rest.port, "Port of the REST API and Web UI (default 8081; 0: any free port)");
-    sub->add_option("--rest-address", options.rest.address, "Address the REST API listens on (default 127.0.0.1)");
-    sub->add_flag("--no-rest", noRest, "Do not serve the REST API and Web UI");
-    sub->add_option("--state-backend", stateBackend, "Where keyed state lives: heap (default) or rocksdb");
-    sub->add_option("--rocksdb-local-dir", rocksdbDir,
-                    "Folder for RocksDB's files (default $TMPDIR or /tmp); each job makes its own folder in it");
-    sub->add_flag("--incremental-checkpoints", incremental,
-                  "With --state-backend rocksdb: checkpoints upload only the RocksDB files earlier ones did not");
-    checkpointOptions.addTo(*sub);
-    auto runner = example.setup(*sub);
-    sub->callback([&chosen, runner] { chosen = runner; });
-  }
+  app.add_subcommand("run", "Run an example job: weir run <example> [options]; the examples are: " + names(examples) +
+                                " (weir run <example> --help lists its options)");
 
   // Job control through a running job's REST API.
   std::string address = "127.0.0.1:8081";
@@ -244,7 +263,6 @@ int run(int argc, char** argv) {
     };
   });
 
-  weir::cli::requireWholeNumbers(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -257,47 +275,7 @@ int run(int argc, char** argv) {
     return usageError(what + " (see --help)");
   }
 
-  if (control) return control();
-  if (noRest) options.rest.enabled = false;
-  if (options.rest.port < 0 || options.rest.port > 65535)
-    return usageError("--rest-port must be between 0 and 65535, got " + std::to_string(options.rest.port));
-
-  if (options.networkMemoryMiB < 1 || options.networkMemoryMiB > (int64_t{1} << 30))
-    return usageError("--network-memory must be between 1 and 1073741824 MiB, got " +
-                      std::to_string(options.networkMemoryMiB));
-  const bool maxGiven = app.get_subcommand("run")->get_subcommands().front()->count("--max-parallelism") > 0;
-  if (maxGiven && (options.maxParallelism < 1 || options.maxParallelism > weir::kUpperBoundMaxParallelism))
-    return usageError("--max-parallelism must be between 1 and " + std::to_string(weir::kUpperBoundMaxParallelism) +
-                      ", got " + std::to_string(options.maxParallelism));
-  const int upperBound = maxGiven ? options.maxParallelism : weir::kUpperBoundMaxParallelism;
-  if (options.parallelism < 0 || options.parallelism > upperBound ||
-      (options.parallelism == 0 && app.get_subcommand("run")->get_subcommands().front()->count("--parallelism")))
-    return usageError("--parallelism must be between 1 and the max parallelism (" + std::to_string(upperBound) +
-                      "), got " + std::to_string(options.parallelism));
-
-  try {
-    options.stateBackend = weir::stateBackendFromName(stateBackend);
-    checkpointOptions.apply(options);
-    if (!rocksdbDir.empty() || incremental) {
-      if (stateBackend != "rocksdb")
-        return usageError(std::string(incremental ? "--incremental-checkpoints" : "--rocksdb-local-dir") +
-                          " needs --state-backend rocksdb");
-      std::error_code ec;
-      if (!rocksdbDir.empty() && !std::filesystem::is_directory(rocksdbDir, ec))
-        return usageError("--rocksdb-local-dir '" + rocksdbDir + "' " +
-                          (std::filesystem::exists(rocksdbDir, ec) ? "is not a folder" : "does not exist"));
-      weir::EmbeddedRocksDBStateBackend::Options rocks;
-      rocks.localDirectory = rocksdbDir;
-      rocks.incrementalCheckpoints = incremental;
-      options.stateBackend = std::make_shared<weir::EmbeddedRocksDBStateBackend>(rocks);
-    }
-    return chosen(options);
-  } catch (const weir::JobExecutionError& e) {
-    std::fprintf(stderr, "weir: %s\n", e.what());
-    return 1;
-  } catch (const weir::Error& e) {
-    return usageError(e.what());
-  }
+  return control ? control() : 0;
 }
 
 }  // namespace

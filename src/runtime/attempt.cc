@@ -154,9 +154,9 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
         } else {
           for (int c = 0; c < cp; ++c) channels.push_back(channelsOf[ei][static_cast<size_t>(task.index * cp + c)]);
         }
-        auto writer = e.partitioner == PartitionerKind::kKeyGroup
-                          ? e.keyedWriter(channels, graph.maxParallelism, &task.metrics)
-                          : e.type->createWriter(e.partitioner, channels, &task.metrics);
+        auto writer = e.keyedWriter ? e.keyedWriter(channels, graph.maxParallelism, &task.metrics)
+                                    : e.type->createWriter(e.partitioner, channels, &task.metrics, task.index,
+                                                           parallelism[static_cast<size_t>(id)]);
         targetsByTag[e.sideOutputTag].push_back(writer.get());
         task.writers.push_back(dynamic_cast<ChannelWriterBase*>(writer.get()));
         task.outputs.push_back(std::move(writer));

@@ -10,7 +10,10 @@ namespace weir::runtime {
 using detail::PartitionerKind;
 
 bool sharedOutOnRescale(PartitionerKind kind) {
-  return kind != PartitionerKind::kForward && kind != PartitionerKind::kBroadcast;
+  // Records a consumer got from round robin, at random or by key group may go to any
+  // (keyed: the owning) consumer; the others were sent to that consumer in particular.
+  return kind == PartitionerKind::kRebalance || kind == PartitionerKind::kShuffle ||
+         kind == PartitionerKind::kKeyGroup || kind == PartitionerKind::kRescale;
 }
 
 std::string encodeInFlight(const InputOrigin& origin, std::string_view records) {
@@ -29,7 +32,7 @@ InFlight parseInFlight(const std::vector<InputOrigin>& origins, const std::strin
   InFlight out;
   out.sentBy = static_cast<PartitionerKind>(kind);
   auto it = std::find_if(origins.begin(), origins.end(), [&](const InputOrigin& o) { return o.key == key; });
-  if (it == origins.end() || kind > static_cast<uint64_t>(PartitionerKind::kKeyGroup))
+  if (it == origins.end() || kind > static_cast<uint64_t>(PartitionerKind::kCustom))
     throw Error(ErrorCode::kCheckpoint, "the checkpoint holds records in flight to '" + name + "' from operator '" +
                                             key.substr(0, key.rfind('/')) + "', which no longer feeds it");
   if (rescaled && !sharedOutOnRescale(out.sentBy))

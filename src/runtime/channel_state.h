@@ -29,8 +29,9 @@ struct InFlight {
 };
 
 // Whether records in flight on an edge sent by `kind` could be shared out at another
-// parallelism: not forward and broadcast records (each old subtask had its own, and on
-// a forward edge the records that follow rely on their order). Only on such edges do
+// parallelism: rebalance, shuffle, rescale and key-group records, not forward, broadcast,
+// global and custom ones (each old subtask had its own, and on a forward edge the
+// records that follow rely on their order). Only on such edges do
 // unaligned barriers overtake records, so the others never hold records in flight.
 bool sharedOutOnRescale(detail::PartitionerKind kind);
 

@@ -9,6 +9,9 @@ const char* partitionerName(PartitionerKind kind) {
     case PartitionerKind::kShuffle: return "SHUFFLE";
     case PartitionerKind::kBroadcast: return "BROADCAST";
     case PartitionerKind::kKeyGroup: return "HASH";
+    case PartitionerKind::kRescale: return "RESCALE";
+    case PartitionerKind::kGlobal: return "GLOBAL";
+    case PartitionerKind::kCustom: return "CUSTOM";
   }
   return "UNKNOWN";
 }

@@ -64,6 +64,28 @@ TEST_P(KeyedStateTest, ValueStateIsPerKeyWithAnOptionalDefault) {
   EXPECT_EQ(count.value(), 8);
 }
 
+// Flink's ValueState#update(null) clears the state: here an empty std::optional.
+TEST_P(KeyedStateTest, UpdatingAValueStateWithNothingClearsIt) {
+  auto& count = h_.context().getState(ValueStateDescriptor<int64_t>("count"));
+  auto& name = h_.context().getState(ValueStateDescriptor<std::string>("name", "nobody"));
+  h_.setKey("a");
+  count.update(std::optional<int64_t>(3));
+  name.update(std::optional<std::string>("alice"));
+  EXPECT_EQ(count.value(), 3);
+  EXPECT_EQ(name.value(), "alice");
+  h_.setKey("b");
+  count.update(4);
+  count.update(std::optional<int64_t>());
+  name.update(std::nullopt);
+  EXPECT_EQ(count.value(), std::nullopt);
+  EXPECT_EQ(name.value(), "nobody");
+  h_.setKey("a");
+  std::optional<int64_t> none;
+  count.update(none);
+  EXPECT_EQ(count.value(), std::nullopt);
+  EXPECT_EQ(name.value(), "alice");
+}
+
 TEST_P(KeyedStateTest, ListStateAddsUpdatesAndClears) {
   auto& list = h_.context().getListState(ListStateDescriptor<std::string>("list"));
   h_.setKey("a");

@@ -1,5 +1,7 @@
 // The weir program as a user runs it: exit codes, one-line errors, and real output.
 #include <gtest/gtest.h>
+
+#include <regex>
 #include <sys/resource.h>
 #include <sys/stat.h>
 #include <signal.h>
@@ -76,6 +78,30 @@ TEST(Cli, HelpExitsZero) {
   EXPECT_NE(weir("run --help").out.find("clicks"), std::string::npos);
 }
 
+// weir run takes Flink's configuration keys from --config, $WEIR_PROPERTIES and -D, the
+// options on the command line winning, and names the job's id and REST address when it
+// starts (docs/configuration.md).
+TEST(Cli, ConfigurationKeysSetUpTheJobWhichAnnouncesItself) {
+  auto file = fs::temp_directory_path() / ("weir-cli-config-" + std::to_string(::getpid()) + ".yaml");
+  std::ofstream(file) << "parallelism:\n  default: 3\nrest.port: 0\n";
+  Result r = weir("run clicks --events 2000 --config " + file.string());
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_NE(r.out.find("parallelism 3"), std::string::npos) << r.out;
+  EXPECT_TRUE(std::regex_search(r.err, std::regex("weir: job 'click count' started with id [0-9a-f]+; REST API and "
+                                                  "Web UI at http://127\\.0\\.0\\.1:[1-9][0-9]*")))
+      << r.err;
+  r = weir("run clicks --events 2000 --no-rest --config " + file.string() + " -D parallelism.default=4");
+  EXPECT_NE(r.out.find("parallelism 4"), std::string::npos) << r.out;
+  EXPECT_NE(r.err.find("no REST API (it is off)"), std::string::npos) << r.err;
+  r = weir("run clicks --events 2000 --no-rest --config " + file.string() + " -D parallelism.default=4 -p 2");
+  EXPECT_NE(r.out.find("parallelism 2"), std::string::npos) << r.out;
+  ::setenv("WEIR_PROPERTIES", "parallelism.default: 5", 1);
+  r = weir("run clicks --events 2000 --no-rest --config " + file.string());
+  ::unsetenv("WEIR_PROPERTIES");
+  EXPECT_NE(r.out.find("parallelism 5"), std::string::npos) << r.out;
+  fs::remove(file);
+}
+
 TEST(Cli, BadCommandLinesGiveOneLineAndExitCode2) {
   expectUsageError("frobnicate", "unknown command 'frobnicate'");
   expectUsageError("run nosuchjob", "unknown example 'nosuchjob'");
@@ -94,7 +120,9 @@ TEST(Cli, BadCommandLinesGiveOneLineAndExitCode2) {
   expectUsageError("run clicks --rest-port 70000", "--rest-port");
   expectUsageError("status not-a-job-id", "not a job id");
   expectUsageError("cancel 0123", "not a job id");
-  expectUsageError("run clicks --state-backend leveldb", "unknown state backend 'leveldb'");
+  expectUsageError("run clicks --state-backend leveldb", "--state-backend: 'leveldb' is not one of");
+  expectUsageError("run clicks -D execution.checkpointing.intervall=1s", "did you mean 'execution.checkpointing.interval'");
+  expectUsageError("run clicks --config /no/such/config.yaml", "/no/such/config.yaml");
   expectUsageError("run clicks --rocksdb-local-dir /tmp", "--rocksdb-local-dir needs --state-backend rocksdb");
   // Numbers the parser would otherwise round or cap at 2^63 - 1.
   expectUsageError("run clicks --events 1e20", "--events");

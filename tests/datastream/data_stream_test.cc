@@ -321,6 +321,98 @@ TEST(DataStream, RebalanceSpreadsRoundRobin) {
   for (auto& [v, s] : subtaskOf) ASSERT_EQ(s, (first + v) % 4) << "record " << v;
 }
 
+// Flink's rescale(): each upstream subtask feeds a contiguous share of the downstream
+// subtasks round robin (with 2 upstream and 4 downstream, upstream 0 feeds 0 and 1), and
+// each downstream subtask reads a contiguous share of the upstream ones (with 4 upstream
+// and 2 downstream, downstream 0 reads 0 and 1). Generator subtask s of p makes
+// [n s / p, n (s + 1) / p), in order.
+TEST(DataStream, RescaleFeedsALocalShareRoundRobin) {
+  for (auto [up, down] : std::vector<std::pair<int, int>>{{2, 4}, {4, 2}, {3, 3}, {2, 3}, {3, 2}, {2, 7}}) {
+    const int64_t n = 2100;
+    StreamExecutionEnvironment env;
+    CollectSink<std::pair<int, int64_t>> sink;
+    env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, n), WatermarkStrategy<int64_t>::noWatermarks(), "gen")
+        .setParallelism(up)
+        .rescale()
+        .map(WhereAmI{})
+        .setParallelism(down)
+        .sinkTo(sink);
+    env.execute();
+    auto results = sorted(sink.getResults());
+    ASSERT_EQ(results.size(), static_cast<size_t>(n));
+    std::map<int64_t, int> subtaskOf;
+    for (auto& [s, v] : results) subtaskOf[v] = s;
+    for (int u = 0; u < up; ++u) {
+      // The downstream subtasks upstream u feeds, by the definitions above.
+      std::vector<int> share;
+      for (int d = 0; d < down; ++d) {
+        const bool fed = up <= down ? d * up / down == u : d * up / down <= u && u < (d + 1) * up / down;
+        if (fed) share.push_back(d);
+      }
+      ASSERT_FALSE(share.empty());
+      const int64_t from = n * u / up, to = n * (u + 1) / up;
+      for (int64_t v = from; v < to; ++v)
+        ASSERT_EQ(subtaskOf.at(v), share[static_cast<size_t>(v - from) % share.size()])
+            << up << " -> " << down << ": record " << v << " of upstream " << u;
+    }
+  }
+}
+
+TEST(DataStream, GlobalSendsEverythingToTheFirstSubtask) {
+  StreamExecutionEnvironment env;
+  env.setParallelism(3);
+  CollectSink<std::pair<int, int64_t>> sink;
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, 3000), WatermarkStrategy<int64_t>::noWatermarks(), "gen")
+      .global()
+      .map(WhereAmI{})
+      .sinkTo(sink);
+  env.execute();
+  auto results = sink.getResults();
+  ASSERT_EQ(results.size(), 3000u);
+  for (auto& [s, v] : results) ASSERT_EQ(s, 0) << v;
+}
+
+struct ModuloPartitioner : Partitioner<int64_t> {
+  int partition(const int64_t& key, int numPartitions) const override { return static_cast<int>((key * 3) % numPartitions); }
+};
+
+TEST(DataStream, PartitionCustomSendsEachKeyWhereThePartitionerSays) {
+  for (bool subclass : {true, false}) {
+    StreamExecutionEnvironment env;
+    CollectSink<std::pair<int, int64_t>> sink;
+    auto keyOf = [](const int64_t& v) { return v % 11; };
+    auto numbers = env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, 5000),
+                                  WatermarkStrategy<int64_t>::noWatermarks(), "gen")
+                       .setParallelism(2);
+    auto partitioned = subclass ? numbers.partitionCustom(ModuloPartitioner{}, keyOf)
+                                : numbers.partitionCustom([](const int64_t& k, int n) { return static_cast<int>((k * 3) % n); },
+                                                          keyOf);
+    partitioned.map(WhereAmI{}).setParallelism(4).sinkTo(sink);
+    env.execute();
+    auto results = sink.getResults();
+    ASSERT_EQ(results.size(), 5000u);
+    for (auto& [s, v] : results) ASSERT_EQ(s, (v % 11) * 3 % 4) << v;
+  }
+}
+
+TEST(DataStream, APartitionerOutOfRangeFailsTheJobNamingIt) {
+  StreamExecutionEnvironment env;
+  CollectSink<int64_t> sink;
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, 100), WatermarkStrategy<int64_t>::noWatermarks(), "gen")
+      .partitionCustom([](const int64_t& k, int n) { return k < 50 ? 0 : n; }, [](const int64_t& v) { return v; })
+      .map([](const int64_t& v) { return v; })
+      .setParallelism(3)
+      .sinkTo(sink);
+  try {
+    env.execute();
+    FAIL() << "the job should fail";
+  } catch (const JobExecutionError& e) {
+    EXPECT_NE(std::string(e.what()).find("partitionCustom: the partitioner returned channel 3 for 3 downstream subtasks"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 // The names of the threads that ran `recordThreadName`, as top -H, perf and gdb show them.
 std::mutex gThreadNamesMutex;
 std::set<std::string> gThreadNames;

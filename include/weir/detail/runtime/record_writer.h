@@ -12,6 +12,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -19,6 +20,7 @@
 #include "weir/detail/core/operator_failure.h"
 #include "weir/detail/core/output.h"
 #include "weir/detail/operators/stream_operator.h"
+#include "weir/error.h"
 #include "weir/key_group.h"
 
 namespace weir::detail {
@@ -30,6 +32,10 @@ enum class PartitionerKind {
   kShuffle,    // uniformly at random
   kBroadcast,  // every record to every channel
   kKeyGroup,   // by the key's key group (keyBy)
+  // (Persisted in unaligned checkpoints' channel state: new kinds go last.)
+  kRescale,    // round robin over a local subset of the channels (pointwise, as Flink's)
+  kGlobal,     // every record to channel 0
+  kCustom,     // the user's partitioner picks the channel from the record's key
 };
 
 const char* partitionerName(PartitionerKind kind);
@@ -205,6 +211,44 @@ struct RoundRobinSelector {
   }
 };
 
+// Flink's RescalePartitioner: producer `index` of `producers` feeds a contiguous share
+// of the n consumers, round robin; each consumer is fed by a contiguous share of the
+// producers (Flink's pointwise connection).
+struct RescaleSelector {
+  static constexpr bool kBroadcast = false;
+  int index = 0;
+  int producers = 1;
+  size_t begin = 0, end = 0, next = 0, forN = 0;
+  template <class T>
+  size_t operator()(const T&, size_t n) {
+    if (forN != n) {
+      const auto p = static_cast<size_t>(producers), i = static_cast<size_t>(index);
+      if (p >= n) {  // fan-in: consumer j reads producers [j*p/n, (j+1)*p/n)
+        begin = 0;
+        while ((begin + 1) * p / n <= i) ++begin;
+        end = begin + 1;
+      } else {  // fan-out: producer i feeds consumers [ceil(i*n/p), ceil((i+1)*n/p))
+        begin = (i * n + p - 1) / p;
+        end = ((i + 1) * n + p - 1) / p;
+      }
+      next = begin;
+      forN = n;
+    }
+    const size_t c = next;
+    if (++next == end) next = begin;
+    return c;
+  }
+};
+
+// Flink's GlobalPartitioner: everything to the first consumer.
+struct GlobalSelector {
+  static constexpr bool kBroadcast = false;
+  template <class T>
+  size_t operator()(const T&, size_t) {
+    return 0;
+  }
+};
+
 struct RandomSelector {
   static constexpr bool kBroadcast = false;
   std::minstd_rand rng{std::random_device{}()};
@@ -237,6 +281,30 @@ struct KeyGroupSelector {
       routed = n;
     }
     return static_cast<size_t>(router->operatorIndex(KeyHash<K>{}(std::invoke(keySelector, record))));
+  }
+};
+
+// partitionCustom: the user's partitioner picks the channel from the record's key; a
+// channel out of range fails the job, naming it.
+template <class Partitioner, class KeySelector>
+struct CustomSelector {
+  static constexpr bool kBroadcast = false;
+  Partitioner partitioner;
+  KeySelector keySelector;
+  template <class T>
+  size_t operator()(const T& record, size_t n) {
+    const auto& key = std::invoke(keySelector, record);
+    int64_t c = 0;
+    if constexpr (requires { partitioner.partition(key, static_cast<int>(n)); })
+      c = partitioner.partition(key, static_cast<int>(n));
+    else
+      c = std::invoke(partitioner, key, static_cast<int>(n));
+    if (c < 0 || static_cast<uint64_t>(c) >= n)
+      throw Error(ErrorCode::kInvalidArgument, "partitionCustom: the partitioner returned channel " +
+                                                   std::to_string(c) + " for " + std::to_string(n) +
+                                                   " downstream subtasks; it must be between 0 and " +
+                                                   std::to_string(n - 1));
+    return static_cast<size_t>(c);
   }
 };
 

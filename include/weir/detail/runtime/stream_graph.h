@@ -64,7 +64,7 @@ struct Transformation {
 
   // kPartition.
   PartitionerKind partitioner = PartitionerKind::kForward;
-  KeyedWriterFactory keyedWriter;
+  KeyedWriterFactory keyedWriter;  // kKeyGroup and kCustom: makes the edge's writer
   // kKeyGroup: the key group of a record (a const T*) for a maxParallelism.
   std::function<int(const void*, int)> keyGroupOf;
 

@@ -30,10 +30,11 @@ class StreamType {
                                                         TaskMetrics* metrics) const = 0;
   virtual std::unique_ptr<OutputBase> createFanOut(const std::vector<OutputBase*>& targets) const = 0;
   virtual std::unique_ptr<OutputBase> createNullOutput() const = 0;
-  // A writer for every partitioner but kKeyGroup (which needs the key selector).
+  // A writer for every partitioner but kKeyGroup and kCustom (which need the key
+  // selector), for producer `index` of `producers`.
   virtual std::unique_ptr<OutputBase> createWriter(PartitionerKind kind,
                                                    const std::vector<ChannelBase*>& channels,
-                                                   TaskMetrics* metrics) const = 0;
+                                                   TaskMetrics* metrics, int index, int producers) const = 0;
   virtual std::unique_ptr<SideOutputBase> createSideOutput(OutputBase* target) const = 0;
   // Whether records of this type can be persisted (unaligned checkpoints need it).
   virtual bool serializable() const = 0;
@@ -71,8 +72,13 @@ class TypedStream final : public StreamType {
   }
   std::unique_ptr<OutputBase> createNullOutput() const override { return std::make_unique<NullOutput<T>>(); }
   std::unique_ptr<OutputBase> createWriter(PartitionerKind kind, const std::vector<ChannelBase*>& channels,
-                                           TaskMetrics* metrics) const override {
+                                           TaskMetrics* metrics, int index, int producers) const override {
     switch (kind) {
+      case PartitionerKind::kRescale:
+        return std::make_unique<RecordWriter<T, RescaleSelector>>(typed(channels), RescaleSelector{index, producers},
+                                                                  metrics);
+      case PartitionerKind::kGlobal:
+        return std::make_unique<RecordWriter<T, GlobalSelector>>(typed(channels), GlobalSelector{}, metrics);
       case PartitionerKind::kBroadcast:
         return std::make_unique<RecordWriter<T, BroadcastSelector>>(typed(channels), BroadcastSelector{}, metrics);
       case PartitionerKind::kShuffle:

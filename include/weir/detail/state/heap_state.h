@@ -260,6 +260,7 @@ class HeapValueState final : public HeapState<N, T>, public ValueState<T> {
     if (const T* v = this->current()) return *v;
     return default_;
   }
+  using ValueState<T>::update;  // and update(std::optional<T>), which clears when empty
   void update(T value) override {
     if (T* v = this->currentMutable()) [[likely]] {
       *v = std::move(value);

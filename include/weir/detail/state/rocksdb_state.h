@@ -230,6 +230,7 @@ class RocksDBValueState final : public RocksDBState<N>, public ValueState<T> {
     auto v = this->template read<T>(this->currentKey());
     return v ? v : default_;
   }
+  using ValueState<T>::update;  // and update(std::optional<T>), which clears when empty
   void update(T value) override {
     const std::string& key = this->currentKey();
     this->column_.put(key, this->encode(value));

@@ -151,6 +151,7 @@ class TtlValueState final : public TtlStateBase, public ValueState<T> {
     auto v = readWithTtl(typed_, policy_);
     return v ? v : default_;
   }
+  using ValueState<T>::update;  // and update(std::optional<T>), which clears when empty
   void update(T value) override {
     sweepOnAccess();
     typed_.update(stamped(std::move(value)));
