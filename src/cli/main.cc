@@ -61,17 +61,19 @@ int runExample(const std::vector<weir::cli::Example>& examples, int argc, char**
   } catch (const weir::Error& e) {
     return usageError(std::string(e.what()) + " (see --help)");
   }
-  // The examples never turn checkpoints on themselves: options that only matter with
-  // them are a mistake without --checkpoint-interval.
+  // The examples never turn checkpoints on themselves: checkpoint options on the
+  // command line without --checkpoint-interval are a mistake. (A configuration file may
+  // hold them for other jobs.)
   if (!options.get("execution.checkpointing.interval")) {
-    for (const char* key : {"execution.checkpointing.mode", "execution.checkpointing.timeout",
-                            "execution.checkpointing.min-pause", "execution.checkpointing.max-concurrent-checkpoints",
-                            "execution.checkpointing.tolerable-failed-checkpoints", "state.checkpoints.num-retained",
-                            "execution.checkpointing.externalized-checkpoint-retention",
-                            "execution.checkpointing.unaligned", "state.savepoints.dir"})
-      if (options.get(key))
-        return usageError(std::string(key) + " is set, but checkpoints are off: checkpoint options need "
-                          "--checkpoint-interval (execution.checkpointing.interval)");
+    for (int i = 3; i < argc; ++i) {
+      const std::string arg = argv[i];
+      for (const char* flag : {"--checkpointing-mode", "--checkpoint-timeout", "--min-pause",
+                               "--max-concurrent-checkpoints", "--tolerable-checkpoint-failures",
+                               "--retained-checkpoints", "--retain-on-cancellation", "--unaligned", "--savepoint-dir"})
+        if (arg == flag || arg.rfind(std::string(flag) + "=", 0) == 0)
+          return usageError(std::string(flag) + " needs --checkpoint-interval: the example takes no checkpoints "
+                            "without it");
+    }
   }
   try {
     return runner(options);
@@ -110,20 +112,29 @@ int run(int argc, char** argv) {
                                 " (weir run <example> --help lists its options)");
 
   // Job control through a running job's REST API.
-  std::string address = "127.0.0.1:8081";
+  // $WEIR_REST_ADDRESS, when set, replaces --address's default on every call.
+  const char* restAddress = std::getenv("WEIR_REST_ADDRESS");
+  std::string address = restAddress != nullptr && *restAddress != '\0' ? restAddress : "127.0.0.1:8081";
   std::string jobId;
   std::function<int()> control;
   auto addControl = [&](const char* name, const char* help, bool needsJob, auto action) {
     auto* sub = app.add_subcommand(name, help);
-    sub->add_option("--address", address, "host:port of the REST API (default 127.0.0.1:8081)");
+    sub->add_option("--address", address, "host:port of the REST API (default $WEIR_REST_ADDRESS, else 127.0.0.1:8081)");
     if (needsJob) sub->add_option("jobid", jobId, "The job's id, as `weir list` prints it")->required();
     sub->callback([&control, action, &address, &jobId] {
       if (!control) control = [action, &address, &jobId] { return action(address, jobId); };
     });
     return sub;
   };
-  addControl("list", "List the jobs a REST API serves", false,
-             [](const std::string& a, const std::string&) { return weir::cli::listJobs(a); });
+  bool listRunning = false, listAll = false;
+  auto* listCommand = addControl("list", "List the jobs a REST API serves that have not ended (-a: all of them)", false,
+                                 [&listRunning, &listAll](const std::string& a, const std::string&) {
+                                   return weir::cli::listJobs(a, listAll       ? weir::cli::ListFilter::kAll
+                                                                 : listRunning ? weir::cli::ListFilter::kRunning
+                                                                               : weir::cli::ListFilter::kNotEnded);
+                                 });
+  listCommand->add_flag("-r,--running", listRunning, "Only the running jobs");
+  listCommand->add_flag("-a,--all", listAll, "Every job, ended ones too");
   addControl("status", "Show a job's state and its operators' throughput and backpressure", true, weir::cli::jobStatus);
   addControl("cancel", "Cancel a running job", true, weir::cli::cancelJob);
   weir::cli::StopOptions stop;

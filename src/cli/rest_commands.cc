@@ -2,8 +2,11 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -135,21 +138,29 @@ std::string duration(int64_t ms) {
 
 }  // namespace
 
-int listJobs(const std::string& address) {
+int listJobs(const std::string& address, ListFilter filter) {
   int code = 0;
   auto body = call(address, "GET", "/jobs/overview", &code);
   if (!body) return code;
   json jobs = body->is_object() ? body->value("jobs", json::array()) : json::array();
-  if (!jobs.is_array() || jobs.empty()) {
-    std::printf("no jobs\n");
+  if (!jobs.is_array()) jobs = json::array();
+  json shown = json::array();
+  for (auto& j : jobs) {
+    if (!j.is_object()) continue;
+    const std::string state = j.value("state", "");
+    const bool ended = state == "FINISHED" || state == "CANCELED" || state == "FAILED";
+    if ((filter == ListFilter::kNotEnded && ended) || (filter == ListFilter::kRunning && state != "RUNNING")) continue;
+    shown.push_back(j);
+  }
+  if (shown.empty()) {
+    std::printf(filter == ListFilter::kAll ? "no jobs\n" : filter == ListFilter::kRunning ? "no running jobs\n"
+                                                                                           : "no jobs that have not ended (-a lists all)\n");
     return 0;
   }
   std::printf("%-32s  %-10s  %10s  %s\n", "JOB ID", "STATE", "DURATION", "NAME");
-  for (auto& j : jobs) {
-    if (!j.is_object()) continue;
+  for (auto& j : shown)
     std::printf("%-32s  %-10s  %10s  %s\n", printable(j.value("jid", "?")).c_str(), printable(j.value("state", "?")).c_str(),
                 duration(j.value("duration", int64_t{0})).c_str(), printable(j.value("name", "")).c_str());
-  }
   return 0;
 }
 
@@ -166,11 +177,44 @@ int jobStatus(const std::string& address, const std::string& jobId) {
     if (!v.is_object()) continue;
     json m = v.value("metrics", json::object());
     if (!m.is_object()) m = json::object();
-    std::printf("  %-40s  p=%-3d  in %12llu  out %12llu  %10.0f rec/s  backpressure %s\n",
+    // The vertex's watermark: the least over its subtasks; none until each has one.
+    std::string watermark = "-";
+    if (v["id"].is_string()) {
+      int ignored = 0;
+      auto marks = call(address, "GET", "/jobs/" + jobId + "/vertices/" + v["id"].get<std::string>() + "/watermarks",
+                        &ignored);
+      std::optional<int64_t> least;
+      bool all = marks && marks->is_array() && !marks->empty();
+      for (auto& w : marks && marks->is_array() ? *marks : json::array()) {
+        int64_t value = INT64_MIN;
+        if (w.is_object() && w["value"].is_string()) value = std::strtoll(w["value"].get<std::string>().c_str(), nullptr, 10);
+        else if (w.is_object() && w["value"].is_number_integer()) value = w["value"].get<int64_t>();
+        if (value == INT64_MIN) all = false;
+        else least = least ? std::min(*least, value) : value;
+      }
+      if (all && least) watermark = std::to_string(*least);
+    }
+    std::printf("  %-40s  p=%-3d  in %12llu  out %12llu  %10.0f rec/s  backpressure %-4s  watermark %s\n",
                 printable(v.value("name", "?")).c_str(), v.value("parallelism", 0),
                 static_cast<unsigned long long>(m.value("read-records", uint64_t{0})),
                 static_cast<unsigned long long>(m.value("write-records", uint64_t{0})),
-                m.value("write-records-per-second", 0.0), printable(v.value("backpressure-level", "?")).c_str());
+                m.value("write-records-per-second", 0.0), printable(v.value("backpressure-level", "?")).c_str(),
+                watermark.c_str());
+  }
+  int ignored = 0;
+  if (auto cps = call(address, "GET", "/jobs/" + jobId + "/checkpoints", &ignored); cps && cps->is_object()) {
+    json counts = cps->value("counts", json::object());
+    json latest = cps->value("latest", json::object());
+    std::string last = "none yet";
+    if (latest.is_object() && latest["completed"].is_object())
+      last = "#" + std::to_string(latest["completed"].value("id", int64_t{0})) + ", " +
+             std::to_string(latest["completed"].value("state_size", int64_t{0})) + " bytes";
+    if (counts.is_object())
+      std::printf("checkpoints: %lld completed, %lld failed, %lld in progress; latest %s\n",
+                  static_cast<long long>(counts.value("completed", int64_t{0})),
+                  static_cast<long long>(counts.value("failed", int64_t{0})),
+                  static_cast<long long>(counts.value("in_progress", int64_t{0})), last.c_str());
+    if (counts.is_object()) std::printf("restarts: %lld\n", static_cast<long long>(counts.value("restored", int64_t{0})));
   }
   return 0;
 }

@@ -8,7 +8,12 @@ namespace weir::cli {
 
 // Each prints what it found on stdout and returns the exit code; errors are one line on
 // stderr (1: the server is unreachable or refused, e.g. an unknown job id).
-int listJobs(const std::string& address);
+// Which jobs `weir list` shows (Flink's flink list): by default those not ended yet;
+// -r only the running ones; -a all of them.
+enum class ListFilter { kNotEnded, kRunning, kAll };
+int listJobs(const std::string& address, ListFilter filter = ListFilter::kNotEnded);
+// The job's state, each operator's throughput, back-pressure and watermark, its
+// checkpoints and restarts.
 int jobStatus(const std::string& address, const std::string& jobId);
 int cancelJob(const std::string& address, const std::string& jobId);
 // `weir stop`: with a savepoint folder (or the job's default one) stop-with-savepoint,

@@ -322,6 +322,15 @@ class RestServer::Impl {
     return nullptr;
   }
 
+  // Answers 409 naming the final state when the job has ended: there is nothing left to
+  // cancel or stop.
+  static bool endedJob(const Entry& e, httplib::Response& res) {
+    const JobStatus st = e.job->status();
+    if (st != JobStatus::FINISHED && st != JobStatus::CANCELED && st != JobStatus::FAILED) return false;
+    sendError(res, 409, "Job " + e.job->jobId() + " has already ended: it is " + toString(st) + ".");
+    return true;
+  }
+
   int vertex(const Entry& e, const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[2];
     const auto& vs = e.job->vertices();
@@ -847,12 +856,13 @@ class RestServer::Impl {
       if (!e || !validBody(req, res)) return;
       std::string mode = req.has_param("mode") ? req.get_param_value("mode") : "cancel";
       if (mode != "cancel") return sendError(res, 400, "Unknown mode '" + mode + "'; the only mode is 'cancel'.");
+      if (endedJob(*e, res)) return;
       e->job->cancel();
       sendJson(res, json::object(), 202);
     }));
     http_.Post(R"(/jobs/([^/]+)/stop)", locked([this](const httplib::Request& req, httplib::Response& res) {
       auto* e = job(req, res);
-      if (!e || !validBody(req, res)) return;
+      if (!e || !validBody(req, res) || endedJob(*e, res)) return;
       // With a savepoint when a folder is given or configured (Flink's stop); else weir's
       // graceful stop, which drains without one.
       json body = req.body.empty() ? json::object() : json::parse(req.body);

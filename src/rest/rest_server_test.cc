@@ -256,6 +256,14 @@ TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
   EXPECT_EQ(r->status, 202);
   EXPECT_EQ(job.wait().status, JobStatus::CANCELED);
   EXPECT_EQ(server.get("/jobs/" + jid)["state"], "CANCELED");
+  // An ended job has nothing to cancel or stop: 409, naming its final state.
+  for (bool cancel : {true, false}) {
+    auto again = cancel ? server.client->Patch("/jobs/" + jid + "?mode=cancel")
+                        : server.client->Post("/jobs/" + jid + "/stop", "{}", "application/json");
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->status, 409);
+    EXPECT_NE(again->body.find("has already ended: it is CANCELED"), std::string::npos) << again->body;
+  }
 }
 
 // The job's configuration, its vertices, the one task manager of the embedded runtime and

@@ -414,11 +414,23 @@ TEST(Cli, TheDemoStoppedWithASavepointResumesAndCountsEveryEventOnce) {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   ASSERT_FALSE(address.empty()) << fileText(dir / "err.txt");
-  Result list = weir("list --address " + address);
+  // $WEIR_REST_ADDRESS stands for --address.
+  ::setenv("WEIR_REST_ADDRESS", address.c_str(), 1);
+  Result list = weir("list");
+  ::unsetenv("WEIR_REST_ADDRESS");
   ASSERT_EQ(list.exitCode, 0) << list.err;
   const std::string jobId = list.out.substr(list.out.find('\n') + 1, 32);
+  EXPECT_NE(weir("list -r --address " + address).out.find(jobId), std::string::npos);
+  EXPECT_NE(weir("list -a --address " + address).out.find(jobId), std::string::npos);
   while (recordedCheckpoints(dir / "checkpoints") == 0 && std::chrono::steady_clock::now() < deadline)
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  // status: the operators, then the checkpoints and restarts.
+  Result status = weir("status " + jobId + " --address " + address);
+  EXPECT_EQ(status.exitCode, 0) << status.err;
+  EXPECT_TRUE(std::regex_search(status.out, std::regex("checkpoints: [1-9][0-9]* completed, 0 failed")))
+      << status.out;
+  EXPECT_NE(status.out.find("restarts: 0"), std::string::npos) << status.out;
+  EXPECT_NE(status.out.find("watermark"), std::string::npos) << status.out;
 
   Result noFolder = weir("savepoint " + jobId + " --address " + address);
   EXPECT_EQ(noFolder.exitCode, 2) << noFolder.err;
