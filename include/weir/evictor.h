@@ -134,6 +134,30 @@ class TimeEvictor : public detail::EvictBeforeOrAfter<TimeEvictor> {
   int64_t size_;
 };
 
+// Evicts the records of a window whose `deltaFunction(record, last)` to the window's last
+// record is at least `threshold` (Flink's DeltaEvictor).
+template <class T>
+class DeltaEvictor : public detail::EvictBeforeOrAfter<DeltaEvictor<T>> {
+ public:
+  using DeltaFunction = std::function<double(const T& oldPoint, const T& newPoint)>;
+  static DeltaEvictor of(double threshold, DeltaFunction deltaFunction, bool doEvictAfter = false) {
+    if (!deltaFunction) throw Error(ErrorCode::kInvalidArgument, "DeltaEvictor: the delta function is empty");
+    return DeltaEvictor(threshold, std::move(deltaFunction), doEvictAfter);
+  }
+
+ private:
+  friend class detail::EvictBeforeOrAfter<DeltaEvictor>;
+  DeltaEvictor(double threshold, DeltaFunction delta, bool after)
+      : detail::EvictBeforeOrAfter<DeltaEvictor>(after), threshold_(threshold), delta_(std::move(delta)) {}
+  void evict(std::vector<TimestampedValue<T>>& elements) const {
+    if (elements.empty()) return;
+    const T last = elements.back().value;
+    std::erase_if(elements, [&](const TimestampedValue<T>& e) { return delta_(e.value, last) >= threshold_; });
+  }
+  double threshold_;
+  DeltaFunction delta_;
+};
+
 // Whether `E` can evict records of type T from windows of type W.
 template <class E, class T, class W>
 concept EvictorFor = requires(const E& evictor, std::vector<TimestampedValue<T>>& elements, const W& window,

@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "weir/error.h"
 #include "weir/serializer.h"
 
 namespace weir {
@@ -40,8 +41,43 @@ inline int defaultMaxParallelism(int p) {
 struct KeyGroupRange {
   int start = 0;
   int end = -1;
+
+  // Flink's KeyGroupRange.of: throws weir::Error unless 0 <= start <= end.
+  static KeyGroupRange of(int startKeyGroup, int endKeyGroup) {
+    if (startKeyGroup < 0 || endKeyGroup < startKeyGroup)
+      throw Error(ErrorCode::kInvalidArgument, "KeyGroupRange.of(" + std::to_string(startKeyGroup) + ", " +
+                                                   std::to_string(endKeyGroup) + "): need 0 <= start <= end");
+    return {startKeyGroup, endKeyGroup};
+  }
+  // Flink's EMPTY_KEY_GROUP_RANGE.
+  static KeyGroupRange empty() { return {}; }
+  int getStartKeyGroup() const { return start; }
+  int getEndKeyGroup() const { return end; }
+  int getNumberOfKeyGroups() const { return size(); }
   bool contains(int keyGroup) const { return keyGroup >= start && keyGroup <= end; }
   int size() const { return end < start ? 0 : end - start + 1; }
+  // The key groups in both; empty() when none.
+  KeyGroupRange getIntersection(const KeyGroupRange& other) const {
+    const int from = std::max(start, other.start), to = std::min(end, other.end);
+    return from <= to ? KeyGroupRange{from, to} : empty();
+  }
+  // The key groups in order: for (int keyGroup : range.keyGroups()). (Flink's range is
+  // itself Iterable; here `end` is the last key group, so iteration has its own name.)
+  struct KeyGroups {
+    struct Iterator {
+      int keyGroup;
+      int operator*() const { return keyGroup; }
+      Iterator& operator++() {
+        ++keyGroup;
+        return *this;
+      }
+      bool operator==(const Iterator&) const = default;
+    };
+    int from, to;  // [from, to)
+    Iterator begin() const { return {from}; }
+    Iterator end() const { return {to}; }
+  };
+  KeyGroups keyGroups() const { return {start, start + size()}; }
   bool operator==(const KeyGroupRange&) const = default;
 };
 

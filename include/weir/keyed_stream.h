@@ -82,6 +82,25 @@ class WindowedStream {
     return add<T>("Window Reduce", detail::ReduceWindowPolicy<T, F>{std::move(fn)});
   }
 
+  // Reduces incrementally with `reduceFn` (not a rich function, as in Flink), then hands
+  // the one result to `fn`, a ProcessWindowFunction<T, OUT, K, W> or a WindowFunction<T,
+  // OUT, K, W>, with the key and the window.
+  template <class R, class F>
+  SingleOutputStreamOperator<typename F::OutputType> reduce(R reduceFn, F fn) {
+    static_assert(detail::ReduceFunctionFor<R, T>,
+                  "reduce(r, f): r must be callable as T r(const T& accumulated, const T& value)");
+    static_assert(!std::is_base_of_v<RichFunction, R>, "reduce(r, f): r cannot be a rich function here, as in Flink");
+    using OUT = typename F::OutputType;
+    if constexpr (std::is_base_of_v<ProcessWindowFunction<T, OUT, K, W>, F>) {
+      return add<OUT>("Window Reduce", detail::ReduceProcessWindowPolicy<T, R, F>{{std::move(fn)}, std::move(reduceFn)});
+    } else {
+      static_assert(std::is_base_of_v<WindowFunction<T, OUT, K, W>, F>,
+                    "reduce(r, f): f must derive from ProcessWindowFunction<T, OUT, K, W> or WindowFunction<T, OUT, K, "
+                    "W> with this stream's record and key types and the assigner's window type W");
+      return add<OUT>("Window Reduce", detail::ReduceApplyWindowPolicy<T, R, F>{std::move(fn), std::move(reduceFn)});
+    }
+  }
+
   // `agg` derives from AggregateFunction<T, ACC, OUT>.
   template <class A>
   SingleOutputStreamOperator<typename A::OutputType> aggregate(A agg) {
@@ -91,16 +110,32 @@ class WindowedStream {
   }
 
   // Aggregates incrementally with `agg`, then hands the one result to `fn` (derived
-  // from ProcessWindowFunction<OUT_of_agg, OUT, K, W>) with the key and the window.
+  // from ProcessWindowFunction<R, OUT, K, W> or WindowFunction<R, OUT, K, W>, R the
+  // aggregate's result) with the key and the window.
   template <class A, class F>
   SingleOutputStreamOperator<typename F::OutputType> aggregate(A agg, F fn) {
     static_assert(std::is_base_of_v<AggregateFunction<T, typename A::AccumulatorType, typename A::OutputType>, A>,
                   "aggregate(a, f): a must derive from AggregateFunction<T, ACC, R> for this stream's record type T");
-    static_assert(std::is_base_of_v<ProcessWindowFunction<typename A::OutputType, typename F::OutputType, K, W>, F>,
-                  "aggregate(a, f): f must derive from ProcessWindowFunction<R, OUT, K, W> where R is a's result type "
-                  "and W the assigner's window type");
-    return add<typename F::OutputType>("Window Aggregate",
-                                       detail::AggregateProcessWindowPolicy<T, A, F>{{std::move(fn)}, std::move(agg)});
+    using R = typename A::OutputType;
+    using OUT = typename F::OutputType;
+    if constexpr (std::is_base_of_v<ProcessWindowFunction<R, OUT, K, W>, F>) {
+      return add<OUT>("Window Aggregate", detail::AggregateProcessWindowPolicy<T, A, F>{{std::move(fn)}, std::move(agg)});
+    } else {
+      static_assert(std::is_base_of_v<WindowFunction<R, OUT, K, W>, F>,
+                    "aggregate(a, f): f must derive from ProcessWindowFunction<R, OUT, K, W> or WindowFunction<R, OUT, "
+                    "K, W> where R is a's result type and W the assigner's window type");
+      return add<OUT>("Window Aggregate", detail::AggregateApplyWindowPolicy<T, A, F>{std::move(fn), std::move(agg)});
+    }
+  }
+
+  // `fn` derives from WindowFunction<T, OUT, K, W>: all records of a window at once
+  // (Flink's apply; process() with a ProcessWindowFunction offers more).
+  template <class F>
+  SingleOutputStreamOperator<typename F::OutputType> apply(F fn) {
+    static_assert(std::is_base_of_v<WindowFunction<T, typename F::OutputType, K, W>, F>,
+                  "apply(f): f must derive from WindowFunction<T, OUT, K, W> with this stream's record and key types "
+                  "and the assigner's window type W");
+    return add<typename F::OutputType>("Window Apply", detail::ApplyWindowPolicy<T, F>{std::move(fn)});
   }
 
   // `fn` derives from ProcessWindowFunction<T, OUT, K, W>: all records of a window at once.

@@ -16,6 +16,13 @@
 
 namespace weir {
 
+namespace detail {
+template <class T>
+inline constexpr bool IsStdOptional = false;
+template <class T>
+inline constexpr bool IsStdOptional<std::optional<T>> = true;
+}  // namespace detail
+
 // A sequence read lazily from state (MapState::entries/keys/values). Iterating it while
 // other keys change is safe; changing the same map while iterating it is an error that
 // the next step of the iteration reports.
@@ -70,10 +77,15 @@ class ValueState {
   // The value, or the descriptor's default value (if any) when there is none.
   virtual std::optional<T> value() = 0;
   virtual void update(T value) = 0;
-  // An empty value clears the state, as Flink's update(null) does.
-  void update(std::nullopt_t) { clear(); }
+  // An empty value clears the state, as Flink's update(null) does. (Not for a state of
+  // optionals, whose update(T) stores an empty one.)
+  void update(std::nullopt_t)
+    requires(!detail::IsStdOptional<T>)
+  {
+    clear();
+  }
   template <class O>
-    requires std::is_same_v<std::remove_cvref_t<O>, std::optional<T>>
+    requires(std::is_same_v<std::remove_cvref_t<O>, std::optional<T>> && !detail::IsStdOptional<T>)
   void update(O&& value) {
     if (value) update(T(*std::forward<O>(value)));
     else clear();

@@ -74,6 +74,8 @@ class StateStore {
 };
 
 namespace detail {
+class SideOutputs;
+
 // What a window operator gives its window function's context: the state stores of the
 // key and window that fire (made on first use).
 template <class W>
@@ -82,6 +84,8 @@ class WindowFunctionState {
   virtual ~WindowFunctionState() = default;
   virtual StateStore<W>& windowState(const W& window) = 0;
   virtual StateStore<W>& globalState() = 0;
+  // Where ctx.output(tag, value) goes; none outside an operator.
+  virtual SideOutputs* sideOutputs() { return nullptr; }
 };
 }  // namespace detail
 

@@ -21,8 +21,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <limits>
+#include <functional>
 #include <optional>
+#include <limits>
 #include <span>
 #include <string>
 #include <vector>
@@ -317,6 +318,170 @@ class ContinuousEventTimeTrigger : public detail::TriggerDefaults {
     return ReducingStateDescriptor<int64_t>("continuous-fire-time", [](int64_t a, int64_t b) { return std::min(a, b); });
   }
   int64_t interval_;
+};
+
+// Fires every `interval` of processing time while the window holds records (aligned to
+// multiples of the interval), the last time at the window's end (Flink's
+// ContinuousProcessingTimeTrigger): early results of long processing-time windows.
+class ContinuousProcessingTimeTrigger : public detail::TriggerDefaults {
+ public:
+  // Throws weir::Error when interval ≤ 0.
+  static ContinuousProcessingTimeTrigger of(std::chrono::milliseconds interval) {
+    if (interval.count() <= 0)
+      throw Error(ErrorCode::kInvalidArgument, "ContinuousProcessingTimeTrigger: the interval must be positive, got " +
+                                                   std::to_string(interval.count()) + " ms");
+    return ContinuousProcessingTimeTrigger(interval.count());
+  }
+  template <class T, class W>
+  TriggerResult onElement(const T&, int64_t, const W& window, TriggerContext<W>& ctx) {
+    ReducingState<int64_t>& next = ctx.getPartitionedState(descriptor());
+    if (!next.get()) scheduleNext(detail::alignedStart(ctx.getCurrentProcessingTime(), 0, interval_), window, next, ctx);
+    return TriggerResult::CONTINUE;
+  }
+  template <class W>
+  TriggerResult onProcessingTime(int64_t time, const W& window, TriggerContext<W>& ctx) {
+    ReducingState<int64_t>& next = ctx.getPartitionedState(descriptor());
+    if (next.get() != time) return TriggerResult::CONTINUE;
+    next.clear();
+    // Once it fired at the window's end, it is done (the window goes then).
+    if (time < window.maxTimestamp()) scheduleNext(time, window, next, ctx);
+    return TriggerResult::FIRE;
+  }
+  template <class W>
+  void clear(const W&, TriggerContext<W>& ctx) {
+    ReducingState<int64_t>& next = ctx.getPartitionedState(descriptor());
+    if (auto at = next.get()) ctx.deleteProcessingTimeTimer(*at);
+    next.clear();
+  }
+  template <class W>
+  void onMerge(const W&, OnMergeContext<W>& ctx) {
+    ctx.mergePartitionedState(descriptor());
+    if (auto at = ctx.getPartitionedState(descriptor()).get()) ctx.registerProcessingTimeTimer(*at);
+  }
+  int64_t getInterval() const { return interval_; }
+
+ private:
+  explicit ContinuousProcessingTimeTrigger(int64_t interval) : interval_(interval) {}
+  // The next firing: an interval after `from`, but not after the window's end (which may
+  // be behind already: the timer then fires at once, as in Flink).
+  template <class W>
+  void scheduleNext(int64_t from, const W& window, ReducingState<int64_t>& next, TriggerContext<W>& ctx) {
+    int64_t fireAt = std::min(detail::saturatingAdd(from, interval_), window.maxTimestamp());
+    ctx.registerProcessingTimeTimer(fireAt);
+    next.add(fireAt);
+  }
+  static ReducingStateDescriptor<int64_t> descriptor() {
+    return ReducingStateDescriptor<int64_t>("fire-time", [](int64_t a, int64_t b) { return std::min(a, b); });
+  }
+  int64_t interval_;
+};
+
+// Fires when `deltaFunction(last, element)` — between the record that last fired the
+// window (or its first record) and a new one — exceeds `threshold` (Flink's
+// DeltaTrigger). The last record is per-window state, so T must be Serializable.
+template <class T>
+class DeltaTrigger : public detail::TriggerDefaults {
+ public:
+  using DeltaFunction = std::function<double(const T& oldPoint, const T& newPoint)>;
+  static DeltaTrigger of(double threshold, DeltaFunction deltaFunction) {
+    if (!deltaFunction) throw Error(ErrorCode::kInvalidArgument, "DeltaTrigger: the delta function is empty");
+    return DeltaTrigger(threshold, std::move(deltaFunction));
+  }
+  template <class W>
+  TriggerResult onElement(const T& element, int64_t, const W&, TriggerContext<W>& ctx) {
+    ValueState<T>& last = ctx.getPartitionedState(descriptor());
+    std::optional<T> previous = last.value();
+    if (!previous) {
+      last.update(element);
+      return TriggerResult::CONTINUE;
+    }
+    if (delta_(*previous, element) > threshold_) {
+      last.update(element);
+      return TriggerResult::FIRE;
+    }
+    return TriggerResult::CONTINUE;
+  }
+  template <class W>
+  void clear(const W&, TriggerContext<W>& ctx) {
+    ctx.getPartitionedState(descriptor()).clear();
+  }
+
+ private:
+  DeltaTrigger(double threshold, DeltaFunction delta) : threshold_(threshold), delta_(std::move(delta)) {}
+  static ValueStateDescriptor<T> descriptor() { return ValueStateDescriptor<T>("last-element"); }
+  double threshold_;
+  DeltaFunction delta_;
+};
+
+// Wraps a trigger: fires the window also `timeout` of processing time after its first
+// record (or, with resetTimerOnNewRecord, after its latest), and on any timer; with
+// shouldClearOnTimeout the trigger's state is cleared when it fires (Flink's
+// ProcessingTimeoutTrigger).
+template <class Inner>
+class ProcessingTimeoutTrigger {
+ public:
+  static ProcessingTimeoutTrigger of(Inner trigger, std::chrono::milliseconds timeout) {
+    return of(std::move(trigger), timeout, false, true);
+  }
+  // Throws weir::Error when timeout ≤ 0.
+  static ProcessingTimeoutTrigger of(Inner trigger, std::chrono::milliseconds timeout, bool resetTimerOnNewRecord,
+                                     bool shouldClearOnTimeout) {
+    if (timeout.count() <= 0)
+      throw Error(ErrorCode::kInvalidArgument, "ProcessingTimeoutTrigger: the timeout must be positive, got " +
+                                                   std::to_string(timeout.count()) + " ms");
+    return ProcessingTimeoutTrigger(std::move(trigger), timeout.count(), resetTimerOnNewRecord, shouldClearOnTimeout);
+  }
+  template <class T, class W>
+  TriggerResult onElement(const T& element, int64_t timestamp, const W& window, TriggerContext<W>& ctx) {
+    TriggerResult result = inner_.onElement(element, timestamp, window, ctx);
+    if (isFire(result)) {
+      clear(window, ctx);
+      return result;
+    }
+    ValueState<int64_t>& timeout = ctx.getPartitionedState(descriptor());
+    std::optional<int64_t> at = timeout.value();
+    if (at && reset_) {
+      ctx.deleteProcessingTimeTimer(*at);
+      timeout.clear();
+      at.reset();
+    }
+    if (!at) {
+      const int64_t fireAt = detail::saturatingAdd(ctx.getCurrentProcessingTime(), timeout_);
+      timeout.update(fireAt);
+      ctx.registerProcessingTimeTimer(fireAt);
+    }
+    return result;
+  }
+  template <class W>
+  TriggerResult onProcessingTime(int64_t time, const W& window, TriggerContext<W>& ctx) {
+    TriggerResult result = inner_.onProcessingTime(time, window, ctx);
+    if (clearOnTimeout_) clear(window, ctx);
+    return isPurge(result) ? TriggerResult::FIRE_AND_PURGE : TriggerResult::FIRE;
+  }
+  template <class W>
+  TriggerResult onEventTime(int64_t time, const W& window, TriggerContext<W>& ctx) {
+    TriggerResult result = inner_.onEventTime(time, window, ctx);
+    if (clearOnTimeout_) clear(window, ctx);
+    return isPurge(result) ? TriggerResult::FIRE_AND_PURGE : TriggerResult::FIRE;
+  }
+  template <class W>
+  void clear(const W& window, TriggerContext<W>& ctx) {
+    ValueState<int64_t>& timeout = ctx.getPartitionedState(descriptor());
+    if (auto at = timeout.value()) {
+      ctx.deleteProcessingTimeTimer(*at);
+      timeout.clear();
+    }
+    inner_.clear(window, ctx);
+  }
+
+ private:
+  ProcessingTimeoutTrigger(Inner inner, int64_t timeout, bool reset, bool clearOnTimeout)
+      : inner_(std::move(inner)), timeout_(timeout), reset_(reset), clearOnTimeout_(clearOnTimeout) {}
+  static ValueStateDescriptor<int64_t> descriptor() { return ValueStateDescriptor<int64_t>("timeout"); }
+  Inner inner_;
+  int64_t timeout_;
+  bool reset_;
+  bool clearOnTimeout_;
 };
 
 // Turns every FIRE of `trigger` into FIRE_AND_PURGE: the window's contents are dropped

@@ -16,6 +16,7 @@
 #include "weir/error.h"
 #include "weir/functions.h"
 #include "weir/key_group.h"
+#include "weir/output_tag.h"
 #include "weir/serializer.h"
 #include "weir/state_store.h"
 
@@ -32,6 +33,9 @@ struct TimeWindow {
   // The smallest window that covers both.
   TimeWindow cover(const TimeWindow& o) const { return {std::min(start, o.start), std::max(end, o.end)}; }
   bool operator==(const TimeWindow&) const = default;
+  // The start of the window of `windowSize` (shifted by `offset`) that holds `timestamp`
+  // (Flink's TimeWindow.getWindowStartWithOffset), negative timestamps included.
+  static int64_t getWindowStartWithOffset(int64_t timestamp, int64_t offset, int64_t windowSize);
 };
 WEIR_STRUCT(TimeWindow, start, end);
 
@@ -59,6 +63,16 @@ inline int64_t clampToInt64(__int128 v) {
 inline int64_t alignedStart(int64_t t, int64_t offset, int64_t step) {
   return clampToInt64(alignedStartWide(t, offset, step));
 }
+}  // namespace detail
+
+inline int64_t TimeWindow::getWindowStartWithOffset(int64_t timestamp, int64_t offset, int64_t windowSize) {
+  if (windowSize <= 0)
+    throw Error(ErrorCode::kInvalidArgument, "getWindowStartWithOffset: the window size must be positive, got " +
+                                                 std::to_string(windowSize));
+  return detail::alignedStart(timestamp, offset, windowSize);
+}
+
+namespace detail {
 // The aligned window [start, start + size) computed wide, then clamped to the range: the
 // first and last windows are cut short where the range ends, not moved.
 inline TimeWindow clampedWindow(__int128 start, int64_t size) { return {clampToInt64(start), clampToInt64(start + size)}; }
@@ -296,6 +310,14 @@ class ProcessWindowFunction : public RichFunction {
     StateStore<W>& windowState() { return state().windowState(window_); }
     // Keyed state of the current key, shared by all its windows.
     StateStore<W>& globalState() { return state().globalState(); }
+    // Emits `value` to the side output named by `tag`, with the window's maxTimestamp().
+    template <class X>
+    void output(const OutputTag<X>& tag, X value) {
+      detail::SideOutputs* outputs = state().sideOutputs();
+      if (outputs == nullptr) throw Error(ErrorCode::kInvalidArgument, "this window function's context has no side outputs");
+      outputs->setTimestamp(true, window_.maxTimestamp());
+      outputs->collect(tag, std::move(value));
+    }
 
    private:
     detail::WindowFunctionState<W>& state() {
@@ -313,6 +335,19 @@ class ProcessWindowFunction : public RichFunction {
   // Called when the window's state goes: its end plus the allowed lateness passed (never
   // for a GlobalWindow). Clear what the window kept in ctx.windowState() here.
   virtual void clear(Context& ctx) {}
+};
+
+// Flink's WindowFunction (what apply() takes, and reduce and aggregate as their second
+// function): the key, the window and its records — or, after reduce or aggregate, the
+// one result — at once. ProcessWindowFunction offers more (state, the watermark, side
+// outputs).
+template <class IN, class OUT, class KEY, class W = TimeWindow>
+class WindowFunction : public RichFunction {
+ public:
+  using InputType = IN;
+  using OutputType = OUT;
+  using KeyType = KEY;
+  virtual void apply(const KEY& key, const W& window, std::span<const IN> input, Collector<OUT>& out) = 0;
 };
 
 }  // namespace weir

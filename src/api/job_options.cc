@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <map>
 #include <stdexcept>
+#include <tuple>
 #include <utility>
 
 #include <CLI/CLI.hpp>
@@ -41,19 +42,20 @@ struct Key {
 };
 
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
-constexpr int64_t kForever = int64_t{1} << 50;  // ms: some 35,000 years
+constexpr int64_t kForever = int64_t{1} << 40;  // ms: some 35 years, far below what timed waits overflow at
 
 const std::vector<Key>& allKeys() {
   static const std::vector<Key> keys{
       {"parallelism.default", {}, Type::kInt, "--parallelism", 1, kUpperBoundMaxParallelism},
-      {"pipeline.max-parallelism", {}, Type::kInt, "--max-parallelism", 1, kUpperBoundMaxParallelism},
+      {"pipeline.max-parallelism", {}, Type::kInt, "--max-parallelism", -1, kUpperBoundMaxParallelism},
       {"pipeline.auto-watermark-interval", {}, Type::kDuration, "", 1, kForever},
       {"pipeline.auto-generate-uids", {}, Type::kBool, ""},
       {"execution.buffer-timeout", {"execution.buffer-timeout.interval"}, Type::kDuration, "", -1, kForever},
       {"taskmanager.memory.network.max", {}, Type::kMemory, "--network-memory", 1 << 20, int64_t{1} << 50},
       {"taskmanager.network.memory.buffers-per-channel", {}, Type::kInt, "", 1, 1 << 16},
       {"rest.port", {}, Type::kInt, "--rest-port", 0, 65535},
-      {"rest.bind-address", {"rest.address"}, Type::kString, "--rest-address"},
+      {"rest.bind-address", {}, Type::kString, "--rest-address"},
+      {"rest.address", {}, Type::kString, ""},
       {"weir.rest.enabled", {}, Type::kBool, "--no-rest"},
       {"state.backend.type", {"state.backend"}, Type::kEnum, "--state-backend", 0, 0, 0, 0, {"HASHMAP", "ROCKSDB", "HEAP"}},
       {"state.backend.incremental", {"execution.checkpointing.incremental"}, Type::kBool, "--incremental-checkpoints"},
@@ -123,11 +125,13 @@ Error bad(const std::string& message) { return Error(ErrorCode::kInvalidArgument
 std::string rangeText(const Key& k) {
   auto amount = [&](int64_t v) {
     return k.type == Type::kDuration ? std::to_string(v) + " ms"
-           : k.type == Type::kMemory ? std::to_string(v >> 20) + " MiB"
+           : k.type == Type::kMemory ? (v % (1 << 20) == 0 ? std::to_string(v >> 20) + " MiB" : std::to_string(v) + " bytes")
                                      : std::to_string(v);
   };
-  if (k.min == 1 && k.max >= kForever && k.type == Type::kDuration) return "must be positive";
-  if (k.min == 0 && k.max >= kForever) return "must not be negative";
+  if (k.type == Type::kDuration && k.max >= kForever)
+    return std::string(k.min == 1 ? "must be positive" : k.min == 0 ? "must not be negative" : "must be at least " + amount(k.min)) +
+           " and at most " + amount(k.max) + " (some 35 years)";
+  if (k.name == "pipeline.max-parallelism") return "must be between 1 and " + amount(k.max) + " (or -1: not set)";
   return "must be between " + amount(k.min) + " and " + amount(k.max);
 }
 
@@ -136,8 +140,17 @@ void validate(const Key& k, const std::string& value, const std::string& origin)
   try {
     switch (k.type) {
       case Type::kInt: {
-        int64_t v = api::parseWholeNumber(value, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
-        if (v < k.min || v > k.max) throw bad(origin + " " + rangeText(k) + ", got " + value);
+        int64_t v = 0;
+        try {
+          v = api::parseWholeNumber(value, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max());
+        } catch (const std::invalid_argument&) {
+          // Beyond int64: out of the key's range, if it is a number at all.
+          if (value.find_first_not_of(" -0123456789") == std::string::npos && !value.empty())
+            throw bad(origin + " " + rangeText(k) + ", got " + value);
+          throw;
+        }
+        if (v < k.min || v > k.max || (k.name == "pipeline.max-parallelism" && v == 0))
+          throw bad(origin + " " + rangeText(k) + ", got " + value);
         return;
       }
       case Type::kDuration: {
@@ -292,7 +305,7 @@ struct JobOptions::Impl {
          "Resuming: no-claim (default: the snapshot stays yours) or claim (removed once the job's first checkpoint "
          "completes)");
     bind("--savepoint-dir", "state.savepoints.dir", "Where savepoints go when a request names no folder");
-    weir->add_option("--config", configFile, "A YAML file of configuration keys (Flink's config.yaml)")
+    configOption = weir->add_option("--config", configFile, "A YAML file of configuration keys (Flink's config.yaml)")
         ->type_name("FILE");
     weir->add_option("-D", dynamicProperties, "Sets a configuration key (repeatable; docs/configuration.md)")
         ->allow_extra_args(false)
@@ -318,7 +331,7 @@ struct JobOptions::Impl {
     b->key = k;
     b->boolean = true;
     b->whenGiven = value;
-    b->option = weir->add_flag(names, help);
+    b->option = weir->add_flag(names, help)->disable_flag_override();
     b->flag = b->option->get_name();
     flags.push_back(std::move(b));
   }
@@ -390,7 +403,7 @@ struct JobOptions::Impl {
         throw bad("WEIR_CONF_DIR is '" + std::string(dir) + "', but it holds no config.yaml (nor flink-conf.yaml)");
       putAll(readYaml(readFile(path, "configuration file"), path), path);
     }
-    if (!configFile.empty()) putAll(readYaml(readFile(configFile, "--config file"), configFile), configFile);
+    if (configOption->count() > 0) putAll(readYaml(readFile(configFile, "--config file"), configFile), configFile);
     if (const char* properties = std::getenv("WEIR_PROPERTIES"); properties != nullptr && *properties != '\0')
       putAll(readYaml(properties, "$WEIR_PROPERTIES"), "$WEIR_PROPERTIES");
     for (const auto& property : dynamicProperties) {
@@ -399,7 +412,7 @@ struct JobOptions::Impl {
       const std::string name = property.substr(0, eq);
       put(name, property.substr(eq + 1), "-D " + name, "-D");
     }
-    if (!restartSpec.empty()) putRestartSpec();
+    if (restartStrategy->count() > 0) putRestartSpec();
     for (const auto& b : flags) {
       if (b->option->count() == 0) continue;
       std::string value = b->boolean ? b->whenGiven : b->text;
@@ -409,7 +422,7 @@ struct JobOptions::Impl {
         value += "m";
       put(b->key, value, b->flag, "");
     }
-    for (const auto& [name, value] : fromCode) put(name, value, name, "");
+    for (const auto& [name, value, origin] : fromCode) put(name, value, origin, "");
   }
 
   const Setting* find(const std::string& name) const {
@@ -447,6 +460,14 @@ struct JobOptions::Impl {
     return read(name, [](const std::string& v) { return v; });
   }
 
+  // Whether `name` was set on the command line (an option or -D) or by the program: a
+  // setting there that has no effect without another is a mistake worth an error; one in
+  // a configuration file, which may serve other jobs too, is ignored as Flink does.
+  bool explicitlySet(const std::string& name) const {
+    const Setting* s = find(name);
+    return s != nullptr && s->origin.find(" in ") == std::string::npos;
+  }
+
   bool rocksdb() const {
     auto type = choice("state.backend.type");
     return type && *type == "ROCKSDB";
@@ -454,14 +475,15 @@ struct JobOptions::Impl {
 
   // Checks the settings together, and finds the checkpoint `--restore latest` means.
   void check() {
-    if (auto p = integer("parallelism.default"), m = integer("pipeline.max-parallelism"); p && m && *p > *m)
+    if (auto p = integer("parallelism.default"), m = integer("pipeline.max-parallelism"); p && m && *m > 0 && *p > *m)
       throw bad(nameOf("parallelism.default") + " must be between 1 and the max parallelism (" + std::to_string(*m) +
                 "), got " + std::to_string(*p));
     if (boolean("execution.checkpointing.unaligned").value_or(false) &&
-        choice("execution.checkpointing.mode").value_or("EXACTLY_ONCE") != "EXACTLY_ONCE")
+        choice("execution.checkpointing.mode").value_or("EXACTLY_ONCE") != "EXACTLY_ONCE" &&
+        (explicitlySet("execution.checkpointing.unaligned") || explicitlySet("execution.checkpointing.mode")))
       throw bad(nameOf("execution.checkpointing.unaligned") + " needs " + nameOf("execution.checkpointing.mode") +
                 " exactly-once");
-    if (given("execution.checkpointing.aligned-checkpoint-timeout") &&
+    if (explicitlySet("execution.checkpointing.aligned-checkpoint-timeout") &&
         !boolean("execution.checkpointing.unaligned").value_or(false))
       throw bad(nameOf("execution.checkpointing.aligned-checkpoint-timeout") + " needs " +
                 nameOf("execution.checkpointing.unaligned"));
@@ -469,18 +491,27 @@ struct JobOptions::Impl {
                                  "state.backend.rocksdb.block.cache-size", "state.backend.rocksdb.memory.write-buffer-ratio",
                                  "state.backend.rocksdb.writebuffer.size", "state.backend.rocksdb.writebuffer.count",
                                  "state.backend.rocksdb.compaction.style"})
-      if (given(rocksKey) && !rocksdb()) throw bad(nameOf(rocksKey) + " needs " + nameOf("state.backend.type") + " rocksdb");
+      if (explicitlySet(rocksKey) && !rocksdb()) throw bad(nameOf(rocksKey) + " needs " + nameOf("state.backend.type") + " rocksdb");
     if (auto dir = text("state.backend.rocksdb.localdir")) {
       std::error_code ec;
       if (!std::filesystem::is_directory(*dir, ec))
         throw bad(nameOf("state.backend.rocksdb.localdir") + " '" + *dir + "' " +
                   (std::filesystem::exists(*dir, ec) ? "is not a folder" : "does not exist"));
     }
+    if (auto type = choice("restart-strategy.type"); type && (*type == "EXPONENTIAL_DELAY" || *type == "EXPONENTIALDELAY")) {
+      const Millis initial = duration("restart-strategy.exponential-delay.initial-backoff").value_or(Millis(1000));
+      const Millis max = duration("restart-strategy.exponential-delay.max-backoff").value_or(Millis(60000));
+      if (max < initial)
+        throw bad(nameOf("restart-strategy.exponential-delay.max-backoff") + " (" + std::to_string(max.count()) +
+                  " ms) must not be below " + nameOf("restart-strategy.exponential-delay.initial-backoff") + " (" +
+                  std::to_string(initial.count()) + " ms)");
+    }
     const bool latest = given("weir.restore");
     if (latest && given("execution.savepoint.path"))
       throw bad("use " + nameOf("weir.restore") + " or " + nameOf("execution.savepoint.path") + ", not both");
     if (!latest && !given("execution.savepoint.path") &&
-        (given("execution.savepoint.ignore-unclaimed-state") || given("execution.savepoint-restore-mode")))
+        (explicitlySet("execution.savepoint.ignore-unclaimed-state") ||
+         explicitlySet("execution.savepoint-restore-mode")))
       throw bad(nameOf(given("execution.savepoint-restore-mode") ? "execution.savepoint-restore-mode"
                                                                   : "execution.savepoint.ignore-unclaimed-state") +
                 " needs a snapshot to resume from (" + nameOf("execution.savepoint.path") + " PATH)");
@@ -524,10 +555,11 @@ struct JobOptions::Impl {
   CLI::Option_group* weir = nullptr;
   std::vector<std::unique_ptr<FlagBinding>> flags;
   CLI::Option* restartStrategy = nullptr;
+  CLI::Option* configOption = nullptr;
   std::string restartSpec;
   std::string configFile;
   std::vector<std::string> dynamicProperties;
-  std::vector<std::pair<std::string, std::string>> fromCode;  // set(): over everything else
+  std::vector<std::tuple<std::string, std::string, std::string>> fromCode;  // set(), loadConfigFile(): name, value, origin
   std::map<std::string, Setting> settings;                    // by the key's name
   std::string programName = "weir";
   bool programNamed = false;
@@ -551,24 +583,49 @@ JobOptions::Option& JobOptions::Option::required() {
   return *this;
 }
 
+namespace {
+// Adds one of the program's options; a name weir's options (or the program's) already
+// use is a weir::Error naming it.
+template <class Add>
+CLI::Option* addUserOption(CLI::App& weirs, const std::string& names, Add add) {
+  auto taken = [&] {
+    throw bad("the option '" + names + "' takes a name that is already used (weir's options are -p, -s, -n, -D, -h and "
+              "those --help lists)");
+  };
+  for (size_t from = 0; from <= names.size();) {
+    size_t comma = names.find(',', from);
+    if (comma == std::string::npos) comma = names.size();
+    const std::string name = names.substr(from, comma - from);
+    if (!name.empty() && (weirs.get_option_no_throw(name) != nullptr || name == "-h" || name == "--help")) taken();
+    from = comma + 1;
+  }
+  try {
+    return add();
+  } catch (const CLI::OptionAlreadyAdded&) {
+    taken();
+  }
+  return nullptr;
+}
+}  // namespace
+
 JobOptions::Option JobOptions::addOption(const std::string& names, std::string& value, const std::string& help) {
-  return Option(impl_->app.add_option(names, value, help));
+  return Option(addUserOption(*impl_->weir, names, [&] { return impl_->app.add_option(names, value, help); }));
 }
 JobOptions::Option JobOptions::addOption(const std::string& names, int& value, const std::string& help) {
-  return Option(impl_->app.add_option(names, value, help)->check(wholeNumber()));
+  return Option(addUserOption(*impl_->weir, names, [&] { return impl_->app.add_option(names, value, help)->check(wholeNumber()); }));
 }
 JobOptions::Option JobOptions::addOption(const std::string& names, int64_t& value, const std::string& help) {
-  return Option(impl_->app.add_option(names, value, help)->check(wholeNumber()));
+  return Option(addUserOption(*impl_->weir, names, [&] { return impl_->app.add_option(names, value, help)->check(wholeNumber()); }));
 }
 JobOptions::Option JobOptions::addOption(const std::string& names, double& value, const std::string& help) {
-  return Option(impl_->app.add_option(names, value, help));
+  return Option(addUserOption(*impl_->weir, names, [&] { return impl_->app.add_option(names, value, help); }));
 }
 JobOptions::Option JobOptions::addOption(const std::string& names, std::vector<std::string>& values,
                                          const std::string& help) {
-  return Option(impl_->app.add_option(names, values, help));
+  return Option(addUserOption(*impl_->weir, names, [&] { return impl_->app.add_option(names, values, help); }));
 }
 JobOptions::Option JobOptions::addFlag(const std::string& names, bool& value, const std::string& help) {
-  return Option(impl_->app.add_flag(names, value, help));
+  return Option(addUserOption(*impl_->weir, names, [&] { return impl_->app.add_flag(names, value, help); }));
 }
 
 JobOptions& JobOptions::setProgramName(std::string name) {
@@ -583,7 +640,8 @@ bool JobOptions::tryParseArgs(int argc, const char* const* argv) {
   if (!impl_->programNamed && !invoked.empty()) impl_->programName = invoked;
   impl_->app.name(invoked.empty() ? impl_->programName : invoked);
   try {
-    impl_->app.parse(argc, argv);
+    if (argc < 1) impl_->app.parse(std::vector<std::string>{});
+    else impl_->app.parse(argc, argv);
   } catch (const CLI::CallForHelp&) {
     std::fputs(impl_->app.help().c_str(), stdout);
     return false;
@@ -607,14 +665,14 @@ void JobOptions::parseArgs(int argc, const char* const* argv) {
 
 JobOptions& JobOptions::set(const std::string& name, const std::string& value) {
   impl_->put(name, value, name, "");
-  impl_->fromCode.emplace_back(name, value);
+  impl_->fromCode.emplace_back(name, value, name);
   return *this;
 }
 
 JobOptions& JobOptions::loadConfigFile(const std::string& path) {
   for (const auto& [name, value] : readYaml(readFile(path, "configuration file"), path)) {
     impl_->put(name, value, name + " in " + path, path);
-    impl_->fromCode.emplace_back(name, value);
+    impl_->fromCode.emplace_back(name, value, name + " in " + path);
   }
   return *this;
 }
@@ -639,7 +697,7 @@ bool JobOptions::restores() const {
 void JobOptions::applyTo(StreamExecutionEnvironment& env) const {
   Impl& o = *impl_;
   o.check();
-  if (auto v = o.integer("pipeline.max-parallelism")) env.setMaxParallelism(static_cast<int>(*v));
+  if (auto v = o.integer("pipeline.max-parallelism"); v && *v > 0) env.setMaxParallelism(static_cast<int>(*v));
   if (auto v = o.integer("parallelism.default")) env.setParallelism(static_cast<int>(*v));
   if (auto v = o.memory("taskmanager.memory.network.max")) env.setNetworkMemory(*v);
   if (auto v = o.integer("taskmanager.network.memory.buffers-per-channel")) env.setBuffersPerChannel(static_cast<int>(*v));

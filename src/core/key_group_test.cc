@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <map>
+#include <vector>
 
 namespace weir {
 namespace {
@@ -127,6 +128,39 @@ TEST(KeyGroup, KeyHashesAreStableAndFollowJavaForIntegers) {
   EXPECT_EQ(KeyHash<std::string>{}(""), hashBytes("", 0));
   auto pairHash = KeyHash<std::pair<int, int>>{}({3, 4});
   EXPECT_EQ(pairHash, 31 * 3 + 4);
+}
+
+// Flink's KeyGroupRange: of() validates, getIntersection, iteration in order.
+TEST(KeyGroup, KeyGroupRangeValidatesIntersectsAndIterates) {
+  KeyGroupRange r = KeyGroupRange::of(2, 5);
+  EXPECT_EQ(r.getStartKeyGroup(), 2);
+  EXPECT_EQ(r.getEndKeyGroup(), 5);
+  EXPECT_EQ(r.getNumberOfKeyGroups(), 4);
+  std::vector<int> seen;
+  for (int keyGroup : r.keyGroups()) seen.push_back(keyGroup);
+  EXPECT_EQ(seen, (std::vector<int>{2, 3, 4, 5}));
+  EXPECT_EQ(r.getIntersection(KeyGroupRange::of(4, 9)), KeyGroupRange::of(4, 5));
+  EXPECT_EQ(KeyGroupRange::of(4, 9).getIntersection(r), KeyGroupRange::of(4, 5));
+  EXPECT_EQ(r.getIntersection(KeyGroupRange::of(6, 9)), KeyGroupRange::empty());
+  EXPECT_EQ(KeyGroupRange::empty().getNumberOfKeyGroups(), 0);
+  int none = 0;
+  for (int keyGroup : KeyGroupRange::empty().keyGroups()) none += keyGroup + 1;
+  EXPECT_EQ(none, 0);
+  EXPECT_TRUE(r.contains(5));
+  EXPECT_FALSE(r.contains(6));
+  EXPECT_THROW(KeyGroupRange::of(-1, 3), Error);
+  EXPECT_THROW(KeyGroupRange::of(5, 4), Error);
+  // Every subtask's range, intersected with every other's, is empty: they partition.
+  for (int p : {1, 3, 7}) {
+    int total = 0;
+    for (int i = 0; i < p; ++i) {
+      KeyGroupRange mine = computeKeyGroupRangeForOperatorIndex(128, p, i);
+      total += mine.getNumberOfKeyGroups();
+      for (int j = 0; j < p; ++j)
+        if (j != i) EXPECT_EQ(mine.getIntersection(computeKeyGroupRangeForOperatorIndex(128, p, j)).size(), 0);
+    }
+    EXPECT_EQ(total, 128);
+  }
 }
 
 }  // namespace

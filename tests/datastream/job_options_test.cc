@@ -230,6 +230,61 @@ TEST(JobOptions, BadKeysAndValuesAreOneLineNamingThemAndWhereTheyWereSet) {
   EXPECT_THROW(JobOptions().set("rest.port", "http"), Error);
 }
 
+TEST(JobOptions, OddInputIsRefusedOrHarmless) {
+  // A flag cannot be turned off by =false: it would do the opposite of what it says.
+  EXPECT_NE(parseError({"job", "--no-rest=false"}), "");
+  EXPECT_NE(parseError({"job", "--unaligned=false"}), "");
+  // Durations that timed waits could not hold are refused, not wrapped around.
+  std::string e = parseError({"job", "-D", "restart-strategy.fixed-delay.delay=300000d"});
+  EXPECT_NE(e.find("-D restart-strategy.fixed-delay.delay must not be negative and at most"), std::string::npos) << e;
+  e = parseError({"job", "-p", "99999999999999999999999"});
+  EXPECT_NE(e.find("--parallelism must be between 1 and 32768"), std::string::npos) << e;
+  e = parseError({"job", "-D", "state.backend.rocksdb.writebuffer.size=1kb"});
+  EXPECT_NE(e.find("must be between 65536 bytes and"), std::string::npos) << e;
+  // Restart strategy settings that do not fit together name both.
+  e = parseError({"job", "--restart-strategy", "exponential-delay:5000:1000"});
+  EXPECT_NE(e.find("restart-strategy.exponential-delay.max-backoff"), std::string::npos) << e;
+  EXPECT_NE(e.find("must not be below"), std::string::npos) << e;
+  EXPECT_NE(parseError({"job", "--config", ""}), "");
+  // Flink's "not set" for the max parallelism.
+  JobOptions unset;
+  ASSERT_TRUE(parseInto(unset, {"job", "-D", "pipeline.max-parallelism=-1"}));
+  StreamExecutionEnvironment env;
+  unset.applyTo(env);
+  EXPECT_EQ(env.getMaxParallelism(), -1);
+  // No arguments at all.
+  JobOptions none;
+  EXPECT_TRUE(none.tryParseArgs(0, nullptr));
+}
+
+// A configuration file may hold settings for other jobs: one that has no effect here is
+// ignored, as Flink does; the same setting on the command line is an error.
+TEST(JobOptions, SettingsWithoutEffectAreErrorsOnlyOnTheCommandLine) {
+  TempDir dir;
+  auto file = dir.write("shared.yaml",
+                        "state.backend.rocksdb.localdir: " + dir.path().string() +
+                            "\nexecution.checkpointing.aligned-checkpoint-timeout: 0\n"
+                            "execution.savepoint.ignore-unclaimed-state: false\nrest.address: jobmanager\n");
+  JobOptions options;
+  EXPECT_TRUE(parseInto(options, {"job", "--config", file.string()}));
+  EXPECT_EQ(options.get("rest.address"), "jobmanager");
+  std::string e = parseError({"job", "-D", "state.backend.rocksdb.localdir=" + dir.path().string()});
+  EXPECT_NE(e.find("-D state.backend.rocksdb.localdir needs --state-backend rocksdb"), std::string::npos) << e;
+  JobOptions loaded;
+  loaded.loadConfigFile(file.string());
+  ASSERT_TRUE(parseInto(loaded, {"job"}));
+  try {
+    loaded.set("execution.checkpointing.mode", "at-least-once").set("execution.checkpointing.unaligned", "true");
+    StreamExecutionEnvironment env;
+    loaded.applyTo(env);
+    FAIL() << "unaligned checkpoints need exactly-once";
+  } catch (const Error& error) {
+    EXPECT_NE(std::string(error.what()).find("execution.checkpointing.unaligned needs execution.checkpointing.mode"),
+              std::string::npos)
+        << error.what();
+  }
+}
+
 TEST(JobOptions, TheProgramsOwnOptionsAreParsedBesideWeirs) {
   std::string input;
   int64_t count = 10;
@@ -252,6 +307,14 @@ TEST(JobOptions, TheProgramsOwnOptionsAreParsedBesideWeirs) {
     FAIL() << "a required option is missing";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("--input"), std::string::npos) << e.what();
+  }
+  int clash = 0;
+  JobOptions taken("my job");
+  try {
+    taken.addOption("-p,--pages", clash, "Pages");
+    FAIL() << "-p is weir's";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("-p,--pages"), std::string::npos) << e.what();
   }
   JobOptions rounding("my job");
   rounding.addOption("--count", count, "How many");

@@ -17,7 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/operator_harness.h"
+#include "weir/testing/operator_harness.h"
 #include "weir/weir.h"
 
 namespace weir::golden {

@@ -1,8 +1,8 @@
 // The golden-file driver: every tests/golden/*.json is a test case of its own, named
 // after its file. A case builds one operator through the public API, feeds it records,
-// watermarks and processing time in an operator harness (tests/support/
-// operator_harness.h), and compares what it emits with the output the file expects, by
-// the file's comparison rule. README.md describes the format; WEIR_GOLDEN_DIR in the
+// watermarks and processing time in the public operator harness
+// (weir/testing/operator_harness.h), and compares what it emits with the output the file
+// expects, by the file's comparison rule. README.md describes the format; WEIR_GOLDEN_DIR in the
 // environment points the driver at another folder of cases.
 #include <gtest/gtest.h>
 

@@ -205,6 +205,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     return windowStore_.bind(*store_, &window);
   }
   StateStore<W>& globalState() override { return globalStore_.bind(*store_, nullptr); }
+  SideOutputs* sideOutputs() override { return &this->sideOutputs_; }
 
   // Makes `w` the current window, its contents kept under `stateWindow` (itself unless
   // sessions merged).
@@ -345,7 +346,11 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
                                               : trigger_.onEventTime(time, window_, *this);
         act(result, collector);
         const bool cleanupDomain = processingTime ? kProcessingTime : kEventTime;
-        if (cleanupDomain && time == cleanupTime(window_)) {
+        const bool cleanup = cleanupDomain && time == cleanupTime(window_);
+        // A trigger that deleted a timer at the cleanup time (one per key, window and
+        // time) deleted the cleanup timer with it: the window still goes then.
+        if (!cleanup) registerCleanupTimer(window_);
+        if (cleanup) {
           contents_->clear();
           trigger_.clear(window_, *this);
           if constexpr (ClearsWindows<Policy>) policy_.clear(window_, watermark_, *this->context().clock(), this);
@@ -361,6 +366,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     }
     store_->clearCurrentKey();
     collector.flush();
+    this->sideOutputs_.flush();  // what window functions emitted to side outputs goes now too
   }
 
   KeySelector keySelector_;

@@ -108,6 +108,79 @@ struct AggregateProcessWindowPolicy : ProcessFunctionPolicy<F> {
   }
 };
 
+// reduce(reduceFn, processWindowFunction): the reduced record is the one element the
+// ProcessWindowFunction sees, with the key and the window.
+template <class T, class R, class F>
+struct ReduceProcessWindowPolicy : ProcessFunctionPolicy<F> {
+  using Acc = std::optional<T>;
+  using Out = typename F::OutputType;
+  R reduce;
+  Acc create() { return std::nullopt; }
+  void add(Acc& acc, const T& value) { acc = acc ? callReduce(reduce, *acc, value) : value; }
+  void merge(Acc& into, Acc& from) {
+    if (from) add(into, *from);
+  }
+  template <class K, class W>
+  void fire(const K& key, const W& window, Acc& acc, int64_t watermark, const Clock& clock,
+            WindowFunctionState<W>* state, Collector<Out>& out) {
+    auto ctx = this->context(window, watermark, clock, state);
+    this->fn.process(key, ctx, std::span<const T>(&*acc, 1), out);
+  }
+};
+
+// apply(windowFunction): keeps the window's records and hands them to a WindowFunction.
+template <class T, class F>
+struct ApplyWindowPolicy {
+  static constexpr bool kKeepsRecords = true;
+  using Acc = std::vector<T>;
+  using Out = typename F::OutputType;
+  F fn;
+  Acc create() { return {}; }
+  void add(Acc& acc, const T& value) { acc.push_back(value); }
+  void merge(Acc& into, Acc& from) {
+    into.insert(into.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  }
+  template <class K, class W>
+  void fire(const K& key, const W& window, Acc& acc, int64_t, const Clock&, WindowFunctionState<W>*, Collector<Out>& out) {
+    fn.apply(key, window, std::span<const T>(acc), out);
+  }
+};
+
+// reduce(reduceFn, windowFunction): the reduced record is the one element it sees.
+template <class T, class R, class F>
+struct ReduceApplyWindowPolicy {
+  using Acc = std::optional<T>;
+  using Out = typename F::OutputType;
+  F fn;
+  R reduce;
+  Acc create() { return std::nullopt; }
+  void add(Acc& acc, const T& value) { acc = acc ? callReduce(reduce, *acc, value) : value; }
+  void merge(Acc& into, Acc& from) {
+    if (from) add(into, *from);
+  }
+  template <class K, class W>
+  void fire(const K& key, const W& window, Acc& acc, int64_t, const Clock&, WindowFunctionState<W>*, Collector<Out>& out) {
+    fn.apply(key, window, std::span<const T>(&*acc, 1), out);
+  }
+};
+
+// aggregate(agg, windowFunction): the aggregate's result is the one element it sees.
+template <class T, class A, class F>
+struct AggregateApplyWindowPolicy {
+  using Acc = typename A::AccumulatorType;
+  using Out = typename F::OutputType;
+  F fn;
+  A agg;
+  Acc create() { return agg.createAccumulator(); }
+  void add(Acc& acc, const T& value) { acc = agg.add(value, std::move(acc)); }
+  void merge(Acc& into, Acc& from) { into = agg.merge(std::move(into), from); }
+  template <class K, class W>
+  void fire(const K& key, const W& window, Acc& acc, int64_t, const Clock&, WindowFunctionState<W>*, Collector<Out>& out) {
+    typename A::OutputType result = agg.getResult(acc);
+    fn.apply(key, window, std::span<const typename A::OutputType>(&result, 1), out);
+  }
+};
+
 // process(): keeps the window's records and hands them to a ProcessWindowFunction.
 template <class T, class F>
 struct ProcessWindowPolicy : ProcessFunctionPolicy<F> {

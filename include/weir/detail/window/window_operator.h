@@ -237,6 +237,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     }
     releaseKey();
     collector.flush();
+    this->sideOutputs_.flush();  // what window functions emitted to side outputs goes now too
   }
 
   // Timers come back to the heap. Window contents and sessions: into RocksDB with the
@@ -414,6 +415,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
     return windowStore_.bind(keyedState(), &window);
   }
   StateStore<TimeWindow>& globalState() override { return globalStore_.bind(keyedState(), nullptr); }
+  SideOutputs* sideOutputs() override { return &this->sideOutputs_; }
 
   KeySelector keySelector_;
   Assigner assigner_;

@@ -1,30 +1,35 @@
-// One operator of a job, run by itself: records, watermarks and processing time in, what
-// it emits out (Flink's KeyedOneInputStreamOperatorTestHarness and
-// KeyedTwoInputStreamOperatorTestHarness). The operator is built by the public API, so
-// the test exercises the same path a job does:
+// Test your own functions as Flink users do with OneInputStreamOperatorTestHarness,
+// KeyedOneInputStreamOperatorTestHarness and ProcessFunctionTestHarnesses: one operator
+// of a job, run by itself on the test's thread, with records, watermarks and processing
+// time going in one at a time and everything it emits captured in order.
+//
+//   #include <weir/testing/operator_harness.h>
+//
+//   auto harness = weir::test::ProcessFunctionTestHarnesses::forKeyedProcessFunction<Click>(
+//       CountPerUser{}, [](const Click& c) { return c.user; });
+//   harness.open();
+//   harness.processElement(Click{"ann", 10}, /*timestamp=*/10);
+//   harness.processWatermark(100);                  // fires event-time timers up to 100
+//   harness.setProcessingTime(5000);                // fires processing-time timers before 5000
+//   harness.output().records();                     // what it emitted, in order
+//   auto state = harness.snapshot();                // Flink's OperatorSubtaskState
+//
+// Any operator a job can have works: build it with the DataStream API and pass the
+// stream it made (a window, a join, connect().process(...)):
 //
 //   StreamExecutionEnvironment env;
-//   OutputTag<Rec> late("late");
-//   auto sums = env.fromElements(Rec{})
-//                   .keyBy(KeyOf{})
-//                   .window(TumblingEventTimeWindows::of(3s))
-//                   .sideOutputLateData(late)
-//                   .reduce(Sum{});
-//   test::OperatorHarness<Rec> harness(sums);       // the operator that made `sums`
-//   harness.captureSideOutput(late);                 // side outputs before open()
-//   harness.open();
-//   harness.processElement(Rec{"key1", 1}, 3999);
-//   harness.processWatermark(3999);
-//   harness.setProcessingTime(5000);                 // fires timers before 5000
-//   harness.output().events();                       // records, watermarks, end of input
+//   auto sums = env.fromElements(Rec{}).keyBy(KeyOf{}).window(TumblingEventTimeWindows::of(3s)).reduce(Sum{});
+//   weir::test::OperatorHarness<Rec> harness(sums);
 //
-// The operator instance comes from the Transformation the API recorded for `stream`
-// (createOperator()), and is wired as the runtime wires one (src/runtime/attempt.cc):
-// a RuntimeContext of subtask 0 of 1 with the chosen state backend, a ManualClock and a
-// ProcessingTimeService of the harness's own, setup(), setOutput(), addSideOutput(),
-// open(). Time moves only when the test moves it. Records go in one batch per call, as
-// a chain hands them on; a batch of several tests what one record at a time cannot.
-// Single-threaded, like the subtask it stands in for.
+// A snapshot restores into a new harness, also at another parallelism: each subtask
+// takes the keyed state (and timers) of its key groups, and operator list state is
+// redistributed as a job's is (initializeState). The instance is wired as the runtime
+// wires one: a RuntimeContext of the harness's subtask, the chosen state backend, a
+// ManualClock and a processing-time service of its own. Time moves only when the test
+// moves it. Records go in one batch per call, as a chain hands them on.
+//
+// The namespace is weir::test, not weir::testing: inside `using namespace weir;` the
+// latter would hide GoogleTest's ::testing.
 #pragma once
 
 #include <algorithm>
@@ -41,6 +46,8 @@
 
 #include "weir/clock.h"
 #include "weir/data_stream.h"
+#include "weir/detail/state/keyed_state_backend.h"
+#include "weir/detail/state/operator_state.h"
 #include "weir/detail/core/output.h"
 #include "weir/detail/runtime/stream_graph.h"
 #include "weir/detail/state/operator_snapshot.h"
@@ -49,6 +56,7 @@
 #include "weir/output_tag.h"
 #include "weir/runtime_context.h"
 #include "weir/state_backend.h"
+#include "weir/stream_execution_environment.h"
 
 namespace weir::test {
 
@@ -116,9 +124,28 @@ struct HarnessOptions {
   std::shared_ptr<const StateBackend> stateBackend = std::make_shared<HashMapStateBackend>();
   // What the ManualClock reads until setProcessingTime (default 0).
   int64_t processingTime = 0;
-  // Key groups of the job (default 128, as a job's); the harness is subtask 0 of 1,
-  // so it owns them all.
+  // Key groups of the job (default 128, as a job's).
   int maxParallelism = 128;
+  // Which subtask of how many the harness is (default 0 of 1, which owns every key
+  // group): keyed state it restores is that of its key groups.
+  int parallelism = 1;
+  int subtaskIndex = 0;
+};
+
+// What one operator instance's snapshot holds (Flink's OperatorSubtaskState): its keyed
+// state (with its timers) by key group, and its operator list state.
+struct OperatorSubtaskState {
+  int maxParallelism = 0;
+  int parallelism = 1;   // of the operator that took it
+  int subtaskIndex = 0;  // and which of its subtasks
+  std::map<std::string, std::vector<detail::OwnedStateEntry>> keyed;  // by state name
+  std::vector<detail::OperatorStateSnapshot> operatorState;
+  std::map<std::string, TypeSchema> keyedSchemas;
+  // How many keyed entries `state` has (a key's value, list or map entry).
+  size_t keyedEntries(const std::string& state) const {
+    auto it = keyed.find(state);
+    return it == keyed.end() ? 0 : it->second.size();
+  }
 };
 
 // Runs the operator that produced a stream of OUT, alone. Call captureSideOutput for
@@ -135,6 +162,11 @@ class OperatorHarness {
         clock_(std::make_shared<ManualClock>(options_.processingTime)) {
     if (node_.kind != detail::Transformation::Kind::kOperator || !node_.createOperator)
       throw std::invalid_argument("OperatorHarness: '" + node_.name + "' is not an operator; pass the stream it made");
+    if (options_.parallelism < 1 || options_.parallelism > options_.maxParallelism || options_.subtaskIndex < 0 ||
+        options_.subtaskIndex >= options_.parallelism)
+      throw std::invalid_argument("OperatorHarness: subtask " + std::to_string(options_.subtaskIndex) + " of " +
+                                  std::to_string(options_.parallelism) + " with max parallelism " +
+                                  std::to_string(options_.maxParallelism) + " does not exist");
     create(nullptr);
   }
   OperatorHarness(const OperatorHarness&) = delete;
@@ -224,31 +256,75 @@ class OperatorHarness {
     operator_->input()->endInput();
   }
 
-  // Checkpoints the operator and replaces it by a new instance restored from that
-  // checkpoint (Flink's snapshot(), close(), initializeState(), open()); outputs and
-  // metrics carry on. Incremental RocksDB checkpoints are not supported here.
-  void snapshotAndRestore() {
-    auto restored = std::make_unique<detail::RestoredOperatorState>();
-    const KeyGroupRange all{0, options_.maxParallelism - 1};
-    restored->keyGroups = all;
-    {
-      // Read and released before the operator closes: a snapshot may hold on to its
-      // state backend (a RocksDB snapshot).
-      detail::OperatorSnapshot snapshot;
-      operator_->snapshotState(++checkpointId_, clock_->currentTimeMillis(), snapshot);
-      if (snapshot.rocksdb)
-        throw std::invalid_argument("OperatorHarness: incremental RocksDB checkpoints cannot be restored here");
-      for (auto& [name, state] : snapshot.keyed) {
-        auto& entries = restored->keyed[name];
-        state->readEntries(all, [&](const detail::StateEntry& e) {
-          entries.push_back({e.keyGroup, std::string(e.key), std::string(e.value)});
-        });
-      }
-      restored->operatorState = std::move(snapshot.operatorState);
+  // The operator's state now (Flink's snapshot(checkpointId, timestamp)): a checkpoint
+  // of it, read into memory. Incremental RocksDB checkpoints cannot be taken here.
+  OperatorSubtaskState snapshot() {
+    if (!opened_) throw std::logic_error("OperatorHarness: snapshot() before open()");
+    OperatorSubtaskState out;
+    out.maxParallelism = options_.maxParallelism;
+    out.parallelism = options_.parallelism;
+    out.subtaskIndex = options_.subtaskIndex;
+    detail::OperatorSnapshot snapshot;
+    operator_->snapshotState(++checkpointId_, clock_->currentTimeMillis(), snapshot);
+    if (snapshot.rocksdb)
+      throw std::invalid_argument("OperatorHarness: incremental RocksDB checkpoints cannot be taken here");
+    for (auto& [name, state] : snapshot.keyed) {
+      auto& entries = out.keyed[name];
+      state->readEntries(keyGroups(), [&](const detail::StateEntry& e) {
+        entries.push_back({e.keyGroup, std::string(e.key), std::string(e.value)});
+      });
     }
+    out.operatorState = std::move(snapshot.operatorState);
+    out.keyedSchemas = std::move(snapshot.keyedSchemas);
+    return out;
+  }
+
+  // Before open(): starts the operator from `snapshots`, one of each subtask of the
+  // operator that took them, in any order (Flink's initializeState after
+  // repackageState): the keyed state of this subtask's key groups, and operator list
+  // state redistributed to it as a job's is at this parallelism. Throws
+  // std::invalid_argument for snapshots of another max parallelism, or that are not one
+  // of each subtask.
+  void initializeState(const std::vector<OperatorSubtaskState>& snapshots) {
+    if (opened_) throw std::logic_error("OperatorHarness: initializeState after open()");
+    const int old = snapshots.empty() ? 0 : snapshots.front().parallelism;
+    std::vector<std::vector<detail::OperatorStateSnapshot>> lists(static_cast<size_t>(old));
+    std::vector<bool> seen(static_cast<size_t>(old), false);
+    for (const OperatorSubtaskState& s : snapshots) {
+      if (s.parallelism != old || s.subtaskIndex < 0 || s.subtaskIndex >= old || seen[static_cast<size_t>(s.subtaskIndex)])
+        throw std::invalid_argument("OperatorHarness: initializeState takes one snapshot of each subtask of the "
+                                    "operator that took them");
+      seen[static_cast<size_t>(s.subtaskIndex)] = true;
+      lists[static_cast<size_t>(s.subtaskIndex)] = s.operatorState;
+    }
+    if (static_cast<int>(snapshots.size()) != old)
+      throw std::invalid_argument("OperatorHarness: initializeState needs the snapshots of all " + std::to_string(old) +
+                                  " subtasks, got " + std::to_string(snapshots.size()));
+    auto restored = restoredKeyedState(snapshots);
+    if (!lists.empty())
+      restored->operatorState =
+          detail::redistributeOperatorState(lists, options_.parallelism).at(static_cast<size_t>(options_.subtaskIndex));
+    create(std::move(restored));
+  }
+  void initializeState(const OperatorSubtaskState& snapshot) {
+    initializeState(std::vector<OperatorSubtaskState>{snapshot});
+  }
+
+  // Checkpoints the operator and replaces it by a new instance restored from that
+  // checkpoint (Flink's snapshot(), close(), initializeState(), open()), the same
+  // subtask with its own state; outputs and metrics carry on.
+  void snapshotAndRestore() {
+    OperatorSubtaskState state = snapshot();  // read before close: it may hold on to its backend
     close();
+    auto restored = restoredKeyedState({state});
+    restored->operatorState = std::move(state.operatorState);
     create(std::move(restored));
     open();
+  }
+
+  // The key groups this subtask owns.
+  KeyGroupRange keyGroups() const {
+    return computeKeyGroupRangeForOperatorIndex(options_.maxParallelism, options_.parallelism, options_.subtaskIndex);
   }
 
   CapturingOutput<OUT>& output() { return output_; }
@@ -276,10 +352,30 @@ class OperatorHarness {
     }
   };
 
+  // The keyed state of `snapshots` in this subtask's key groups, in key group order.
+  std::unique_ptr<detail::RestoredOperatorState> restoredKeyedState(const std::vector<OperatorSubtaskState>& snapshots) {
+    auto restored = std::make_unique<detail::RestoredOperatorState>();
+    restored->keyGroups = keyGroups();
+    for (const OperatorSubtaskState& s : snapshots) {
+      if (s.maxParallelism != options_.maxParallelism)
+        throw std::invalid_argument("OperatorHarness: a snapshot of max parallelism " +
+                                    std::to_string(s.maxParallelism) + " cannot restore at " +
+                                    std::to_string(options_.maxParallelism));
+      for (const auto& [name, entries] : s.keyed)
+        for (const auto& e : entries)
+          if (restored->keyGroups.contains(e.keyGroup)) restored->keyed[name].push_back(e);
+      for (const auto& [name, schema] : s.keyedSchemas) restored->keyedSchemas.emplace(name, schema);
+    }
+    for (auto& [name, entries] : restored->keyed)
+      std::stable_sort(entries.begin(), entries.end(), [](const auto& a, const auto& b) { return a.keyGroup < b.keyGroup; });
+    return restored;
+  }
+
   // A new operator instance, wired to the outputs (and side outputs captured so far).
   void create(std::unique_ptr<detail::RestoredOperatorState> restored) {
     operator_ = node_.createOperator();
-    context_ = std::make_unique<RuntimeContext>(node_.name, 0, 1, options_.maxParallelism);
+    context_ = std::make_unique<RuntimeContext>(node_.name, options_.subtaskIndex, options_.parallelism,
+                                                options_.maxParallelism);
     processingTime_ = std::make_unique<detail::ProcessingTimeService>();
     context_->setStateBackend(options_.stateBackend);
     context_->setClock(clock_);
@@ -327,6 +423,25 @@ class OperatorHarness {
   int64_t watermark1_ = std::numeric_limits<int64_t>::min();
   int64_t watermark2_ = std::numeric_limits<int64_t>::min();
   int64_t combined_ = std::numeric_limits<int64_t>::min();
+};
+
+// Flink's ProcessFunctionTestHarnesses: a harness around one function.
+struct ProcessFunctionTestHarnesses {
+  // A ProcessFunction<IN, OUT> (or, naming OUT, a lambda that process<OUT> takes).
+  template <class IN, class OUT = void, class F>
+  static auto forProcessFunction(F function, HarnessOptions options = {}) {
+    StreamExecutionEnvironment env;
+    auto stream = env.fromCollection(std::vector<IN>{}).template process<OUT>(std::move(function));
+    return OperatorHarness<typename decltype(stream)::Type>(stream, std::move(options));
+  }
+  // A KeyedProcessFunction<K, IN, OUT> on records keyed by `keySelector`.
+  template <class IN, class OUT = void, class F, class KeySelector>
+  static auto forKeyedProcessFunction(F function, KeySelector keySelector, HarnessOptions options = {}) {
+    StreamExecutionEnvironment env;
+    auto stream =
+        env.fromCollection(std::vector<IN>{}).keyBy(std::move(keySelector)).template process<OUT>(std::move(function));
+    return OperatorHarness<typename decltype(stream)::Type>(stream, std::move(options));
+  }
 };
 
 }  // namespace weir::test
