@@ -13,6 +13,7 @@
 #include "weir/detail/api/graph_builder.h"
 #include "weir/detail/operators/source_operator.h"
 #include "weir/detail/operators/filter_operator.h"
+#include "weir/key_group.h"
 #include "weir/detail/operators/flat_map_operator.h"
 #include "weir/detail/operators/map_operator.h"
 #include "weir/detail/operators/process_operator.h"
@@ -25,6 +26,20 @@
 #include "weir/sink.h"
 
 namespace weir {
+
+namespace detail {
+// setMaxParallelism of operator or sink `what`.
+inline void setMaxParallelismOf(Transformation& node, int maxParallelism, const std::string& what) {
+  if (maxParallelism < 1 || maxParallelism > kUpperBoundMaxParallelism)
+    throw Error(ErrorCode::kInvalidArgument, "max parallelism of " + what + " must be between 1 and " +
+                                                 std::to_string(kUpperBoundMaxParallelism) + ", got " +
+                                                 std::to_string(maxParallelism));
+  if (node.nonParallel && maxParallelism != 1)
+    throw Error(ErrorCode::kInvalidArgument,
+                what + " is a non-parallel operator: its max parallelism must be 1, got " + std::to_string(maxParallelism));
+  node.maxParallelism = maxParallelism;
+}
+}  // namespace detail
 
 template <class T, class K, class KeySelector>
 class KeyedStream;
@@ -144,6 +159,10 @@ class DataStream {
   // records pass, at most every autoWatermarkInterval; with withIdleness(d) the stream is
   // marked idle after d of processing time without records (env.setClock's clock).
   SingleOutputStreamOperator<T> assignTimestampsAndWatermarks(WatermarkStrategy<T> strategy) {
+    if (strategy.alignment())
+      throw Error(ErrorCode::kInvalidArgument,
+                  "assignTimestampsAndWatermarks: watermark alignment pauses sources, so it belongs to the strategy "
+                  "given to fromSource, not to an operator");
     return addOperator<T>("Timestamps/Watermarks", [strategy] {
       return std::make_unique<detail::TimestampsAndWatermarksOperator<T>>(strategy);
     });
@@ -304,6 +323,15 @@ class SingleOutputStreamOperator : public DataStream<T> {
     this->node().parallelism = parallelism;
     return *this;
   }
+  // The number of key groups of this operator's keyed state (Flink's per-operator
+  // setMaxParallelism): the most subtasks it can ever be rescaled to. Without it, the
+  // job's. It must stay the same across restores of its state. An operator chained to
+  // another runs with the chain head's, as in Flink; a keyed operator always heads its
+  // chain.
+  SingleOutputStreamOperator& setMaxParallelism(int maxParallelism) {
+    detail::setMaxParallelismOf(this->node(), maxParallelism, "'" + this->node().name + "'");
+    return *this;
+  }
   // Runs this operator as one instance, whatever the job's parallelism (windowAll does).
   SingleOutputStreamOperator& forceNonParallel() {
     this->node().parallelism = 1;
@@ -374,6 +402,10 @@ class FusibleStream : public SingleOutputStreamOperator<T> {
     SingleOutputStreamOperator<T>::setParallelism(parallelism);
     return *this;
   }
+  FusibleStream& setMaxParallelism(int maxParallelism) {
+    SingleOutputStreamOperator<T>::setMaxParallelism(maxParallelism);
+    return *this;
+  }
   FusibleStream& disableChaining() {
     SingleOutputStreamOperator<T>::disableChaining();
     return *this;
@@ -431,6 +463,10 @@ class DataStreamSink {
       throw Error(ErrorCode::kInvalidArgument, "parallelism of sink '" + graph_->node(id_).name +
                                                    "' must be at least 1, got " + std::to_string(parallelism));
     graph_->node(id_).parallelism = parallelism;
+    return *this;
+  }
+  DataStreamSink& setMaxParallelism(int maxParallelism) {
+    detail::setMaxParallelismOf(graph_->node(id_), maxParallelism, "sink '" + graph_->node(id_).name + "'");
     return *this;
   }
   DataStreamSink& disableChaining() {

@@ -75,6 +75,10 @@ class KafkaSourceReader final : public SourceReader<T> {
   }
   void notifyCheckpointComplete(int64_t checkpointId) override { partitions_.commitOffsets(checkpointId); }
   void addSplits(std::vector<std::string> splits) override { partitions_.addSplits(splits); }
+  bool pauseOrResumeSplits(const std::vector<std::string>& toPause, const std::vector<std::string>& toResume) override {
+    partitions_.pauseOrResume(toPause, toResume);
+    return true;
+  }
   void close() override { partitions_.close(); }
 
  private:

@@ -79,7 +79,7 @@ class WindowedStream {
   SingleOutputStreamOperator<T> reduce(F fn) {
     static_assert(detail::ReduceFunctionFor<F, T>,
                   "reduce(f): f must be callable as T f(const T& accumulated, const T& value), or be a RichReduceFunction<T>");
-    return add<T>("Window Reduce", detail::ReduceWindowPolicy<T, F>{std::move(fn)});
+    return add<T>("Window Reduce", detail::ReduceWindowPolicy<T, F>{{}, std::move(fn)});
   }
 
   // Reduces incrementally with `reduceFn` (not a rich function, as in Flink), then hands
@@ -92,12 +92,12 @@ class WindowedStream {
     static_assert(!std::is_base_of_v<RichFunction, R>, "reduce(r, f): r cannot be a rich function here, as in Flink");
     using OUT = typename F::OutputType;
     if constexpr (std::is_base_of_v<ProcessWindowFunction<T, OUT, K, W>, F>) {
-      return add<OUT>("Window Reduce", detail::ReduceProcessWindowPolicy<T, R, F>{{std::move(fn)}, std::move(reduceFn)});
+      return add<OUT>("Window Reduce", detail::ReduceProcessWindowPolicy<T, R, F>{{std::move(fn)}, {}, std::move(reduceFn)});
     } else {
       static_assert(std::is_base_of_v<WindowFunction<T, OUT, K, W>, F>,
                     "reduce(r, f): f must derive from ProcessWindowFunction<T, OUT, K, W> or WindowFunction<T, OUT, K, "
                     "W> with this stream's record and key types and the assigner's window type W");
-      return add<OUT>("Window Reduce", detail::ReduceApplyWindowPolicy<T, R, F>{std::move(fn), std::move(reduceFn)});
+      return add<OUT>("Window Reduce", detail::ReduceApplyWindowPolicy<T, R, F>{{}, std::move(fn), std::move(reduceFn)});
     }
   }
 
@@ -106,7 +106,7 @@ class WindowedStream {
   SingleOutputStreamOperator<typename A::OutputType> aggregate(A agg) {
     static_assert(std::is_base_of_v<AggregateFunction<T, typename A::AccumulatorType, typename A::OutputType>, A>,
                   "aggregate(a): a must derive from AggregateFunction<T, ACC, OUT> for this stream's record type T");
-    return add<typename A::OutputType>("Window Aggregate", detail::AggregateWindowPolicy<T, A>{std::move(agg)});
+    return add<typename A::OutputType>("Window Aggregate", detail::AggregateWindowPolicy<T, A>{{}, std::move(agg)});
   }
 
   // Aggregates incrementally with `agg`, then hands the one result to `fn` (derived
@@ -119,12 +119,12 @@ class WindowedStream {
     using R = typename A::OutputType;
     using OUT = typename F::OutputType;
     if constexpr (std::is_base_of_v<ProcessWindowFunction<R, OUT, K, W>, F>) {
-      return add<OUT>("Window Aggregate", detail::AggregateProcessWindowPolicy<T, A, F>{{std::move(fn)}, std::move(agg)});
+      return add<OUT>("Window Aggregate", detail::AggregateProcessWindowPolicy<T, A, F>{{std::move(fn)}, {}, std::move(agg)});
     } else {
       static_assert(std::is_base_of_v<WindowFunction<R, OUT, K, W>, F>,
                     "aggregate(a, f): f must derive from ProcessWindowFunction<R, OUT, K, W> or WindowFunction<R, OUT, "
                     "K, W> where R is a's result type and W the assigner's window type");
-      return add<OUT>("Window Aggregate", detail::AggregateApplyWindowPolicy<T, A, F>{std::move(fn), std::move(agg)});
+      return add<OUT>("Window Aggregate", detail::AggregateApplyWindowPolicy<T, A, F>{{}, std::move(fn), std::move(agg)});
     }
   }
 
@@ -135,7 +135,7 @@ class WindowedStream {
     static_assert(std::is_base_of_v<WindowFunction<T, typename F::OutputType, K, W>, F>,
                   "apply(f): f must derive from WindowFunction<T, OUT, K, W> with this stream's record and key types "
                   "and the assigner's window type W");
-    return add<typename F::OutputType>("Window Apply", detail::ApplyWindowPolicy<T, F>{std::move(fn)});
+    return add<typename F::OutputType>("Window Apply", detail::ApplyWindowPolicy<T, F>{{}, std::move(fn)});
   }
 
   // `fn` derives from ProcessWindowFunction<T, OUT, K, W>: all records of a window at once.
@@ -144,7 +144,7 @@ class WindowedStream {
     static_assert(std::is_base_of_v<ProcessWindowFunction<T, typename F::OutputType, K, W>, F>,
                   "process(f): f must derive from ProcessWindowFunction<T, OUT, K, W> with this stream's record and "
                   "key types and the assigner's window type W");
-    return add<typename F::OutputType>("Window Process", detail::ProcessWindowPolicy<T, F>{{std::move(fn)}});
+    return add<typename F::OutputType>("Window Process", detail::ProcessWindowPolicy<T, F>{{std::move(fn)}, {}});
   }
 
  private:

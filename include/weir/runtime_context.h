@@ -7,6 +7,7 @@
 
 #include "weir/checkpointed_function.h"
 #include "weir/clock.h"
+#include "weir/detail/core/mailbox_executor.h"
 #include "weir/detail/state/operator_snapshot.h"
 #include "weir/detail/time/processing_time_service.h"
 #include "weir/detail/state/state_factory.h"
@@ -87,6 +88,14 @@ class RuntimeContext {
     return *processingTime_;
   }
   void setProcessingTimeService(detail::ProcessingTimeService* service) { processingTime_ = service; }
+  // The subtask's mailbox (set by the runtime before open()): how results computed on
+  // other threads (async I/O) come back to the subtask's thread.
+  detail::MailboxExecutor& mailboxExecutor() {
+    if (mailbox_ == nullptr)
+      throw Error(ErrorCode::kInvalidJob, "operator '" + taskName_ + "' has no mailbox");
+    return *mailbox_;
+  }
+  void setMailboxExecutor(detail::MailboxExecutor* mailbox) { mailbox_ = mailbox; }
   // This instance's metrics: a connector counts the bytes it reads or writes here.
   OperatorMetricGroup getMetricGroup() const { return metricGroup_; }
   void setMetricGroup(OperatorMetricGroup group) { metricGroup_ = group; }
@@ -135,6 +144,7 @@ class RuntimeContext {
   OperatorMetricGroup metricGroup_;
   detail::KeyedStateBackendBase* keyedStore_ = nullptr;
   detail::ProcessingTimeService* processingTime_ = nullptr;
+  detail::MailboxExecutor* mailbox_ = nullptr;
   std::unique_ptr<detail::OperatorStateRegistry> operatorState_;
   std::unique_ptr<detail::RestoredOperatorState> restored_;
 };

@@ -125,6 +125,18 @@ class SourceReader {
   // this empty: one generator serves it.
   virtual std::span<const SplitRun> splitRuns() const { return {}; }
 
+  // Watermark alignment (WatermarkStrategy::withWatermarkAlignment): stop reading the
+  // splits `toPause` and read `toResume` again (Flink's pauseOrResumeSplits); called
+  // between two pollNext, with ids splitRuns() named. Records of a paused split already
+  // fetched may still come, or wait until it resumes. Returns false when the reader
+  // cannot pause single splits: the source then pauses its whole subtask when that is
+  // ahead of its group, and its splits are not held back one by one.
+  virtual bool pauseOrResumeSplits(const std::vector<std::string>& toPause, const std::vector<std::string>& toResume) {
+    (void)toPause;
+    (void)toResume;
+    return false;
+  }
+
   // The event timestamps the input itself carries (Flink's source-assigned timestamps, a
   // Kafka record's), one per record the last pollNext appended, or empty when it has
   // none. A WatermarkStrategy's timestamp assigner, when there is one, takes precedence.

@@ -9,6 +9,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 
@@ -136,15 +137,46 @@ class WatermarkStrategy {
     return s;
   }
 
+  // Watermark alignment (Flink's withWatermarkAlignment): the sources whose strategies
+  // name the same `group` keep within `maxAllowedDrift` of the group's slowest. A split
+  // whose watermark is further ahead than that stops being read until the others catch
+  // up (a reader that cannot pause single splits pauses its whole source subtask
+  // instead). Every `updateInterval` each source subtask reports its watermark and
+  // learns the group's smallest. Throws weir::Error for an empty group, a negative
+  // drift, an interval that is not positive, or a strategy without watermarks.
+  WatermarkStrategy withWatermarkAlignment(std::string group, std::chrono::milliseconds maxAllowedDrift,
+                                           std::chrono::milliseconds updateInterval = std::chrono::seconds(1)) const {
+    if (group.empty()) throw Error(ErrorCode::kInvalidArgument, "withWatermarkAlignment: the group name must not be empty");
+    if (maxAllowedDrift.count() < 0)
+      throw Error(ErrorCode::kInvalidArgument, "withWatermarkAlignment: the allowed drift must not be negative, got " +
+                                                   std::to_string(maxAllowedDrift.count()) + " ms");
+    if (updateInterval.count() <= 0)
+      throw Error(ErrorCode::kInvalidArgument, "withWatermarkAlignment: the update interval must be positive, got " +
+                                                   std::to_string(updateInterval.count()) + " ms");
+    if (!generator_)
+      throw Error(ErrorCode::kInvalidArgument,
+                  "withWatermarkAlignment: the strategy emits no watermarks (noWatermarks), so there is nothing to align");
+    WatermarkStrategy s = *this;
+    s.alignment_ = Alignment{std::move(group), maxAllowedDrift, updateInterval};
+    return s;
+  }
+  struct Alignment {
+    std::string group;
+    std::chrono::milliseconds maxAllowedDrift;
+    std::chrono::milliseconds updateInterval;
+  };
+
   const GeneratorFactory& generator() const { return generator_; }
   const BatchAssigner& assigner() const { return assigner_; }
   std::chrono::milliseconds idleTimeout() const { return idleTimeout_; }
+  const std::optional<Alignment>& alignment() const { return alignment_; }
 
  private:
   WatermarkStrategy() = default;
   GeneratorFactory generator_;           // empty: no watermarks
   BatchAssigner assigner_;               // empty: records carry no timestamps
   std::chrono::milliseconds idleTimeout_{0};  // 0: never idle
+  std::optional<Alignment> alignment_;         // none: not aligned
 };
 
 }  // namespace weir

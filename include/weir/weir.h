@@ -4,6 +4,9 @@
 
 #include "weir/aggregate_function.h"
 #include "weir/all_windowed_stream.h"
+#include "weir/async_data_stream.h"
+#include "weir/async_function.h"
+#include "weir/async_retry_strategy.h"
 #include "weir/bad_record.h"
 #include "weir/broadcast_process_function.h"
 #include "weir/broadcast_state.h"

@@ -530,6 +530,7 @@ nlohmann::json fileJson(const StateFileInfo& f) {
                          {"operatorName", f.operatorName},
                          {"subtask", f.subtask},
                          {"parallelism", f.parallelism},
+                         {"maxParallelism", f.maxParallelism},
                          {"keyGroups", {f.keyGroups.start, f.keyGroups.end}},
                          {"file", f.file},
                          {"size", f.size},
@@ -553,6 +554,7 @@ StateFileInfo fileFromJson(const nlohmann::json& f, const std::string& file) {
   info.operatorName = f.at("operatorName").get<std::string>();
   info.subtask = f.at("subtask").get<int>();
   info.parallelism = f.at("parallelism").get<int>();
+  info.maxParallelism = f.value("maxParallelism", 0);  // absent in version 3
   info.keyGroups = KeyGroupRange{f.at("keyGroups").at(0).get<int>(), f.at("keyGroups").at(1).get<int>()};
   info.file = f.at("file").get<std::string>();
   info.size = f.at("size").get<uint64_t>();
@@ -592,7 +594,10 @@ StateFileInfo decodeStateFileInfo(const std::string& text, const std::string& fi
 
 void writeMetadata(const std::string& dir, const CheckpointMetadata& m, core::FileSystem& fileSystem) {
   nlohmann::json files = nlohmann::json::array();
-  for (const auto& f : m.files) files.push_back(fileJson(f));
+  for (const auto& f : m.files) {
+    files.push_back(fileJson(f));
+    if (f.maxParallelism == 0) files.back()["maxParallelism"] = m.maxParallelism;  // the job's
+  }
   nlohmann::json doc = {{"formatVersion", CheckpointMetadata::kFormatVersion},
                         {"checkpointId", m.checkpointId},
                         {"jobId", m.jobId},
@@ -666,9 +671,10 @@ CheckpointMetadata readMetadata(const std::string& path, core::FileSystem& fileS
   try {
     auto doc = nlohmann::json::parse(body);
     int version = doc.at("formatVersion").get<int>();
-    if (version != CheckpointMetadata::kFormatVersion)
-      throw corrupt(file, "has format version " + std::to_string(version) + "; this weir reads version " +
-                              std::to_string(CheckpointMetadata::kFormatVersion) + " only");
+    if (version < CheckpointMetadata::kOldestFormatVersion || version > CheckpointMetadata::kFormatVersion)
+      throw corrupt(file, "has format version " + std::to_string(version) + "; this weir reads versions " +
+                              std::to_string(CheckpointMetadata::kOldestFormatVersion) + " to " +
+                              std::to_string(CheckpointMetadata::kFormatVersion));
     m.checkpointId = doc.at("checkpointId").get<int64_t>();
     m.jobId = doc.at("jobId").get<std::string>();
     m.timestampMillis = doc.at("timestamp").get<int64_t>();
@@ -679,7 +685,15 @@ CheckpointMetadata readMetadata(const std::string& path, core::FileSystem& fileS
       if (m.savepointFormat != "CANONICAL" && m.savepointFormat != "NATIVE")
         throw corrupt(file, "names an unknown savepoint format '" + m.savepointFormat + "'");
     }
-    for (const auto& f : doc.at("files")) m.files.push_back(fileFromJson(f, file));
+    for (const auto& f : doc.at("files")) {
+      m.files.push_back(fileFromJson(f, file));
+      StateFileInfo& info = m.files.back();
+      if (info.maxParallelism == 0) info.maxParallelism = m.maxParallelism;  // version 3: the job's
+      if (info.maxParallelism < 1 || info.maxParallelism > kUpperBoundMaxParallelism)
+        throw corrupt(file, "names max parallelism " + std::to_string(info.maxParallelism) +
+                                " for a state file of operator '" + info.operatorId + "'; it must be between 1 and " +
+                                std::to_string(kUpperBoundMaxParallelism));
+    }
   } catch (const nlohmann::json::exception& e) {
     throw corrupt(file, std::string("does not hold valid metadata: ") + e.what());
   } catch (const std::invalid_argument&) {

@@ -54,6 +54,7 @@ struct StateFileInfo {
   std::string operatorName;
   int subtask = 0;
   int parallelism = 1;
+  int maxParallelism = 0;  // its operator's key groups; 0 (as read from version 3): CheckpointMetadata's
   KeyGroupRange keyGroups;
   std::string file;  // name inside the chk-<n> folder
   uint64_t size = 0;
@@ -76,11 +77,14 @@ struct SnapshotKind {
 struct CheckpointMetadata {
   // 3: a timer's entry key starts with its time (timer_queue.h), as RocksDB keeps them.
   // Earlier versions are refused: their timers would not decode.
-  static constexpr int kFormatVersion = 3;
+  // 4: each state file names its operator's max parallelism (setMaxParallelism per
+  // operator); a file of version 3 has the job's.
+  static constexpr int kFormatVersion = 4;
+  static constexpr int kOldestFormatVersion = 3;
   int64_t checkpointId = 0;
   std::string jobId;
   int64_t timestampMillis = 0;
-  int maxParallelism = 0;
+  int maxParallelism = 0;  // the job's; each file has its operator's
   std::vector<StateFileInfo> files;
   // Savepoints: "CANONICAL" or "NATIVE", and the state backend that took it ("hashmap",
   // "rocksdb"); empty for a checkpoint.

@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <random>
@@ -311,34 +312,74 @@ TEST_F(CheckpointFilesTest, NoMetadataMeansNoCheckpoint) {
 
 // A checkpoint of an older format version (intact, its checksum right) is refused with
 // both versions named: its timers are keyed another way.
-TEST_F(CheckpointFilesTest, AnOlderFormatVersionIsRefusedNamingIt) {
-  writeCheckpoint();
-  const fs::path file = dir_ / "_metadata";
+// Rewrites _metadata through `edit` (on its JSON text) and signs it again.
+void rewriteMetadata(const fs::path& dir, const std::function<void(std::string&)>& edit) {
+  const fs::path file = dir / "_metadata";
   std::string text;
   {
     std::ifstream in(file, std::ios::binary);
     text.assign(std::istreambuf_iterator<char>(in), {});
   }
-  const std::string current = "\"formatVersion\":" + std::to_string(CheckpointMetadata::kFormatVersion);
-  const size_t at = text.find(current);
-  ASSERT_NE(at, std::string::npos) << text;
-  text.replace(at, current.size(), "\"formatVersion\":2");
+  edit(text);
   const size_t first = text.find('\n') + 1, last = text.rfind("\nchecksum ");
   char checksum[17];
   std::snprintf(checksum, sizeof checksum, "%016llx",
                 static_cast<unsigned long long>(XXH3_64bits(text.data() + first, last - first)));
   text = text.substr(0, last) + "\nchecksum " + checksum + "\n";
   std::ofstream(file, std::ios::binary | std::ios::trunc) << text;
+}
+
+void replaceAll(std::string& text, const std::string& from, const std::string& to) {
+  for (size_t at = text.find(from); at != std::string::npos; at = text.find(from, at + to.size()))
+    text.replace(at, from.size(), to);
+}
+
+TEST_F(CheckpointFilesTest, AnOlderFormatVersionIsRefusedNamingIt) {
+  writeCheckpoint();
+  rewriteMetadata(dir_, [](std::string& text) {
+    const std::string current = "\"formatVersion\":" + std::to_string(CheckpointMetadata::kFormatVersion);
+    ASSERT_NE(text.find(current), std::string::npos) << text;
+    replaceAll(text, current, "\"formatVersion\":2");
+  });
   try {
     readMetadata(dir_.string());
     FAIL() << "a version 2 checkpoint was accepted";
   } catch (const Error& e) {
     EXPECT_EQ(e.code(), ErrorCode::kCheckpoint);
     const std::string what = e.what();
-    EXPECT_NE(what.find("has format version 2; this weir reads version " +
+    EXPECT_NE(what.find("has format version 2; this weir reads versions 3 to " +
                         std::to_string(CheckpointMetadata::kFormatVersion)),
               std::string::npos)
         << what;
+  }
+}
+
+// Version 4 names each state file's max parallelism; a version 3 checkpoint (without
+// them) gives every file the job's, and a value out of range is refused as corrupt.
+TEST_F(CheckpointFilesTest, AVersion3CheckpointGivesEveryFileTheJobsMaxParallelism) {
+  writeCheckpoint();
+  for (const auto& f : readMetadata(dir_.string()).files) EXPECT_EQ(f.maxParallelism, 8);  // written as the job's
+  rewriteMetadata(dir_, [](std::string& text) {
+    replaceAll(text, "\"formatVersion\":4", "\"formatVersion\":3");
+    // The files' (nlohmann's JSON keeps keys in order: a file's comes before "operatorId").
+    replaceAll(text, "\"maxParallelism\":8,\"operatorId\"", "\"operatorId\"");
+  });
+  CheckpointMetadata m = readMetadata(dir_.string());
+  EXPECT_EQ(m.maxParallelism, 8);
+  ASSERT_EQ(m.files.size(), 2u);
+  for (const auto& f : m.files) EXPECT_EQ(f.maxParallelism, 8);
+
+  writeCheckpoint();
+  rewriteMetadata(dir_, [](std::string& text) {
+    replaceAll(text, "\"maxParallelism\":8,\"operatorId\"", "\"maxParallelism\":40000,\"operatorId\"");
+  });
+  try {
+    readMetadata(dir_.string());
+    FAIL() << "a state file's max parallelism of 40000 was accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("names max parallelism 40000 for a state file of operator 'op'"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -23,5 +23,6 @@ Example clickCountExample();
 Example kafkaWordCountExample();
 Example kafkaWindowCountExample();
 Example redisClickCountExample();
+Example redisEnrichExample();
 
 }  // namespace weir::cli

@@ -88,7 +88,7 @@ int runExample(const std::vector<weir::cli::Example>& examples, int argc, char**
 int run(int argc, char** argv) {
   std::vector<weir::cli::Example> examples{weir::cli::wordCountExample(), weir::cli::clickCountExample(),
                                            weir::cli::kafkaWordCountExample(), weir::cli::kafkaWindowCountExample(),
-                                           weir::cli::redisClickCountExample()};
+                                           weir::cli::redisClickCountExample(), weir::cli::redisEnrichExample()};
 
   // Unknown commands and examples get a message that lists the known ones.
   const std::vector<std::string> commands{"run",       "list",       "status",      "cancel",

@@ -58,7 +58,7 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
       task->vertex = static_cast<int>(v);
       task->index = s;
       task->parallelism = plan.vertices[v].parallelism;
-      task->maxParallelism = graph.maxParallelism;
+      task->maxParallelism = plan.vertices[v].maxParallelism;
       task->bufferTimeout = graph.bufferTimeout;
       task->coordinator = coordinator;
       task->checkpointConfig = &graph.checkpointConfig;
@@ -108,7 +108,7 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
       int fusedTail = plan.fusedTail[static_cast<size_t>(id)];
       auto op = fusedTail < 0 ? node.createOperator() : createFused(plan, id, fusedTail);
       task.contexts.push_back(std::make_unique<RuntimeContext>(node.name, task.index, vertex.parallelism,
-                                                               graph.maxParallelism));
+                                                               vertex.maxParallelism));
       task.contexts.back()->setStateBackend(graph.stateBackend);
       task.contexts.back()->setClock(graph.clock);
       task.contexts.back()->setFileSystem(plan.fileSystem());
@@ -117,6 +117,7 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
         task.contexts.back()->setCheckpointDirectory(
             std::filesystem::path(coordinator->jobFolder()).parent_path().string());
       task.contexts.back()->setProcessingTimeService(&task.processingTime);
+      task.contexts.back()->setMailboxExecutor(&task);
       task.contexts.back()->setAutoWatermarkInterval(graph.autoWatermarkInterval);
       task.contexts.back()->setRestored(restore.stateOf(id, task.index, vertex.parallelism));
       task.operatorIds.push_back(plan.operatorIds[static_cast<size_t>(id)]);
@@ -128,6 +129,7 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
         auto it = enumeratorOf.find(id);
         task.source->setEnumerator(it == enumeratorOf.end() ? nullptr : it->second);
         task.source->setWakeUp([signal = &task.signal] { signal->notify(); });
+        task.source->joinWatermarkAlignment(attempt->watermarkAlignment);
       }
       task.operators.push_back(std::move(op));
     }
@@ -154,7 +156,9 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
         } else {
           for (int c = 0; c < cp; ++c) channels.push_back(channelsOf[ei][static_cast<size_t>(task.index * cp + c)]);
         }
-        auto writer = e.keyedWriter ? e.keyedWriter(channels, graph.maxParallelism, &task.metrics)
+        // A keyBy edge partitions by the consumer's key groups.
+        auto writer = e.keyedWriter ? e.keyedWriter(channels, plan.maxParallelism[static_cast<size_t>(e.consumer)],
+                                                    &task.metrics)
                                     : e.type->createWriter(e.partitioner, channels, &task.metrics, task.index,
                                                            parallelism[static_cast<size_t>(id)]);
         targetsByTag[e.sideOutputTag].push_back(writer.get());

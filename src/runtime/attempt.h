@@ -15,6 +15,7 @@
 #include "runtime/stream_task.h"
 #include "weir/detail/operators/tracking_split_enumerator.h"
 #include "weir/detail/runtime/channel.h"
+#include "weir/detail/time/watermark_alignment.h"
 
 namespace weir::runtime {
 
@@ -22,6 +23,7 @@ struct Attempt {
   std::vector<std::unique_ptr<StreamTask>> tasks;
   std::vector<std::unique_ptr<detail::ChannelBase>> channels;
   std::vector<std::unique_ptr<detail::TrackingSplitEnumerator>> enumerators;
+  detail::WatermarkAlignment watermarkAlignment;  // the aligned sources' groups
   std::vector<std::thread::id> threadIds;  // guarded by JobExecution::mutex_; set at launch
   std::atomic<bool> cancelled{false};  // every task was told to stop at once
   std::atomic<int> running{0};        // task threads not yet finished

@@ -21,10 +21,6 @@ CheckpointRestore::CheckpointRestore(const JobPlan& plan, const std::string& pat
   metadata_ = readMetadata(folder_, *plan.fileSystem());
   const std::string what = (metadata_.isSavepoint() ? "savepoint '" : "checkpoint '") + folder_ + "'";
   verifyCheckpoint(folder_, metadata_, *plan.fileSystem());
-  if (metadata_.maxParallelism != plan.graph.maxParallelism)
-    throw Error(ErrorCode::kCheckpoint, what + " was taken with maxParallelism " +
-                                            std::to_string(metadata_.maxParallelism) + ", the job has " +
-                                            std::to_string(plan.graph.maxParallelism) + "; they must be equal");
   const std::string backend = plan.graph.stateBackend->getName();
   if (metadata_.savepointFormat == "NATIVE" && metadata_.stateBackend != backend)
     throw Error(ErrorCode::kCheckpoint, what + " is in the NATIVE format of the '" + metadata_.stateBackend +
@@ -36,6 +32,19 @@ CheckpointRestore::CheckpointRestore(const JobPlan& plan, const std::string& pat
     if (!known) {
       unknown.emplace(f.operatorId, f.operatorName);
       continue;
+    }
+    // Key groups cannot change: the operator's max parallelism must be its state's.
+    for (size_t i = 0; i < plan.operatorIds.size(); ++i) {
+      if (plan.operatorIds[i] != f.operatorId || plan.vertexOf[i] < 0 || plan.maxParallelism[i] == f.maxParallelism)
+        continue;
+      throw Error(ErrorCode::kCheckpoint,
+                  what + " holds state of operator '" + f.operatorName + "' (" + f.operatorId +
+                      ") taken with max parallelism " + std::to_string(f.maxParallelism) +
+                      ", but the operator now has max parallelism " + std::to_string(plan.maxParallelism[i]) +
+                      "; they must be equal (its key groups cannot change): set setMaxParallelism(" +
+                      std::to_string(f.maxParallelism) +
+                      ") on it (on the head of its chain, if it is chained), or leave it and the job's unset to take "
+                      "the state's");
     }
     byOperator_[f.operatorId].push_back(&f);
   }
@@ -55,7 +64,8 @@ std::unique_ptr<RestoredOperatorState> CheckpointRestore::stateOf(int node, int 
   auto files = filesOf(node);
   if (files == nullptr) return nullptr;
   auto out = std::make_unique<RestoredOperatorState>();
-  KeyGroupRange range = computeKeyGroupRangeForOperatorIndex(plan_.graph.maxParallelism, parallelism, subtask);
+  KeyGroupRange range =
+      computeKeyGroupRangeForOperatorIndex(plan_.maxParallelism[static_cast<size_t>(node)], parallelism, subtask);
   out->keyGroups = range;
   std::vector<std::vector<OperatorStateSnapshot>> old(static_cast<size_t>(files->front()->parallelism));
   for (const auto* f : *files) {

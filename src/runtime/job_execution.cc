@@ -76,13 +76,14 @@ std::shared_ptr<JobExecution> JobExecution::start(const StreamGraph& graph, std:
 std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::string jobName) {
   std::shared_ptr<JobExecution> job(new JobExecution(std::move(jobName)), &JobExecution::destroy);
   int64_t firstId = 1;
-  int restoredMaxParallelism = 0;
+  JobPlan::RestoredMaxParallelism restoredMaxParallelism;
   if (graph.restore.restoreSavepoint()) {
     // The first attempt (below) verifies it and checks it against the job's operators.
     job->restorePath_ = checkpoint::checkpointFolder(graph.restore.getRestorePath());
     auto metadata = checkpoint::readMetadata(job->restorePath_, *JobPlan::fileSystemOf(graph));
     firstId = metadata.checkpointId + 1;
-    restoredMaxParallelism = metadata.maxParallelism;
+    restoredMaxParallelism.job = metadata.maxParallelism;
+    for (const auto& f : metadata.files) restoredMaxParallelism.ofOperator[f.operatorId] = f.maxParallelism;
   }
   job->plan_ = std::make_unique<JobPlan>(JobPlan::create(graph, restoredMaxParallelism));
   const JobPlan& plan = *job->plan_;

@@ -162,12 +162,14 @@ std::vector<size_t> bufferRecordsWithin(const StreamGraph& graph, const std::vec
 
 }  // namespace
 
-JobPlan JobPlan::create(const StreamGraph& original, int restoredMaxParallelism) {
+JobPlan JobPlan::create(const StreamGraph& original, const RestoredMaxParallelism& restored) {
   JobPlan plan;
   plan.graph = original;
   StreamGraph& graph = plan.graph;
   const auto& nodes = graph.nodes;
   const size_t n = nodes.size();
+  const bool jobMaxParallelismSet = graph.maxParallelism > 0;
+  const int restoredMaxParallelism = restored.job;
   if (graph.maxParallelism == 0) {
     // Not set: as Flink, the restored state's, or the default of the highest parallelism.
     int highest = graph.defaultParallelism;
@@ -189,8 +191,11 @@ JobPlan JobPlan::create(const StreamGraph& original, int restoredMaxParallelism)
   if (std::none_of(live.begin(), live.end(), [](bool b) { return b; }))
     throw invalidJob("the job has no sink; add one with sinkTo() or print() before execute()");
 
-  // Parallelism of every operator.
-  std::vector<int> parallelism(n, 0);
+  // Parallelism and max parallelism of every operator. An operator's max parallelism is
+  // its own, else the job's when set, else that of its state in the checkpoint it
+  // restores (as Flink adopts it), else the job's default.
+  std::vector<int> parallelism(n, 0), ownMaxParallelism(n, 0);
+  std::vector<bool> maxParallelismFromState(n, false);
   for (size_t i = 0; i < n; ++i) {
     const auto& node = *nodes[i];
     if (!live[i] || (node.kind != Kind::kSource && node.kind != Kind::kOperator)) continue;
@@ -201,11 +206,25 @@ JobPlan JobPlan::create(const StreamGraph& original, int restoredMaxParallelism)
                          std::to_string(node.maxSourceParallelism) + " at most, not " + std::to_string(p));
       p = node.maxSourceParallelism;
     }
-    if (p < 1 || p > graph.maxParallelism)
+    int m = graph.maxParallelism;
+    if (node.maxParallelism > 0) {
+      m = node.maxParallelism;
+    } else if (!jobMaxParallelismSet) {
+      if (auto it = restored.ofOperator.find(operatorIdOf(node)); it != restored.ofOperator.end()) {
+        m = it->second;
+        maxParallelismFromState[i] = true;
+      }
+    }
+    if (maxParallelismFromState[i] && p > m)
+      throw Error(ErrorCode::kCheckpoint, "parallelism of '" + node.name + "' is " + std::to_string(p) +
+                                              ", more than the max parallelism (" + std::to_string(m) +
+                                              ") of its state in the checkpoint it restores; lower the parallelism");
+    if (p < 1 || p > m)
       throw Error(ErrorCode::kInvalidArgument,
                   "parallelism of '" + node.name + "' is " + std::to_string(p) +
-                      "; it must be between 1 and maxParallelism (" + std::to_string(graph.maxParallelism) + ")");
+                      "; it must be between 1 and maxParallelism (" + std::to_string(m) + ")");
     parallelism[i] = p;
+    ownMaxParallelism[i] = m;
   }
 
   // Physical edges, partitioners and chaining.
@@ -270,6 +289,37 @@ JobPlan JobPlan::create(const StreamGraph& original, int restoredMaxParallelism)
     plan.vertices.push_back(std::move(vertex));
   }
 
+  // A chain runs with its head's max parallelism (Flink's JobVertex takes its head
+  // node's): every member's keyed state, if it had any, and RuntimeContext see it. A
+  // keyed operator always heads its chain (keyBy edges are never chained). When the head
+  // has no max parallelism of its own and a member's comes from the restored state, the
+  // member's stands, so that its state restores.
+  plan.maxParallelism.assign(n, 0);
+  for (auto& vertex : plan.vertices) {
+    const size_t head = static_cast<size_t>(vertex.nodes[0]);
+    vertex.maxParallelism = ownMaxParallelism[head];
+    const bool headSet = nodes[head]->maxParallelism > 0 || jobMaxParallelismSet || maxParallelismFromState[head];
+    for (int id : vertex.nodes)
+      if (!headSet && maxParallelismFromState[static_cast<size_t>(id)]) {
+        vertex.maxParallelism = ownMaxParallelism[static_cast<size_t>(id)];
+        break;
+      }
+    for (int id : vertex.nodes) {
+      const auto& member = *nodes[static_cast<size_t>(id)];
+      if (member.maxParallelism > 0 && member.maxParallelism != vertex.maxParallelism)
+        std::fprintf(stderr,
+                     "weir: '%s' runs chained to '%s' with its max parallelism (%d), not the %d set on it (a chain "
+                     "takes its head's, as in Flink); startNewChain() on it keeps its own\n",
+                     member.name.c_str(), nodes[head]->name.c_str(), vertex.maxParallelism, member.maxParallelism);
+      if (vertex.parallelism > vertex.maxParallelism)
+        throw Error(ErrorCode::kInvalidArgument,
+                    "parallelism of '" + member.name + "' is " + std::to_string(vertex.parallelism) +
+                        "; it must be between 1 and maxParallelism (" + std::to_string(vertex.maxParallelism) +
+                        ") of the chain it runs in");
+      plan.maxParallelism[static_cast<size_t>(id)] = vertex.maxParallelism;
+    }
+  }
+
   // Fused runs. Going back from a run's last node, the run takes each node's input while
   // it is chained, consumed by that node alone, and not yet in a run; a run cut on the way
   // fuses from the cut (when two nodes at least are left), and the nodes before the cut
@@ -302,7 +352,7 @@ JobPlan JobPlan::create(const StreamGraph& original, int restoredMaxParallelism)
     info.id = vertexId(static_cast<int>(v), vertex.name);
     info.name = vertex.name;
     info.parallelism = vertex.parallelism;
-    info.maxParallelism = plan.graph.maxParallelism;
+    info.maxParallelism = vertex.maxParallelism;
     info.isSource = vertex.isSource;
     info.isSink = vertex.isSink;
     for (int id : vertex.nodes)

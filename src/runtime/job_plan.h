@@ -5,6 +5,7 @@
 #pragma once
 
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,10 +41,16 @@ struct VertexInfo {
   std::string name;
   std::vector<std::string> uids;  // of the chained operators that have one
   int parallelism = 0;
-  int maxParallelism = 0;  // the job's: its key groups
+  int maxParallelism = 0;  // its key groups: the chain head's
   bool isSource = false;
   bool isSink = false;
   std::vector<Input> inputs;
+};
+
+// The max parallelism of the checkpoint a job restores: the job's, and each operator's.
+struct RestoredMaxParallelism {
+  int job = 0;                            // 0: it restores none
+  std::map<std::string, int> ofOperator;  // by operator id
 };
 
 struct JobPlan {
@@ -51,16 +58,18 @@ struct JobPlan {
   struct Vertex {
     std::string name;
     int parallelism = 0;
+    int maxParallelism = 0;  // the head's: every member runs with it
     std::vector<int> nodes;  // chain members, in id order; nodes[0] is the head
     bool isSource = false;
     bool isSink = false;
   };
 
-  // Plans `graph`. A graph without a max parallelism takes `restoredMaxParallelism` (that
-  // of the checkpoint it restores, 0: none) or else Flink's default for its highest
-  // parallelism. Throws weir::Error (kInvalidJob, kInvalidArgument) for a graph that
-  // cannot run.
-  static JobPlan create(const detail::StreamGraph& graph, int restoredMaxParallelism = 0);
+  using RestoredMaxParallelism = runtime::RestoredMaxParallelism;
+  // Plans `graph`. An operator's max parallelism is its own (setMaxParallelism), else the
+  // job's if set, else that of its state in the checkpoint it restores, else the job's
+  // default (the restored job's, or Flink's for the highest parallelism). Throws
+  // weir::Error (kInvalidJob, kInvalidArgument) for a graph that cannot run.
+  static JobPlan create(const detail::StreamGraph& graph, const RestoredMaxParallelism& restored = {});
   // What the job's checkpoints go through: the graph's file system, else the POSIX one.
   const std::shared_ptr<core::FileSystem>& fileSystem() const { return fileSystemOf(graph); }
   static const std::shared_ptr<core::FileSystem>& fileSystemOf(const detail::StreamGraph& graph) {
@@ -77,6 +86,7 @@ struct JobPlan {
   std::vector<std::vector<size_t>> inEdges, outEdges;  // per node
   std::vector<int> vertexOf;                           // per node; -1 when it does not run
   std::vector<int> parallelism;                        // per node
+  std::vector<int> maxParallelism;                     // per node: its vertex's; 0 when it does not run
   std::vector<std::string> operatorIds;                // per node: uid, or derived from the graph
   // Fusion (fused_operator.h): per node, the last node of the fused run it heads, or -1;
   // and whether it is a later member of one (its operator is made but gets no records).

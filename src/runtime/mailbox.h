@@ -25,6 +25,8 @@ class Mailbox {
     signal_->notify();
   }
 
+  bool hasMail() const { return hasMail_.load(); }
+
   // Subtask thread: runs every queued action in order. Cheap when empty.
   void runPending() {
     if (!hasMail_.load()) return;

@@ -31,6 +31,15 @@ void StreamTask::flushIfDue(std::optional<std::chrono::steady_clock::time_point>
   nextFlush_ = *now + bufferTimeout;
 }
 
+void StreamTask::yieldUntil(std::chrono::steady_clock::time_point deadline) {
+  if (!mailbox.hasMail() && !operatorMail.hasMail()) {
+    flushOutputs();  // what the operator emitted so far goes out while it waits
+    signal.waitUntil(deadline);
+  }
+  mailbox.runPending();
+  if (!suspended) operatorMail.runPending();
+}
+
 void StreamTask::awaitUploads() {
   std::unique_lock lock(uploadMutex);
   uploadCv.wait(lock, [&] { return pendingUploads == 0; });
@@ -42,6 +51,7 @@ void StreamTask::runSource() {
   const Clock& clock = *contexts.front()->clock();
   while (true) {
     mailbox.runPending();
+    if (!suspended) operatorMail.runPending();
     if (stopRequested) break;
     if (suspended) {  // until the savepoint completes (the task ends) or fails (it goes on)
       flushOutputs();
@@ -52,6 +62,12 @@ void StreamTask::runSource() {
     if (!outputAvailable()) {  // checkpoint triggers and mail go on meanwhile
       flushOutputs();
       metrics.backPressured([&] { signal.wait(); });
+      continue;
+    }
+    if (inputHolds > 0) {  // an operator waits for results (async I/O): they come as mail
+      flushOutputs();
+      if (processingTime.empty()) signal.wait();
+      else signal.waitUntil(std::chrono::steady_clock::now() + clock.sleepUntil(processingTime.nextDue()));
       continue;
     }
     InputStatus status = source->emitNext();
@@ -91,11 +107,13 @@ void StreamTask::runInputs() {
   const Clock& clock = *contexts.front()->clock();
   while (!barriers.allEnded()) {
     mailbox.runPending();
+    if (!suspended) operatorMail.runPending();
     if (!processingTime.empty() && !suspended) processingTime.fireDue(clock.currentTimeMillis());
     barriers.poll();
     bool progress = false;
     const bool writable = outputAvailable();
-    for (size_t i = 0; writable && i < n; ++i) {
+    const bool held = inputHolds > 0;  // an operator waits for results (async I/O): they come as mail
+    for (size_t i = 0; writable && !held && i < n; ++i) {
       if (barriers.ended(i) || barriers.blocked(i)) continue;
       const int input = static_cast<int>(i);
       switch (inputs[i]->pollOnce()) {
@@ -124,8 +142,9 @@ void StreamTask::runInputs() {
         if (wake) signal.waitUntil(*wake);
         else signal.wait();
       };
-      if (writable) metrics.idle(wait);
-      else metrics.backPressured(wait);
+      if (!writable) metrics.backPressured(wait);
+      else if (held) wait();  // busy, as Flink counts an operator waiting in its mailbox
+      else metrics.idle(wait);
     }
   }
   processingTime.quiesce();  // timers still pending do not fire after the end of input

@@ -28,15 +28,16 @@
 #include "weir/detail/operators/stream_operator.h"
 #include "weir/detail/runtime/channel.h"
 #include "weir/detail/runtime/channel_input.h"
+#include "weir/detail/core/mailbox_executor.h"
 #include "weir/detail/runtime/record_writer.h"
 #include "weir/detail/time/processing_time_service.h"
 #include "weir/runtime_context.h"
 
 namespace weir::runtime {
 
-class StreamTask final : public CheckpointableTask {
+class StreamTask final : public CheckpointableTask, public detail::MailboxExecutor {
  public:
-  StreamTask() : mailbox(&signal) {}
+  StreamTask() : mailbox(&signal), operatorMail(&signal) {}
 
   // A source task: polls the source until its input ends or stop() is asked for.
   void runSource();
@@ -58,12 +59,20 @@ class StreamTask final : public CheckpointableTask {
   int64_t lastCheckpointTaken() const override { return lastSnapshotId.load(); }
   bool isSavepoint(int64_t id) const override;
 
+  // MailboxExecutor: what the chain's operators use to wait on other threads.
+  void execute(std::function<void()> action) override { operatorMail.put(std::move(action)); }
+  void yieldUntil(std::chrono::steady_clock::time_point deadline) override;
+  void holdInput(bool hold) override { inputHolds += hold ? 1 : -1; }
+
   int vertex = 0;
   int index = 0;
   int parallelism = 1;
   int maxParallelism = 128;
   detail::TaskSignal signal;
   Mailbox mailbox;
+  // The operators' mail (async I/O's answers): it may emit records, so it waits while the
+  // task is suspended after a stop-with-savepoint's snapshot.
+  Mailbox operatorMail;
   detail::TaskMetrics metrics;
   detail::ProcessingTimeService processingTime;  // the chain's processing-time timers
   std::vector<std::unique_ptr<RuntimeContext>> contexts;
@@ -73,6 +82,7 @@ class StreamTask final : public CheckpointableTask {
   std::vector<detail::ChannelWriterBase*> writers;                 // where barriers leave
   detail::SourceOperatorBase* source = nullptr;                    // set for source chains
   bool stopRequested = false;                                      // source: end input now
+  int inputHolds = 0;      // operators that can take no input now (async I/O at capacity)
   bool suspended = false;  // took a stop-with-savepoint's snapshot: no source poll, no timer until resumed
   detail::OutputBase* headInput = nullptr;                         // set for chains fed by channels
   std::vector<std::unique_ptr<detail::ChannelInputBase>> inputs;

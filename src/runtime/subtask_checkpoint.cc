@@ -117,6 +117,7 @@ void StreamTask::acknowledgeSnapshot(std::shared_ptr<TakenSnapshot> taken, int64
       info.operatorName = parts[i].name;
       info.subtask = subtask;
       info.parallelism = parallelism;
+      info.maxParallelism = maxParallelism;
       info.keyGroups = computeKeyGroupRangeForOperatorIndex(maxParallelism, parallelism, subtask);
       info.file = parts[i].operatorId + "-" + std::to_string(subtask) + "-state";
       checkpoint::writeStateFile(target, s, info);

@@ -37,6 +37,7 @@ std::string writeBootstrappedInstance(const BootstrapTarget& target, const std::
   info.operatorName = operatorName;
   info.subtask = subtask;
   info.parallelism = parallelism;
+  info.maxParallelism = target.maxParallelism;
   info.keyGroups = computeKeyGroupRangeForOperatorIndex(target.maxParallelism, parallelism, subtask);
   info.file = target.operatorId + "-" + std::to_string(subtask) + "-state";
   checkpoint::writeStateFile(files, snapshot, info);

@@ -16,7 +16,7 @@ std::vector<SnapshotInstance> snapshotInstances(const std::string& path, const s
   for (size_t i = 0; i < metadata.files.size(); ++i) {
     const auto& file = metadata.files[i];
     operators.insert("'" + file.operatorId + "' (" + file.operatorName + ")");
-    if (file.operatorId == operatorId) out.push_back({folder, operatorId, i, file.keyGroups, metadata.maxParallelism});
+    if (file.operatorId == operatorId) out.push_back({folder, operatorId, i, file.keyGroups, file.maxParallelism});
   }
   if (out.empty()) {
     std::string names;

@@ -98,7 +98,7 @@ uint64_t dumpKeyedState(const std::string& path, const std::string& operatorId, 
     found = true;
     detail::RestoredOperatorState restored;
     std::vector<detail::OperatorStateSnapshot> operatorState;
-    const KeyGroupRange all{0, metadata.maxParallelism - 1};
+    const KeyGroupRange all{0, file.maxParallelism - 1};
     checkpoint::readStateFile(folder, file, all, restored, operatorState);
     for (const auto& [name, schema] : restored.keyedSchemas) states.insert(name);
     auto it = restored.keyedSchemas.find(state);

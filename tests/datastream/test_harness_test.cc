@@ -7,6 +7,7 @@
 
 #include <map>
 
+#include "support/harness_events.h"
 #include "weir/testing/operator_harness.h"
 #include "weir/weir.h"
 
@@ -50,16 +51,6 @@ auto countHarness(HarnessOptions options = {}) {
       CountPerUser{}, [](const Click& c) { return c.user; }, std::move(options));
 }
 
-// The output as text, watermarks as "W<t>", records with their timestamps as "r@t".
-std::vector<std::string> events(const test::CapturingOutput<std::string>& out) {
-  std::vector<std::string> lines;
-  for (const auto& e : out.events()) {
-    if (e.kind == Emitted<std::string>::Kind::kWatermark) lines.push_back("W" + std::to_string(e.watermark));
-    else if (e.kind == Emitted<std::string>::Kind::kRecord)
-      lines.push_back(*e.record + (e.timestamp ? "@" + std::to_string(*e.timestamp) : ""));
-  }
-  return lines;
-}
 
 TEST(TestHarness, RecordsWatermarksAndTimersComeOutInOrder) {
   auto harness = countHarness();
@@ -71,7 +62,7 @@ TEST(TestHarness, RecordsWatermarksAndTimersComeOutInOrder) {
   harness.processWatermark(15);  // ann's timer for 15 fires; bob's for 17 and ann's for 19 wait
   harness.processElement(Click{"bob", 12}, 12);  // behind the watermark: late
   harness.processWatermark(30);
-  EXPECT_EQ(events(harness.output()),
+  EXPECT_EQ(test::emittedAsText(harness.output()),
             (std::vector<std::string>{"ann=1@5", "bob=1@7", "ann=2@9", "ann@15=2@15", "W15", "bob@17=1@17",
                                       "ann@19=2@19", "W30"}));
   EXPECT_EQ(late.records(), std::vector<std::string>{"bob"});

@@ -307,6 +307,36 @@ TEST(UnalignedCheckpoints, WithABroadcastInputRecoveryIsExact) {
   }
 }
 
+// Async I/O between the source and the keyed operators (unordered, answered out of order
+// by a pool, near its capacity): the records waiting for answers at each checkpoint are
+// part of it and are asked about again after each of 5 to 20 failures, and after a
+// resume at other parallelisms. No result crosses a watermark: the windows would drop it
+// as late, and the check would count a loss.
+TEST(AsyncIoRecovery, RequestsInFlightAreCheckpointedAndRecoverExactly) {
+  const int64_t n = 40000;
+  auto failures = failurePositions(11, n);
+  Failures::reset(failures);
+  Options o;
+  o.parallelism = 2;
+  o.extra = Extra::kAsyncLookup;
+  JobRun run = runJob(o, n, 40000);
+  ASSERT_FALSE(run.error) << *run.error;
+  Verdict v = check(run.out, n);
+  EXPECT_TRUE(v.exact()) << v;
+  EXPECT_EQ(Failures::thrown.load(), static_cast<int>(failures.size()));
+  EXPECT_GT(run.metrics.numberOfCompletedCheckpoints, 0);
+
+  Failures::reset({});
+  fs::path dir = freshFolder("async-rescale");
+  auto first = std::make_shared<Committed>();
+  std::string latest = runThenCancel(
+      dir, n, 4000, false, first, [](const JobMetrics& m) { return m.numberOfCompletedCheckpoints >= 2; }, 1, "heap",
+      Extra::kAsyncLookup);
+  ASSERT_FALSE(latest.empty());
+  for (int parallelism : {3, 1}) expectResumesExactly(latest, *first, n, parallelism, 0, Extra::kAsyncLookup);
+  fs::remove_all(dir);
+}
+
 // Several checkpoints in progress at once (a new one every 2 ms while fewer than 4 are):
 // they really overlap, a newer one that completes subsumes older ones, sinks commit on
 // each, and recovery is as exact as with one at a time.

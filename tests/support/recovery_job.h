@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "support/async_lookup.h"
 #include "weir/weir.h"
 
 namespace weir::test {
@@ -397,7 +398,14 @@ struct StampWindow : ProcessFunction<Out, Out> {
 };
 
 // What the job has besides its keyed counts and windows (see addJob).
-enum class Extra { kNone, kRefuseSnapshots, kProbeOverlap, kBroadcastRules, kHoldUntilACheckpoint };
+enum class Extra {
+  kNone,
+  kRefuseSnapshots,
+  kProbeOverlap,
+  kBroadcastRules,
+  kHoldUntilACheckpoint,
+  kAsyncLookup,  // the events pass through async I/O (unordered), answered out of order by a pool
+};
 
 // Refuses every third snapshot (a snapshotState that throws declines the checkpoint).
 struct ThrowingSnapshot : RichMapFunction<Event, Event>, CheckpointedFunction {
@@ -456,6 +464,11 @@ DataStream<Event> addJob(StreamExecutionEnvironment& env, int64_t n, double rate
   if (extra == Extra::kRefuseSnapshots) events = source.map(ThrowingSnapshot{});
   if (extra == Extra::kProbeOverlap) events = source.map(OverlapProbe{});
   if (extra == Extra::kHoldUntilACheckpoint) events = source.map(HoldUntilACheckpoint{});
+  if (extra == Extra::kAsyncLookup)
+    // 16 threads answering after 0-2 ms: about 16,000 answers a second per subtask, so
+    // the operator is near its capacity of 64 whenever a checkpoint is taken.
+    events = AsyncDataStream::unorderedWait(
+        source, answerLater<Event, Event>([](const Event& e) { return e; }, 16, 2000), 60s, 64);
   if (extra == Extra::kBroadcastRules) {
     // One rule for every 20 events, at most 2,000 a second: still flowing while the
     // checkpoints are taken, so some are queued when the operator is back-pressured.

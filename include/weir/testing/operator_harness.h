@@ -28,15 +28,23 @@
 // ManualClock and a processing-time service of its own. Time moves only when the test
 // moves it. Records go in one batch per call, as a chain hands them on.
 //
+// Results that other threads send back to the operator (async I/O) wait in the harness's
+// mailbox until the test calls processMail(), or until endInput() waits for them.
+//
 // The namespace is weir::test, not weir::testing: inside `using namespace weir;` the
 // latter would hide GoogleTest's ::testing.
 #pragma once
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <functional>
 #include <limits>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <stdexcept>
@@ -49,6 +57,7 @@
 #include "weir/detail/state/keyed_state_backend.h"
 #include "weir/detail/state/operator_state.h"
 #include "weir/detail/core/output.h"
+#include "weir/detail/core/mailbox_executor.h"
 #include "weir/detail/runtime/stream_graph.h"
 #include "weir/detail/state/operator_snapshot.h"
 #include "weir/detail/time/processing_time_service.h"
@@ -146,6 +155,44 @@ struct OperatorSubtaskState {
     auto it = keyed.find(state);
     return it == keyed.end() ? 0 : it->second.size();
   }
+};
+
+// The harness's mailbox: mail from any thread, run on the test's thread when it asks.
+class HarnessMailbox final : public detail::MailboxExecutor {
+ public:
+  void execute(std::function<void()> action) override {
+    {
+      std::lock_guard lock(mutex_);
+      mail_.push_back(std::move(action));
+    }
+    arrived_.notify_all();
+  }
+  void yieldUntil(std::chrono::steady_clock::time_point deadline) override {
+    {
+      std::unique_lock lock(mutex_);
+      arrived_.wait_until(lock, deadline, [&] { return !mail_.empty(); });
+    }
+    runPending();
+  }
+  void holdInput(bool hold) override { holds_ += hold ? 1 : -1; }
+
+  // Runs the mail that is there; returns how many actions ran.
+  size_t runPending() {
+    std::deque<std::function<void()>> mail;
+    {
+      std::lock_guard lock(mutex_);
+      mail.swap(mail_);
+    }
+    for (auto& action : mail) action();
+    return mail.size();
+  }
+  bool inputHeld() const { return holds_ > 0; }
+
+ private:
+  std::mutex mutex_;
+  std::condition_variable arrived_;
+  std::deque<std::function<void()>> mail_;  // guarded by mutex_
+  int holds_ = 0;
 };
 
 // Runs the operator that produced a stream of OUT, alone. Call captureSideOutput for
@@ -249,6 +296,21 @@ class OperatorHarness {
     clock_->setTime(now);
     processingTime_->fireDue(now);
   }
+  // Runs what other threads sent back to the operator (the results of async requests);
+  // returns how many mails ran.
+  size_t processMail() { return mailbox_.runPending(); }
+  // Runs mail as it arrives until `done()` holds or `timeout` passes; returns done().
+  bool processMailUntil(const std::function<bool()>& done,
+                        std::chrono::milliseconds timeout = std::chrono::seconds(10)) {
+    const auto deadline = std::chrono::steady_clock::now() + timeout;
+    while (!done() && std::chrono::steady_clock::now() < deadline)
+      mailbox_.yieldUntil(std::min(deadline, std::chrono::steady_clock::now() + std::chrono::milliseconds(10)));
+    return done();
+  }
+  // Whether the operator refuses more input for now (async I/O at its capacity); a
+  // subtask would read none until it takes some again.
+  bool inputHeld() const { return mailbox_.inputHeld(); }
+
   // The input ended: pending processing-time timers are dropped (as the subtask does)
   // and the operator finishes.
   void endInput() {
@@ -380,6 +442,7 @@ class OperatorHarness {
     context_->setStateBackend(options_.stateBackend);
     context_->setClock(clock_);
     context_->setProcessingTimeService(processingTime_.get());
+    context_->setMailboxExecutor(&mailbox_);
     context_->setRestored(std::move(restored));
     operator_->setup(context_.get(), &metrics_);
     if (!node_.isSink) operator_->setOutput(&output_);
@@ -413,6 +476,7 @@ class OperatorHarness {
   HarnessOptions options_;
   std::shared_ptr<ManualClock> clock_;
   detail::TaskMetrics metrics_;
+  HarnessMailbox mailbox_;
   CapturingOutput<OUT> output_;
   std::vector<std::pair<int, std::unique_ptr<SideCaptureBase>>> sideOutputs_;
   std::unique_ptr<RuntimeContext> context_;

@@ -438,6 +438,38 @@ InputStatus KafkaPartitionReader::poll(size_t maxRecords, const std::function<si
   return visited > 0 || full || !runs_.empty() ? InputStatus::MORE_AVAILABLE : InputStatus::NOTHING_AVAILABLE;
 }
 
+void KafkaPartitionReader::pauseOrResume(const std::vector<std::string>& toPause,
+                                         const std::vector<std::string>& toResume) {
+  auto apply = [&](const std::vector<std::string>& ids, bool pause) {
+    rd_kafka_topic_partition_list_t* list = rd_kafka_topic_partition_list_new(static_cast<int>(ids.size()));
+    std::vector<Partition*> listed;  // in the list's order
+    for (const auto& id : ids) {
+      auto it = partitions_.find(id);
+      // Only what this reader reads and did (not) pause itself: librdkafka 2.0 moves a
+      // partition that was not paused back to a stale offset when it is resumed.
+      if (it == partitions_.end() || it->second.finished || it->second.paused == pause) continue;
+      rd_kafka_topic_partition_list_add(list, it->second.split.topic.c_str(), it->second.split.partition);
+      listed.push_back(&it->second);
+    }
+    if (list->cnt > 0) {
+      if (pause) rd_kafka_pause_partitions(consumer_, list);
+      else rd_kafka_resume_partitions(consumer_, list);
+      for (int i = 0; i < list->cnt; ++i) {
+        if (!list->elems[i].err) {
+          listed[static_cast<size_t>(i)]->paused = pause;
+          continue;
+        }
+        std::cerr << "weir: kafka source: cannot " << (pause ? "pause " : "resume ")
+                  << partitionName(list->elems[i].topic, list->elems[i].partition) << ": "
+                  << rd_kafka_err2str(list->elems[i].err) << std::endl;
+      }
+    }
+    rd_kafka_topic_partition_list_destroy(list);
+  };
+  apply(toResume, false);  // Flink's order: an id in both lists ends up paused
+  apply(toPause, true);
+}
+
 std::vector<std::string> KafkaPartitionReader::snapshotState(int64_t checkpointId) {
   std::vector<std::string> out;
   for (const auto& [id, p] : partitions_)

@@ -89,6 +89,10 @@ class KafkaPartitionReader {
   // commitOffsets(checkpointId).
   std::vector<std::string> snapshotState(int64_t checkpointId);
   void addSplits(const std::vector<std::string>& splits);
+  // Watermark alignment: stops fetching the partitions (split ids) `toPause` and fetches
+  // `toResume` again; unknown and finished ones are skipped. Records of a paused
+  // partition already fetched are dropped by librdkafka and fetched again on resume.
+  void pauseOrResume(const std::vector<std::string>& toPause, const std::vector<std::string>& toResume);
   // Commits the offsets checkpoint `checkpointId` holds to the group, asynchronously,
   // and forgets those of older checkpoints. A failed commit is reported on stderr (when
   // commits start failing, and when they work again) and does not fail the job.
@@ -103,6 +107,7 @@ class KafkaPartitionReader {
   struct Partition {
     KafkaPartitionSplit split;
     bool finished = false;
+    bool paused = false;  // by watermark alignment
     int64_t committedOffset = -1;  // the last one committed to the group; -1: none
   };
   // Records between the partition's offset and the broker's high watermark (or its

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <functional>
 #include <map>
+#include <set>
 #include <memory>
 #include <span>
 #include <stdexcept>
@@ -16,6 +17,7 @@
 #include "weir/detail/operators/stream_operator.h"
 #include "weir/detail/operators/tracking_split_enumerator.h"
 #include "weir/detail/state/operator_snapshot.h"
+#include "weir/detail/time/watermark_alignment.h"
 #include "weir/functions.h"
 #include "weir/source.h"
 #include "weir/watermark_strategy.h"
@@ -30,6 +32,9 @@ class SourceOperatorBase : public StreamOperator {
   OutputBase* input() override { return nullptr; }
   void setEnumerator(TrackingSplitEnumerator* enumerator) { enumerator_ = enumerator; }
   void setAutoWatermarkInterval(std::chrono::milliseconds interval) { watermarkInterval_ = interval; }
+  // Before the job starts: where the source reports its watermark when its strategy
+  // aligns watermarks (WatermarkStrategy::withWatermarkAlignment).
+  virtual void joinWatermarkAlignment(WatermarkAlignment& alignment) {}
   // What wakes the subtask when its reader has records again (SourceReaderContext).
   void setWakeUp(std::function<void()> wakeUp) { wakeUp_ = std::move(wakeUp); }
   // Emits at most one batch.
@@ -75,9 +80,24 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     lastRecord_ = nextWatermark_ = Clock::now();
   }
 
+  void joinWatermarkAlignment(WatermarkAlignment& alignment) override {
+    if (!strategy_.alignment()) return;
+    alignment_ = &alignment;
+    member_ = alignment.join(strategy_.alignment()->group);
+  }
+
   InputStatus emitNext() override {
     batch_.clear();
     timestamps_.clear();
+    if (waitsForAlignment()) {
+      waitedForAlignment_ = true;
+      return InputStatus::NOTHING_AVAILABLE;
+    }
+    if (waitedForAlignment_) {  // the wait is not idleness: its clocks start again
+      waitedForAlignment_ = false;
+      lastRecord_ = Clock::now();
+      for (auto& [id, split] : splits_) split.lastRecord = lastRecord_;
+    }
     InputStatus status = callUser([&] { return reader_->pollNext(batch_, kBatchRecords<T>); });
     if (!batch_.empty()) {
       metrics_->numSourceRecords.fetch_add(batch_.size(), std::memory_order_relaxed);
@@ -113,7 +133,9 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     return status;
   }
 
-  Clock::time_point nextPollTime() const override { return reader_->nextPollTime(); }
+  Clock::time_point nextPollTime() const override {
+    return waitsForAlignment() ? nextAlignment_ : reader_->nextPollTime();
+  }
 
   Clock::time_point onTime(Clock::time_point now) override {
     if (!generator_) return Clock::time_point::max();
@@ -122,19 +144,33 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
       if (perSplit_) {
         for (auto& [id, split] : splits_) {
           callUser([&] { split.generator->onPeriodicEmit(split); });
-          if (timeout.count() > 0 && now - split.lastRecord >= timeout) split.idle = true;
+          // A split paused by alignment reads nothing, but is not idle: it waits.
+          if (timeout.count() > 0 && now - split.lastRecord >= timeout && !pausedSplits_.contains(id) &&
+              !waitsForAlignment())
+            split.idle = true;
         }
         emitSplitsWatermark();
       } else {
         if (!idle_) callUser([&] { generator_->onPeriodicEmit(*this); });
-        if (timeout.count() > 0 && !idle_ && now - lastRecord_ >= timeout) markIdle();
+        if (timeout.count() > 0 && !idle_ && now - lastRecord_ >= timeout && !waitsForAlignment()) markIdle();
       }
       nextWatermark_ = now + watermarkInterval_;
     }
-    return nextWatermark_;
+    if (alignment_ && now >= nextAlignment_) {
+      // An idle source, or one without a watermark yet, holds no one back, as in Flink.
+      const int64_t groupMin =
+          alignment_->report(member_, idle_ || watermark_ == kMinWatermark ? kMaxWatermark : watermark_);
+      const int64_t drift = strategy_.alignment()->maxAllowedDrift.count();
+      maxAllowed_ = groupMin >= kMaxWatermark - drift ? kMaxWatermark : groupMin + drift;
+      pauseOrResumeSplits();
+      nextAlignment_ = now + strategy_.alignment()->updateInterval;
+    }
+    return alignment_ ? std::min(nextWatermark_, nextAlignment_) : nextWatermark_;
   }
 
   void endInput() override {
+    // A finished source holds its group back no more.
+    if (alignment_) alignment_->report(member_, kMaxWatermark);
     // A bounded input ends with the final watermark: every window fires downstream.
     emitWatermark(kMaxWatermark);
     out_->endInput();
@@ -193,6 +229,35 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     idle_ = false;
     out_->processIdleness(false);
     sideOutputs_.processIdleness(false);
+  }
+
+  // Watermark alignment: the whole subtask waits when its watermark is past the largest
+  // its group allows (its splits may run no further either).
+  bool waitsForAlignment() const { return alignment_ != nullptr && watermark_ > maxAllowed_; }
+  // Pauses the splits whose watermarks are past the largest the group allows and
+  // resumes the others (Flink's: only while the reader holds two splits or more). A
+  // reader that cannot pause splits is asked once; then its subtask alone waits.
+  void pauseOrResumeSplits() {
+    if (!alignment_ || !splitPausing_ || !perSplit_) return;
+    for (auto it = pausedSplits_.begin(); it != pausedSplits_.end();)  // finished splits
+      it = splits_.contains(*it) ? std::next(it) : pausedSplits_.erase(it);
+    std::vector<std::string> pause, resume;
+    for (const auto& [id, split] : splits_) {
+      const bool ahead = splits_.size() >= 2 && !split.idle && split.watermark > maxAllowed_;
+      if (ahead && !pausedSplits_.contains(id)) pause.push_back(id);
+      else if (!ahead && pausedSplits_.contains(id)) resume.push_back(id);
+    }
+    if (pause.empty() && resume.empty()) return;
+    if (!callUser([&] { return reader_->pauseOrResumeSplits(pause, resume); })) {
+      splitPausing_ = false;
+      pausedSplits_.clear();
+      return;
+    }
+    for (const auto& id : resume) {
+      pausedSplits_.erase(id);
+      splits_.at(id).lastRecord = Clock::now();  // the pause was not idleness
+    }
+    pausedSplits_.insert(pause.begin(), pause.end());
   }
 
   // Per-split watermarks: a split's own generator and what it decided so far.
@@ -254,6 +319,7 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     if (!active) markIdle();
     else if (combined > watermark_) emitWatermark(combined);
     else markActive();
+    pauseOrResumeSplits();  // a split is paused as soon as it passes what the group allows
   }
 
   std::shared_ptr<const Source<T>> source_;
@@ -274,6 +340,14 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
   std::map<std::string, SplitWatermarks> splits_;
   Clock::time_point lastRecord_{};
   Clock::time_point nextWatermark_{};
+  // Watermark alignment: null when the strategy has none.
+  WatermarkAlignment* alignment_ = nullptr;
+  WatermarkAlignment::Member member_;
+  int64_t maxAllowed_ = kMaxWatermark;  // until the first report
+  Clock::time_point nextAlignment_{};
+  std::set<std::string> pausedSplits_;
+  bool splitPausing_ = true;  // false once the reader said it cannot pause splits
+  bool waitedForAlignment_ = false;
 };
 
 }  // namespace weir::detail

@@ -36,6 +36,7 @@ struct Transformation {
   std::string uid;
   int parallelism = 0;  // 0: the environment's default
   bool nonParallel = false;  // forceNonParallel(): parallelism stays 1
+  int maxParallelism = 0;    // setMaxParallelism(): its key groups; 0: the job's
   std::vector<int> inputs;
   std::shared_ptr<const StreamType> outputType;
   bool isSink = false;
@@ -76,7 +77,7 @@ struct Transformation {
 struct StreamGraph {
   std::vector<std::shared_ptr<Transformation>> nodes;  // nodes[i]->id == i
   int defaultParallelism = 1;
-  int maxParallelism = 0;  // 0: not set (JobExecution::plan derives it)
+  int maxParallelism = 0;  // the job's, every operator's default; 0: not set (JobPlan::create derives it)
   int buffersPerChannel = 4;  // credits per channel (exclusive buffers)
   // What the buffers of all the job's channels may take (Flink's network memory):
   // JobPlan::create sizes each edge's buffers from it.

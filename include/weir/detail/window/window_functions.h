@@ -57,34 +57,67 @@ struct ProcessFunctionPolicy {
               "windowState(): session windows merge, so they have no per-window state; use globalState()");
 }
 
-// reduce(): the accumulator is the reduced record.
-template <class T, class F>
-struct ReduceWindowPolicy {
+// What a window's contents (its accumulator) are and how records go in. Each is a base
+// of the policies below; a policy names the function its contents use.
+
+// The reduced record, with the policy's reducer().
+template <class T, class Policy>
+struct ReducedContents {
   using Acc = std::optional<T>;
-  using Out = T;
-  F fn;
   Acc create() { return std::nullopt; }
-  void add(Acc& acc, const T& value) { acc = acc ? callReduce(fn, *acc, value) : value; }
+  void add(Acc& acc, const T& value) {
+    auto& reduce = static_cast<Policy&>(*this).reducer();
+    acc = acc ? callReduce(reduce, *acc, value) : value;
+  }
   void merge(Acc& into, Acc& from) {
     if (from) add(into, *from);
   }
+};
+
+// The accumulator of the policy's aggregator(), an AggregateFunction A.
+template <class T, class A, class Policy>
+struct AggregatedContents {
+  using Acc = typename A::AccumulatorType;
+  Acc create() { return aggregator().createAccumulator(); }
+  void add(Acc& acc, const T& value) { acc = aggregator().add(value, std::move(acc)); }
+  void merge(Acc& into, Acc& from) { into = aggregator().merge(std::move(into), from); }
+  A& aggregator() { return static_cast<Policy&>(*this).aggregator(); }
+};
+
+// The window's records themselves.
+template <class T>
+struct RecordContents {
+  static constexpr bool kKeepsRecords = true;
+  using Acc = std::vector<T>;
+  Acc create() { return {}; }
+  void add(Acc& acc, const T& value) { acc.push_back(value); }
+  void merge(Acc& into, Acc& from) {
+    into.insert(into.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
+  }
+};
+
+// reduce(): the reduced record is the output.
+template <class T, class F>
+struct ReduceWindowPolicy : ReducedContents<T, ReduceWindowPolicy<T, F>> {
+  using Out = T;
+  F fn;
+  F& reducer() { return fn; }
   template <class K, class W>
-  void fire(const K&, const W&, Acc& acc, int64_t, const Clock&, WindowFunctionState<W>*, Collector<T>& out) {
+  void fire(const K&, const W&, std::optional<T>& acc, int64_t, const Clock&, WindowFunctionState<W>*,
+            Collector<T>& out) {
     out.collect(*acc);
   }
 };
 
-// aggregate(): an AggregateFunction's accumulator.
+// aggregate(): an AggregateFunction's result is the output.
 template <class T, class A>
-struct AggregateWindowPolicy {
-  using Acc = typename A::AccumulatorType;
+struct AggregateWindowPolicy : AggregatedContents<T, A, AggregateWindowPolicy<T, A>> {
   using Out = typename A::OutputType;
   A fn;
-  Acc create() { return fn.createAccumulator(); }
-  void add(Acc& acc, const T& value) { acc = fn.add(value, std::move(acc)); }
-  void merge(Acc& into, Acc& from) { into = fn.merge(std::move(into), from); }
+  A& aggregator() { return fn; }
   template <class K, class W>
-  void fire(const K&, const W&, Acc& acc, int64_t, const Clock&, WindowFunctionState<W>*, Collector<Out>& out) {
+  void fire(const K&, const W&, typename A::AccumulatorType& acc, int64_t, const Clock&, WindowFunctionState<W>*,
+            Collector<Out>& out) {
     out.collect(fn.getResult(acc));
   }
 };
@@ -92,15 +125,13 @@ struct AggregateWindowPolicy {
 // aggregate(agg, processWindowFunction): the accumulator's result is the one element the
 // ProcessWindowFunction sees, with the key and the window.
 template <class T, class A, class F>
-struct AggregateProcessWindowPolicy : ProcessFunctionPolicy<F> {
-  using Acc = typename A::AccumulatorType;
+struct AggregateProcessWindowPolicy : ProcessFunctionPolicy<F>,
+                                      AggregatedContents<T, A, AggregateProcessWindowPolicy<T, A, F>> {
   using Out = typename F::OutputType;
   A agg;
-  Acc create() { return agg.createAccumulator(); }
-  void add(Acc& acc, const T& value) { acc = agg.add(value, std::move(acc)); }
-  void merge(Acc& into, Acc& from) { into = agg.merge(std::move(into), from); }
+  A& aggregator() { return agg; }
   template <class K, class W>
-  void fire(const K& key, const W& window, Acc& acc, int64_t watermark, const Clock& clock,
+  void fire(const K& key, const W& window, typename A::AccumulatorType& acc, int64_t watermark, const Clock& clock,
             WindowFunctionState<W>* state, Collector<Out>& out) {
     typename A::OutputType result = agg.getResult(acc);
     auto ctx = this->context(window, watermark, clock, state);
@@ -111,17 +142,12 @@ struct AggregateProcessWindowPolicy : ProcessFunctionPolicy<F> {
 // reduce(reduceFn, processWindowFunction): the reduced record is the one element the
 // ProcessWindowFunction sees, with the key and the window.
 template <class T, class R, class F>
-struct ReduceProcessWindowPolicy : ProcessFunctionPolicy<F> {
-  using Acc = std::optional<T>;
+struct ReduceProcessWindowPolicy : ProcessFunctionPolicy<F>, ReducedContents<T, ReduceProcessWindowPolicy<T, R, F>> {
   using Out = typename F::OutputType;
   R reduce;
-  Acc create() { return std::nullopt; }
-  void add(Acc& acc, const T& value) { acc = acc ? callReduce(reduce, *acc, value) : value; }
-  void merge(Acc& into, Acc& from) {
-    if (from) add(into, *from);
-  }
+  R& reducer() { return reduce; }
   template <class K, class W>
-  void fire(const K& key, const W& window, Acc& acc, int64_t watermark, const Clock& clock,
+  void fire(const K& key, const W& window, std::optional<T>& acc, int64_t watermark, const Clock& clock,
             WindowFunctionState<W>* state, Collector<Out>& out) {
     auto ctx = this->context(window, watermark, clock, state);
     this->fn.process(key, ctx, std::span<const T>(&*acc, 1), out);
@@ -130,52 +156,40 @@ struct ReduceProcessWindowPolicy : ProcessFunctionPolicy<F> {
 
 // apply(windowFunction): keeps the window's records and hands them to a WindowFunction.
 template <class T, class F>
-struct ApplyWindowPolicy {
-  static constexpr bool kKeepsRecords = true;
-  using Acc = std::vector<T>;
+struct ApplyWindowPolicy : RecordContents<T> {
   using Out = typename F::OutputType;
   F fn;
-  Acc create() { return {}; }
-  void add(Acc& acc, const T& value) { acc.push_back(value); }
-  void merge(Acc& into, Acc& from) {
-    into.insert(into.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-  }
   template <class K, class W>
-  void fire(const K& key, const W& window, Acc& acc, int64_t, const Clock&, WindowFunctionState<W>*, Collector<Out>& out) {
+  void fire(const K& key, const W& window, std::vector<T>& acc, int64_t, const Clock&, WindowFunctionState<W>*,
+            Collector<Out>& out) {
     fn.apply(key, window, std::span<const T>(acc), out);
   }
 };
 
 // reduce(reduceFn, windowFunction): the reduced record is the one element it sees.
 template <class T, class R, class F>
-struct ReduceApplyWindowPolicy {
-  using Acc = std::optional<T>;
+struct ReduceApplyWindowPolicy : ReducedContents<T, ReduceApplyWindowPolicy<T, R, F>> {
   using Out = typename F::OutputType;
   F fn;
   R reduce;
-  Acc create() { return std::nullopt; }
-  void add(Acc& acc, const T& value) { acc = acc ? callReduce(reduce, *acc, value) : value; }
-  void merge(Acc& into, Acc& from) {
-    if (from) add(into, *from);
-  }
+  R& reducer() { return reduce; }
   template <class K, class W>
-  void fire(const K& key, const W& window, Acc& acc, int64_t, const Clock&, WindowFunctionState<W>*, Collector<Out>& out) {
+  void fire(const K& key, const W& window, std::optional<T>& acc, int64_t, const Clock&, WindowFunctionState<W>*,
+            Collector<Out>& out) {
     fn.apply(key, window, std::span<const T>(&*acc, 1), out);
   }
 };
 
 // aggregate(agg, windowFunction): the aggregate's result is the one element it sees.
 template <class T, class A, class F>
-struct AggregateApplyWindowPolicy {
-  using Acc = typename A::AccumulatorType;
+struct AggregateApplyWindowPolicy : AggregatedContents<T, A, AggregateApplyWindowPolicy<T, A, F>> {
   using Out = typename F::OutputType;
   F fn;
   A agg;
-  Acc create() { return agg.createAccumulator(); }
-  void add(Acc& acc, const T& value) { acc = agg.add(value, std::move(acc)); }
-  void merge(Acc& into, Acc& from) { into = agg.merge(std::move(into), from); }
+  A& aggregator() { return agg; }
   template <class K, class W>
-  void fire(const K& key, const W& window, Acc& acc, int64_t, const Clock&, WindowFunctionState<W>*, Collector<Out>& out) {
+  void fire(const K& key, const W& window, typename A::AccumulatorType& acc, int64_t, const Clock&,
+            WindowFunctionState<W>*, Collector<Out>& out) {
     typename A::OutputType result = agg.getResult(acc);
     fn.apply(key, window, std::span<const typename A::OutputType>(&result, 1), out);
   }
@@ -183,17 +197,10 @@ struct AggregateApplyWindowPolicy {
 
 // process(): keeps the window's records and hands them to a ProcessWindowFunction.
 template <class T, class F>
-struct ProcessWindowPolicy : ProcessFunctionPolicy<F> {
-  static constexpr bool kKeepsRecords = true;
-  using Acc = std::vector<T>;
+struct ProcessWindowPolicy : ProcessFunctionPolicy<F>, RecordContents<T> {
   using Out = typename F::OutputType;
-  Acc create() { return {}; }
-  void add(Acc& acc, const T& value) { acc.push_back(value); }
-  void merge(Acc& into, Acc& from) {
-    into.insert(into.end(), std::make_move_iterator(from.begin()), std::make_move_iterator(from.end()));
-  }
   template <class K, class W>
-  void fire(const K& key, const W& window, Acc& acc, int64_t watermark, const Clock& clock,
+  void fire(const K& key, const W& window, std::vector<T>& acc, int64_t watermark, const Clock& clock,
             WindowFunctionState<W>* state, Collector<Out>& out) {
     auto ctx = this->context(window, watermark, clock, state);
     this->fn.process(key, ctx, std::span<const T>(acc), out);
