@@ -388,7 +388,7 @@ TEST(KafkaSource, MetricsShowEachPartitionsOffsetLagCommitsAndFetchLag) {
   env.setParallelism(2);
   env.enableCheckpointing(50ms);
   env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
-  auto open = std::make_shared<std::atomic<bool>>(false);
+  auto open = std::make_shared<std::atomic<bool>>(false), held = std::make_shared<std::atomic<bool>>(false);
   env.fromSource(strings(cluster, "watched").setGroupId("watchers").build(),
                  WatermarkStrategy<std::string>::noWatermarks(), "watched")
       .rebalance()
@@ -575,6 +575,29 @@ TEST(KafkaSource, ReadsWhatKcatProduced) {
 namespace weir {
 namespace {
 
+// The values "<tag>:<i>" of `got` with that tag, without it, in their order.
+std::vector<std::string> taggedValues(const std::vector<std::string>& got, char tag) {
+  std::vector<std::string> out;
+  for (const auto& v : got)
+    if (v[0] == tag) out.push_back(v.substr(2));
+  return out;
+}
+
+// "<from>" to "<to - 1>": each record of a partition once, in order.
+std::vector<std::string> inOrder(int from, int to) {
+  std::vector<std::string> out;
+  for (int i = from; i < to; ++i) out.push_back(std::to_string(i));
+  return out;
+}
+
+// How many records tagged `ahead` come between the first and the last tagged `behind`.
+int64_t readWhileBehindRead(const std::vector<std::string>& got, char ahead, char behind) {
+  auto isOf = [](char tag) { return [tag](const std::string& v) { return v[0] == tag; }; };
+  const auto first = std::find_if(got.begin(), got.end(), isOf(behind));
+  const auto last = std::find_if(got.rbegin(), got.rend(), isOf(behind)).base();
+  return first == got.end() ? 0 : std::count_if(first, last, isOf(ahead));
+}
+
 // Split-level watermark alignment reaches Kafka as pauseOrResumeSplits: a paused
 // partition's records stop (those already fetched are dropped and fetched again), the
 // other partition reads on, and after the resume the paused one goes on from where it
@@ -614,15 +637,110 @@ TEST(KafkaSource, APausedPartitionStopsAndResumesWhereItStopped) {
   // Resuming one that was never paused changes nothing for it.
   ASSERT_TRUE(reader->pauseOrResumeSplits({}, {"aligned-0", "aligned-1"}));
   ASSERT_TRUE(pollUntil([&] { return seen('0') == n; })) << seen('0') << " of partition 0 read";
-  for (char p : {'0', '1'}) {
-    std::vector<std::string> values;
-    for (const auto& v : out)
-      if (v[0] == p) values.push_back(v.substr(2));
-    std::vector<std::string> want;
-    for (int i = 0; i < n; ++i) want.push_back(std::to_string(i));
-    EXPECT_EQ(values, want) << "partition " << p;
-  }
+  for (char p : {'0', '1'}) EXPECT_EQ(taggedValues(out, p), inOrder(0, n)) << "partition " << p;
   reader->close();
+}
+
+// In a job: partition 0 is an hour of event time ahead of partition 1, and both are in
+// one reader's group with a drift of 30 s. A split holds no one back before its first
+// records (as in Flink), and librdkafka may deliver thousands of partition 0's first;
+// but from partition 1's first record on, partition 0 is paused until partition 1 has
+// finished, so next to none of it comes between the first and the last of partition 1.
+// Each partition's records arrive once, in order.
+TEST(KafkaSource, WatermarkAlignmentHoldsBackThePartitionAhead) {
+  KafkaCluster cluster;
+  cluster.createTopic("ahead", 2);
+  const int n = 20000;
+  const int64_t base = 1'700'000'000'000;
+  std::vector<KafkaTestRecord> records;
+  for (int i = 0; i < n; ++i) {
+    records.push_back({"", "0:" + std::to_string(i), 0, base + 3'600'000 + i});
+    records.push_back({"", "1:" + std::to_string(i), 1, base + i});
+  }
+  produce(cluster.bootstrapServers(), "ahead", records);
+  StreamExecutionEnvironment env;
+  env.setParallelism(1).setAutoWatermarkInterval(1ms);
+  CollectSink<std::string> sink;
+  env.fromSource(strings(cluster, "ahead").setBounded(OffsetsInitializer::latest()).build(),
+                 WatermarkStrategy<std::string>::forBoundedOutOfOrderness(0ms).withWatermarkAlignment("kafka", 30s, 1ms),
+                 "ahead")
+      .map([](const std::string& v) {  // 5 us a record: updates fall between batches
+        for (auto until = std::chrono::steady_clock::now() + 5us; std::chrono::steady_clock::now() < until;) {
+        }
+        return v;
+      })
+      .sinkTo(sink);
+  env.execute("aligned partitions");
+  const std::vector<std::string> got = sink.getResults();
+  ASSERT_EQ(taggedValues(got, '1').size(), static_cast<size_t>(n));
+  EXPECT_LT(readWhileBehindRead(got, '0', '1'), n / 4)
+      << "records of the partition ahead read while the one behind was read";
+  for (char p : {'0', '1'}) EXPECT_EQ(taggedValues(got, p), inOrder(0, n)) << "partition " << p;
+}
+
+// A partition that appears while the job runs pulls its group back: the subtask
+// reports the smallest watermark of its splits now, not the one it emitted (which the
+// partition ahead had already moved an hour on, and which never moves back). Partition
+// b comes an hour behind a; a's new records, fetched while b is being read, then wait
+// until b has gone idle.
+TEST(KafkaSource, APartitionThatAppearsLatePullsItsGroupBack) {
+  KafkaCluster cluster;
+  const int n = 20000;
+  const int64_t base = 1'700'000'000'000;
+  auto times = [](char topic, int from, int to, int64_t start) {
+    std::vector<KafkaTestRecord> out;
+    for (int i = from; i < to; ++i) out.push_back({"", std::string(1, topic) + ":" + std::to_string(i), 0, start + i});
+    return out;
+  };
+  cluster.createTopic("late-a", 1);
+  produce(cluster.bootstrapServers(), "late-a", times('a', 0, 1000, base + 3'600'000));
+  StreamExecutionEnvironment env;
+  env.setParallelism(1).setAutoWatermarkInterval(1ms);
+  CollectSink<std::string> sink;
+  auto open = std::make_shared<std::atomic<bool>>(false), held = std::make_shared<std::atomic<bool>>(false);
+  env.fromSource(KafkaSource<std::string>::builder()
+                     .setBootstrapServers(cluster.bootstrapServers())
+                     .setTopicPattern("late-.*")
+                     .setValueOnlyDeserializer(SimpleStringSchema())
+                     .setProperty("partition.discovery.interval.ms", "50")
+                     // A small prefetch, so that b's and a's records interleave as fetched.
+                     .setProperty("queued.min.messages", "200")
+                     .setProperty("max.partition.fetch.bytes", "8192")
+                     .build(),
+                 WatermarkStrategy<std::string>::forBoundedOutOfOrderness(0ms)
+                     .withIdleness(2s)  // well above the time b's 100th record is held
+                     .withWatermarkAlignment("kafka", 30s, 1ms),
+                 "late")
+      .map([open, held](const std::string& v) {  // holds b's 100th record until a's new ones are fetched
+        if (v == "b:100") held->store(true);
+        while (v == "b:100" && !open->load()) std::this_thread::sleep_for(1ms);
+        return v;
+      })
+      .sinkTo(sink);
+  auto client = env.executeAsync("late partition");
+  struct Opener {  // however the test ends, the map lets go before the job is cancelled
+    std::shared_ptr<std::atomic<bool>> gate;
+    ~Opener() { gate->store(true); }
+  } opener{open};
+  auto count = [&](char topic) {
+    const auto got = sink.getResults();
+    return std::count_if(got.begin(), got.end(), [&](const std::string& v) { return v[0] == topic; });
+  };
+  ASSERT_TRUE(waitWhileRunning(client, [&](const JobMetrics&) { return count('a') == 1000; }));
+  cluster.createTopic("late-b", 1);
+  produce(cluster.bootstrapServers(), "late-b", times('b', 0, n, base));
+  ASSERT_TRUE(waitWhileRunning(client, [&](const JobMetrics&) { return held->load(); }));
+  produce(cluster.bootstrapServers(), "late-a", times('a', 1000, 1000 + n, base + 3'600'000));
+  std::this_thread::sleep_for(300ms);  // librdkafka fetches them meanwhile
+  open->store(true);
+  EXPECT_TRUE(waitWhileRunning(client, [&](const JobMetrics&) { return count('a') == 1000 + n && count('b') == n; }));
+  client.cancel();
+  client.wait();
+  const std::vector<std::string> got = sink.getResults();
+  EXPECT_LT(readWhileBehindRead(got, 'a', 'b'), n / 4)
+      << "records of the partition ahead read while the late one was read";
+  EXPECT_EQ(taggedValues(got, 'a'), inOrder(0, 1000 + n));
+  EXPECT_EQ(taggedValues(got, 'b'), inOrder(0, n));
 }
 
 }  // namespace

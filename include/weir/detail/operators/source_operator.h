@@ -158,8 +158,8 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     }
     if (alignment_ && now >= nextAlignment_) {
       // An idle source, or one without a watermark yet, holds no one back, as in Flink.
-      const int64_t groupMin =
-          alignment_->report(member_, idle_ || watermark_ == kMinWatermark ? kMaxWatermark : watermark_);
+      const int64_t own = alignmentWatermark();
+      const int64_t groupMin = alignment_->report(member_, idle_ || own == kMinWatermark ? kMaxWatermark : own);
       const int64_t drift = strategy_.alignment()->maxAllowedDrift.count();
       maxAllowed_ = groupMin >= kMaxWatermark - drift ? kMaxWatermark : groupMin + drift;
       pauseOrResumeSplits();
@@ -233,7 +233,12 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
 
   // Watermark alignment: the whole subtask waits when its watermark is past the largest
   // its group allows (its splits may run no further either).
-  bool waitsForAlignment() const { return alignment_ != nullptr && watermark_ > maxAllowed_; }
+  bool waitsForAlignment() const { return alignment_ != nullptr && alignmentWatermark() > maxAllowed_; }
+  // What the subtask reports to its group: with per-split watermarks, the smallest over
+  // its active splits now, which moves back when a split behind appears (the emitted
+  // watermark never does, so a late split could not pull its group back). A split
+  // without a watermark yet holds no one back, like a subtask without one.
+  int64_t alignmentWatermark() const { return perSplit_ ? splitsWatermark_ : watermark_; }
   // Pauses the splits whose watermarks are past the largest the group allows and
   // resumes the others (Flink's: only while the reader holds two splits or more). A
   // reader that cannot pause splits is asked once; then its subtask alone waits.
@@ -310,12 +315,15 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
   // when every split is, or when it has none (waiting for new ones), as in Flink.
   void emitSplitsWatermark() {
     int64_t combined = kMaxWatermark;
+    int64_t known = kMaxWatermark;  // over the splits with a watermark (alignment's view)
     bool active = false;
     for (const auto& [id, split] : splits_) {
       if (split.idle) continue;
       active = true;
       combined = std::min(combined, split.watermark);
+      if (split.watermark != kMinWatermark) known = std::min(known, split.watermark);
     }
+    splitsWatermark_ = !active ? kMaxWatermark : known == kMaxWatermark ? kMinWatermark : known;
     if (!active) markIdle();
     else if (combined > watermark_) emitWatermark(combined);
     else markActive();
@@ -337,6 +345,7 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
   bool deferWatermarks_ = false;
   bool idle_ = false;
   bool perSplit_ = false;  // the reader reports splitRuns(): splits_ decide the watermark
+  int64_t splitsWatermark_ = kMinWatermark;  // see alignmentWatermark()
   std::map<std::string, SplitWatermarks> splits_;
   Clock::time_point lastRecord_{};
   Clock::time_point nextWatermark_{};
