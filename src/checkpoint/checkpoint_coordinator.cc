@@ -1,6 +1,7 @@
 #include "checkpoint/checkpoint_coordinator.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <filesystem>
 #include <future>
@@ -230,6 +231,7 @@ void CheckpointCoordinator::acknowledge(int64_t id, Ack ack, Upload upload, std:
       p.alignmentNanos = std::max(p.alignmentNanos, ack.alignmentNanos);
       p.unaligned = p.unaligned || ack.unaligned;
       p.persistedBytes += ack.persistedBytes;
+      p.latestAckMillis = clock_->currentTimeMillis();
       if (++p.acks == subtasks_) completeLocked(lock, id);
     });
   }
@@ -268,7 +270,12 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, int6
   failed.triggerTimestampMillis = p.timestampMillis;
   failed.durationMillis = clock_->currentTimeMillis() - p.start;
   failed.failureMessage = reason;
+  failed.failureTimestampMillis = clock_->currentTimeMillis();
   failed.savepoint = p.kind.savepoint;
+  failed.latestAckMillis = p.latestAckMillis;
+  failed.numSubtasks = subtasks_;
+  failed.numAcknowledged = p.acks;
+  stats_.latestFailed = failed;
   recordLocked(std::move(failed));
   failure = failure && !p.kind.savepoint;  // a failed savepoint does not fail the job
   if (failure) ++consecutiveFailures_;
@@ -382,6 +389,12 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   done.unaligned = p.unaligned;
   done.persistedDataBytes = p.persistedBytes;
   done.path = p.folder;
+  done.latestAckMillis = p.latestAckMillis;
+  done.numSubtasks = done.numAcknowledged = subtasks_;
+  checkpointedSize_.add(done.sizeBytes);
+  stateSize_.add(done.fullSizeBytes);
+  duration_.add(done.durationMillis);
+  persistedData_.add(done.persistedDataBytes);
   if (savepoint) {
     if (p.kind.synchronous) stopped_ = true;  // the job ends with it: no checkpoint after it
     stats_.latestSavepoint = done;
@@ -436,9 +449,16 @@ void CheckpointCoordinator::recordLocked(Record record) {
   if (stats_.history.size() > kHistorySize) stats_.history.pop_back();
 }
 
-std::string CheckpointCoordinator::latestCompleted() const {
+std::optional<CheckpointCoordinator::Completed> CheckpointCoordinator::latestCompleted() const {
   std::lock_guard lock(mutex_);
-  return retained_.empty() ? std::string() : retained_.back().folder;
+  if (retained_.empty()) return std::nullopt;
+  return Completed{retained_.back().id, retained_.back().folder};
+}
+
+void CheckpointCoordinator::recordRestore(int64_t id, bool savepoint, std::string path) {
+  std::lock_guard lock(mutex_);
+  ++stats_.restored;
+  stats_.latestRestored = Stats::Restored{id, clock_->currentTimeMillis(), savepoint, std::move(path)};
 }
 
 int64_t CheckpointCoordinator::lastTriggeredId() const {
@@ -446,9 +466,16 @@ int64_t CheckpointCoordinator::lastTriggeredId() const {
   return nextId_ - 1;
 }
 
-CheckpointCoordinator::Stats CheckpointCoordinator::stats() const {
-  std::lock_guard lock(mutex_);
-  return stats_;
+CheckpointCoordinator::Stats CheckpointCoordinator::stats(bool withSummary) const {
+  std::unique_lock lock(mutex_);
+  Stats stats = stats_;
+  if (!withSummary) return stats;
+  // The windows are copied under the lock and sorted after it.
+  std::array<StatsSummary, 4> figures{checkpointedSize_, stateSize_, duration_, persistedData_};
+  lock.unlock();
+  stats.summary = Stats::Summary{figures[0].snapshot(), figures[1].snapshot(), figures[2].snapshot(),
+                                 figures[3].snapshot()};
+  return stats;
 }
 
 void CheckpointCoordinator::shutdown(bool discard) {

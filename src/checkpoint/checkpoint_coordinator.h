@@ -32,6 +32,7 @@
 
 #include "checkpoint/checkpoint_storage.h"
 #include "checkpoint/completed_checkpoint_store.h"
+#include "checkpoint/stats_summary.h"
 #include "weir/checkpoint_config.h"
 #include "weir/clock.h"
 
@@ -109,8 +110,15 @@ class CheckpointCoordinator {
   const Clock& clock() const { return *clock_; }
   const std::shared_ptr<core::FileSystem>& fileSystem() const { return fileSystem_; }
 
-  // The newest completed checkpoint's chk-<n> folder, or "" when none.
-  std::string latestCompleted() const;
+  // The newest completed checkpoint: its id and chk-<n> folder, or none.
+  struct Completed {
+    int64_t id = 0;
+    std::string folder;
+  };
+  std::optional<Completed> latestCompleted() const;
+  // An attempt restored checkpoint (or savepoint) `id` from `path`: the REST API's
+  // latest.restored and its count of restores.
+  void recordRestore(int64_t id, bool savepoint, std::string path);
   int64_t lastTriggeredId() const;
   // One checkpoint as the REST API's history shows it.
   struct Record {
@@ -126,6 +134,9 @@ class CheckpointCoordinator {
     bool savepoint = false;
     std::string path;            // completed: its chk-<n> (or savepoint) folder
     std::string failureMessage;  // failed: why
+    int64_t failureTimestampMillis = -1;
+    int64_t latestAckMillis = -1;  // when its last subtask acknowledged (-1: none did)
+    int numSubtasks = 0, numAcknowledged = 0;
   };
   static constexpr size_t kHistorySize = 10;
   struct Stats {
@@ -138,9 +149,23 @@ class CheckpointCoordinator {
     int64_t latestId = 0;
     std::string latestPath;
     std::optional<Record> latestSavepoint;  // the newest completed savepoint
+    std::optional<Record> latestFailed;     // kept when the history has dropped it
     std::deque<Record> history;  // newest first, at most kHistorySize
+    int64_t restored = 0;  // restores of a checkpoint or savepoint, the first one's included
+    struct Restored {
+      int64_t id = 0;
+      int64_t timestampMillis = 0;
+      bool savepoint = false;
+      std::string path;
+    };
+    std::optional<Restored> latestRestored;
+    // Over the completed checkpoints and savepoints, as Flink's REST API sums them up.
+    struct Summary {
+      StatsSummary::Snapshot checkpointedSize, stateSize, duration, persistedData;
+    };
+    std::optional<Summary> summary;  // only when asked for: its percentiles sort
   };
-  Stats stats() const;
+  Stats stats(bool withSummary = false) const;
   const CheckpointConfig& config() const { return config_; }
   // The job ended: removes the job's checkpoints when `discard` (with the shared files
   // only they used), and its folder if empty.
@@ -153,6 +178,7 @@ class CheckpointCoordinator {
     int64_t start = 0;  // the clock's milliseconds
     std::string folder;
     int acks = 0;
+    int64_t latestAckMillis = -1;
     std::vector<StateFileInfo> files;
     int64_t syncNanos = 0, asyncNanos = 0, alignmentNanos = 0;  // the largest of any subtask
     bool unaligned = false;
@@ -212,6 +238,8 @@ class CheckpointCoordinator {
   CompletedCheckpointStore store_;     // written on the I/O thread only
   SharedFiles shared_;                 // what <job>/shared/ holds, and who uses it
   Stats stats_;                        // guarded by mutex_
+  // Over the completed ones, behind Stats::summary; guarded by mutex_.
+  StatsSummary checkpointedSize_, stateSize_, duration_, persistedData_;
 
   std::mutex ioMutex_;
   std::condition_variable ioCv_;

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <condition_variable>
 #include <filesystem>
 #include <fstream>
@@ -588,6 +589,77 @@ TEST_F(ConcurrentCoordinatorTest, TheRecordOfCompletedCheckpointsListsTheRetaine
   coordinator->shutdown(true);
   coordinator.reset();
   EXPECT_FALSE(fs::exists(dir_)) << "the job folder, its record included, is removed";
+}
+
+// Flink's StatsSummary: min, max and an integer average over every value, percentiles
+// (Commons Math's legacy estimate) over the last 10,000; a negative value is left out.
+TEST(StatsSummary, SumsUpAsFlinksRestApiDoes) {
+  StatsSummary empty;
+  EXPECT_TRUE(std::isnan(empty.snapshot().p50));
+  StatsSummary four;
+  for (int64_t v : {40, 10, -1, 30, 20}) four.add(v);
+  auto s = four.snapshot();
+  EXPECT_EQ(s.min, 10);
+  EXPECT_EQ(s.max, 40);
+  EXPECT_EQ(s.avg, 25);
+  EXPECT_DOUBLE_EQ(s.p50, 25);  // position 2.5 of 10 20 30 40
+  EXPECT_DOUBLE_EQ(s.p90, 40);  // position 4.5: past the last
+  StatsSummary many;
+  for (int64_t v = 1; v <= 10'010; ++v) many.add(v);
+  s = many.snapshot();
+  EXPECT_EQ(s.min, 1);   // over every value
+  EXPECT_EQ(s.avg, 5005);  // 5005.5, cut as Java's long division does
+  EXPECT_DOUBLE_EQ(s.p50, 5010.5);  // over 11..10010: position 5000.5
+  EXPECT_NEAR(s.p999, 10'000.999, 1e-6);  // position 9990.999: 10000 + 0.999
+}
+
+// The summary sums up the completed checkpoints; the latest failed one is kept after the
+// history has dropped it; a restore is counted with its checkpoint.
+TEST_F(ConcurrentCoordinatorTest, TheSummaryLatestFailedAndRestoredFollowFlink) {
+  CheckpointConfig config;
+  config.setCheckpointInterval(1ms);
+  config.setTolerableCheckpointFailureNumber(5);
+  auto coordinator = start(config);
+  auto next = [&] {
+    clock_->advance(1ms);
+    coordinator->tick(true);
+    return coordinator->pendingIds().at(0);
+  };
+  const int64_t refused = next();
+  clock_->advance(7ms);
+  coordinator->decline(refused, "snapshot refused");
+  std::vector<int64_t> durations;
+  for (int i = 1; i <= 12; ++i) {
+    const int64_t id = next();
+    clock_->advance(std::chrono::milliseconds(i * 10 % 37));
+    durations.push_back(i * 10 % 37);
+    coordinator->acknowledge(id, {}, [](const CheckpointTarget&) { return std::vector<StateFileInfo>{}; }, [] {});
+    ASSERT_TRUE(waitFor([&] { return completed.size() == static_cast<size_t>(i); }));
+  }
+  coordinator->recordRestore(9, false, "/somewhere/chk-9");
+  auto stats = coordinator->stats(true);
+  EXPECT_EQ(stats.history.size(), CheckpointCoordinator::kHistorySize);
+  EXPECT_NE(stats.history.back().id, refused);
+  ASSERT_TRUE(stats.latestFailed);
+  EXPECT_EQ(stats.latestFailed->id, refused);
+  EXPECT_EQ(stats.latestFailed->failureMessage, "snapshot refused");
+  EXPECT_EQ(stats.latestFailed->failureTimestampMillis - stats.latestFailed->triggerTimestampMillis, 7);
+  ASSERT_TRUE(stats.summary);
+  std::sort(durations.begin(), durations.end());
+  EXPECT_EQ(stats.summary->duration.min, durations.front());
+  EXPECT_EQ(stats.summary->duration.max, durations.back());
+  int64_t sum = 0;
+  for (int64_t d : durations) sum += d;
+  EXPECT_EQ(stats.summary->duration.avg, sum / static_cast<int64_t>(durations.size()));
+  // Position 6.5 of 12: halfway between the 6th and 7th smallest.
+  EXPECT_DOUBLE_EQ(stats.summary->duration.p50, (durations[5] + durations[6]) / 2.0);
+  EXPECT_EQ(stats.restored, 1);
+  ASSERT_TRUE(stats.latestRestored);
+  EXPECT_EQ(stats.latestRestored->id, 9);
+  EXPECT_EQ(stats.latestRestored->path, "/somewhere/chk-9");
+  EXPECT_EQ(stats.latestRestored->timestampMillis, clock_->currentTimeMillis());
+  EXPECT_FALSE(coordinator->stats().summary) << "the summary only when asked for";
+  coordinator->endAttempt();
 }
 
 // A checkpoint not acknowledged within the checkpoint timeout is aborted when the

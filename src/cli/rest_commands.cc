@@ -214,7 +214,11 @@ int jobStatus(const std::string& address, const std::string& jobId) {
                   static_cast<long long>(counts.value("completed", int64_t{0})),
                   static_cast<long long>(counts.value("failed", int64_t{0})),
                   static_cast<long long>(counts.value("in_progress", int64_t{0})), last.c_str());
-    if (counts.is_object()) std::printf("restarts: %lld\n", static_cast<long long>(counts.value("restored", int64_t{0})));
+  }
+  // Flink's job metric: a list of {id, value}, the value a string.
+  if (auto metrics = call(address, "GET", "/jobs/" + jobId + "/metrics?get=numRestarts", &ignored);
+      metrics && metrics->is_array() && !metrics->empty() && (*metrics)[0].value("value", json()).is_string()) {
+    std::printf("restarts: %.0f\n", std::strtod((*metrics)[0]["value"].get<std::string>().c_str(), nullptr));
   }
   return 0;
 }

@@ -578,9 +578,10 @@ class RestServer::Impl {
     return out;
   }
 
-  // Flink's /jobs/:jobid/checkpoints: counts, the latest completed and failed, history.
+  // Flink's /jobs/:jobid/checkpoints: counts, a summary of the completed ones, the
+  // latest completed, savepoint, failed and restored, and the history.
   json checkpoints(const Entry& e) const {
-    auto stats = e.job->checkpointStats();
+    auto stats = e.job->checkpointStats(true);
     if (!stats) {
       return {{"counts", {{"restored", 0}, {"total", 0}, {"in_progress", 0}, {"completed", 0}, {"failed", 0}}},
               {"summary", json::object()},
@@ -588,33 +589,61 @@ class RestServer::Impl {
               {"history", json::array()}};
     }
     auto entry = [](const checkpoint::CheckpointCoordinator::Record& r) {
-      json j = {{"id", r.id},
+      json j = {{"@class", r.completed ? "completed" : "failed"},
+                {"id", r.id},
                 {"status", r.completed ? "COMPLETED" : "FAILED"},
                 {"is_savepoint", r.savepoint},
                 {"trigger_timestamp", r.triggerTimestampMillis},
+                {"latest_ack_timestamp", r.latestAckMillis},
                 {"end_to_end_duration", r.durationMillis},
                 {"state_size", r.fullSizeBytes},
                 {"checkpointed_size", r.sizeBytes},
                 {"alignment_buffered", 0},
-                {"is_unaligned", r.unaligned},
+                {"processed_data", 0},
                 {"persisted_data", r.persistedDataBytes},
-                {"checkpoint_type", r.savepoint ? "SAVEPOINT" : r.unaligned ? "UNALIGNED_CHECKPOINT" : "CHECKPOINT"}};
-      if (r.completed) j["external_path"] = r.path;
-      else j["failure_message"] = r.failureMessage;
+                {"num_subtasks", r.numSubtasks},
+                {"num_acknowledged_subtasks", r.numAcknowledged},
+                {"is_unaligned", r.unaligned},
+                {"checkpoint_type", r.savepoint ? "SAVEPOINT" : r.unaligned ? "UNALIGNED_CHECKPOINT" : "CHECKPOINT"},
+                {"tasks", json::object()}};
+      if (r.completed) {
+        j["external_path"] = r.path;
+        j["discarded"] = false;
+      } else {
+        j["failure_timestamp"] = r.failureTimestampMillis;
+        j["failure_message"] = r.failureMessage;
+      }
       return j;
     };
-    json latestCompleted = nullptr, latestFailed = nullptr, history = json::array();
-    json latestSavepoint = stats->latestSavepoint ? entry(*stats->latestSavepoint) : json(nullptr);
+    auto figures = [](const checkpoint::StatsSummary::Snapshot& s) {
+      return json{{"min", s.min}, {"max", s.max}, {"avg", s.avg}, {"p50", s.p50},
+                  {"p90", s.p90}, {"p95", s.p95}, {"p99", s.p99}, {"p999", s.p999}};
+    };
+    const auto& summary = *stats->summary;
+    const checkpoint::StatsSummary::Snapshot zeros{};
+    json latestCompleted = nullptr, history = json::array();
     for (const auto& r : stats->history) {
       history.push_back(entry(r));
       if (r.completed && !r.savepoint && latestCompleted.is_null()) latestCompleted = entry(r);
-      if (!r.completed && latestFailed.is_null()) latestFailed = entry(r);
     }
-    return {{"counts", {{"restored", e.job->metrics().numRestarts}, {"total", stats->completed + stats->failed + stats->inProgress},
+    json restored = nullptr;
+    if (const auto& r = stats->latestRestored)
+      restored = {{"id", r->id}, {"restore_timestamp", r->timestampMillis}, {"is_savepoint", r->savepoint},
+                  {"external_path", r->path}};
+    return {{"counts", {{"restored", stats->restored}, {"total", stats->completed + stats->failed + stats->inProgress},
                         {"in_progress", stats->inProgress}, {"completed", stats->completed}, {"failed", stats->failed}}},
-            {"summary", json::object()},
-            {"latest", {{"completed", latestCompleted}, {"savepoint", latestSavepoint}, {"failed", latestFailed},
-                        {"restored", nullptr}}},
+            {"summary",
+             {{"checkpointed_size", figures(summary.checkpointedSize)},
+              {"state_size", figures(summary.stateSize)},
+              {"end_to_end_duration", figures(summary.duration)},
+              {"alignment_buffered", figures(zeros)},  // not measured, as in Flink
+              {"processed_data", figures(zeros)},
+              {"persisted_data", figures(summary.persistedData)}}},
+            {"latest",
+             {{"completed", latestCompleted},
+              {"savepoint", stats->latestSavepoint ? entry(*stats->latestSavepoint) : json(nullptr)},
+              {"failed", stats->latestFailed ? entry(*stats->latestFailed) : json(nullptr)},
+              {"restored", restored}}},
             {"history", history}};
   }
 

@@ -98,6 +98,117 @@ TEST(RestServer, ShowsCheckpointCountsHistoryConfigAndMetrics) {
   job.wait();
 }
 
+// A snapshot that throws for checkpoint 2: that checkpoint fails, the job goes on.
+struct RefusesCheckpoint2 : RichMapFunction<int64_t, int64_t>, CheckpointedFunction {
+  int64_t map(const int64_t& v) override { return v; }
+  void initializeState(FunctionInitializationContext&) override {}
+  void snapshotState(const FunctionSnapshotContext& ctx) override {
+    if (ctx.getCheckpointId() == 2) throw std::runtime_error("snapshot refused");
+  }
+};
+
+// Commons Math's legacy percentile over sorted values, as Flink's summary has them.
+double legacyPercentile(const std::vector<int64_t>& sorted, double q) {
+  const double pos = q * static_cast<double>(sorted.size() + 1);
+  if (pos < 1) return static_cast<double>(sorted.front());
+  if (pos >= static_cast<double>(sorted.size())) return static_cast<double>(sorted.back());
+  const auto at = static_cast<size_t>(pos);
+  return static_cast<double>(sorted[at - 1]) + (pos - static_cast<double>(at)) * static_cast<double>(sorted[at] - sorted[at - 1]);
+}
+
+// Flink's checkpoint statistics: the summary of the completed checkpoints agrees with
+// their history, latest.failed names the refused one, and a job restored from a
+// retained checkpoint shows it as latest.restored.
+TEST(RestServer, CheckpointSummaryLatestFailedAndRestoredAreFlinks) {
+  namespace fs = std::filesystem;
+  const fs::path dir = fs::temp_directory_path() / ("weir-rest-restored-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  auto build = [&](StreamExecutionEnvironment& env) {
+    env.enableCheckpointing(50ms);
+    env.getCheckpointConfig().setCheckpointStorage(dir.string());
+    env.getCheckpointConfig().setTolerableCheckpointFailureNumber(100);
+    env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
+    env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, kUnboundedCount, RateLimiterStrategy::perSecond(20000)),
+                   WatermarkStrategy<int64_t>::noWatermarks(), "numbers")
+        .map(RefusesCheckpoint2{})
+        .uid("refuses")
+        .keyBy([](int64_t i) { return i % 10; })
+        .reduce([](int64_t a, int64_t b) { return a + b; })
+        .uid("sums")
+        .sinkTo(DiscardingSink<int64_t>());
+  };
+  auto envA = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  build(envA);
+  auto jobA = envA.executeAsync("job A");
+  json cp;
+  {
+    Server server(jobA);
+    const std::string jid = jobA.getJobID();
+    // Taken while it runs: a cancel fails the checkpoint in progress, as in Flink.
+    ASSERT_TRUE(eventually([&] {
+      cp = server.get("/jobs/" + jid + "/checkpoints");
+      return cp["counts"]["completed"] >= 3;
+    }));
+    jobA.cancel();
+    jobA.wait();
+  }
+  const json& failed = cp["latest"]["failed"];
+  ASSERT_TRUE(failed.is_object()) << cp.dump();
+  EXPECT_EQ(failed["@class"], "failed");
+  EXPECT_EQ(failed["id"], 2);
+  EXPECT_EQ(failed["status"], "FAILED");
+  EXPECT_NE(failed["failure_message"].get<std::string>().find("snapshot refused"), std::string::npos) << failed;
+  EXPECT_GE(failed["failure_timestamp"].get<int64_t>(), failed["trigger_timestamp"].get<int64_t>());
+  EXPECT_TRUE(cp["latest"]["restored"].is_null());
+  EXPECT_EQ(cp["counts"]["restored"], 0);
+  // Every completed checkpoint is in the history (it keeps 10): the summary over them.
+  ASSERT_LE(cp["counts"]["total"].get<int64_t>(), 10) << "more checkpoints than the history keeps";
+  for (const char* figure : {"end_to_end_duration", "state_size", "checkpointed_size", "persisted_data"}) {
+    std::vector<int64_t> values;
+    for (const json& h : cp["history"])
+      if (h["status"] == "COMPLETED") values.push_back(h[figure].get<int64_t>());
+    ASSERT_EQ(values.size(), cp["counts"]["completed"].get<size_t>());
+    std::sort(values.begin(), values.end());
+    int64_t sum = 0;
+    for (int64_t v : values) sum += v;
+    const json& s = cp["summary"][figure];
+    EXPECT_EQ(s["min"], values.front()) << figure;
+    EXPECT_EQ(s["max"], values.back()) << figure;
+    EXPECT_EQ(s["avg"], sum / static_cast<int64_t>(values.size())) << figure;
+    for (auto [key, q] : {std::pair{"p50", 0.5}, std::pair{"p90", 0.9}, std::pair{"p99", 0.99}})
+      EXPECT_DOUBLE_EQ(s[key].get<double>(), legacyPercentile(values, q)) << figure << " " << key;
+  }
+  EXPECT_EQ(cp["summary"]["alignment_buffered"]["max"], 0);
+  const json& completed = cp["latest"]["completed"];
+  EXPECT_EQ(completed["@class"], "completed");
+  EXPECT_EQ(completed["num_acknowledged_subtasks"], completed["num_subtasks"]);
+  EXPECT_GE(completed["latest_ack_timestamp"].get<int64_t>(), completed["trigger_timestamp"].get<int64_t>());
+
+  // Job B resumes from job A's latest checkpoint.
+  const std::string path = completed["external_path"];
+  auto envB = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  build(envB);
+  envB.setRestorePath(path);
+  const int64_t before = std::chrono::duration_cast<std::chrono::milliseconds>(
+                             std::chrono::system_clock::now().time_since_epoch()).count();
+  auto jobB = envB.executeAsync("job B");
+  {
+    Server server(jobB);
+    const json restored = server.get("/jobs/" + jobB.getJobID() + "/checkpoints");
+    EXPECT_EQ(restored["counts"]["restored"], 1);
+    const json& r = restored["latest"]["restored"];
+    ASSERT_TRUE(r.is_object()) << restored.dump();
+    EXPECT_EQ(r["id"], completed["id"]);
+    EXPECT_TRUE(fs::equivalent(r["external_path"].get<std::string>(), path)) << r;
+    EXPECT_EQ(r["is_savepoint"], false);
+    EXPECT_GE(r["restore_timestamp"].get<int64_t>(), before);
+    jobB.cancel();
+    jobB.wait();
+  }
+  fs::remove_all(dir);
+}
+
 // Flink's savepoint routes: a trigger id at once, then the operation's status and the
 // savepoint's location; stop with a savepoint; bad requests and conflicts as 4xx.
 TEST(RestServer, TakesSavepointsAndStopsWithOneThroughFlinksRoutes) {

@@ -82,6 +82,8 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
     job->restorePath_ = checkpoint::checkpointFolder(graph.restore.getRestorePath());
     auto metadata = checkpoint::readMetadata(job->restorePath_, *JobPlan::fileSystemOf(graph));
     firstId = metadata.checkpointId + 1;
+    job->restoreId_ = metadata.checkpointId;
+    job->restoreIsSavepoint_ = metadata.isSavepoint();
     restoredMaxParallelism.job = metadata.maxParallelism;
     for (const auto& f : metadata.files) restoredMaxParallelism.ofOperator[f.operatorId] = f.maxParallelism;
   }
@@ -113,6 +115,8 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
         std::make_shared<SystemClock>(), plan.fileSystem());
   }
   job->attempt_ = buildAttempt(plan, job->restorePath_, job->coordinator_.get());
+  if (job->coordinator_ && !job->restorePath_.empty())
+    job->coordinator_->recordRestore(job->restoreId_, job->restoreIsSavepoint_, job->restorePath_);
   return job;
 }
 
@@ -206,12 +210,14 @@ void JobExecution::supervise() {
     }
     lock.unlock();
     // From the newest completed checkpoint, else from where the job started.
-    std::string from = coordinator_ ? coordinator_->latestCompleted() : std::string();
-    if (from.empty()) from = restorePath_;
+    auto latest = coordinator_ ? coordinator_->latestCompleted() : std::nullopt;
+    const std::string from = latest ? latest->folder : restorePath_;
     std::shared_ptr<Attempt> next;
     std::exception_ptr error;
     try {
       next = buildAttempt(*plan_, from, coordinator_.get());
+      if (coordinator_ && !from.empty())
+        coordinator_->recordRestore(latest ? latest->id : restoreId_, !latest && restoreIsSavepoint_, from);
     } catch (...) {
       error = std::current_exception();
     }
@@ -713,9 +719,9 @@ JobExecutionResult JobExecution::wait() {
   return result;
 }
 
-std::optional<checkpoint::CheckpointCoordinator::Stats> JobExecution::checkpointStats() const {
+std::optional<checkpoint::CheckpointCoordinator::Stats> JobExecution::checkpointStats(bool withSummary) const {
   if (!coordinator_) return std::nullopt;
-  return coordinator_->stats();
+  return coordinator_->stats(withSummary);
 }
 
 const CheckpointConfig* JobExecution::checkpointConfig() const {

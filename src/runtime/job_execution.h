@@ -90,7 +90,8 @@ class JobExecution {
   JobExecutionResult wait();
   JobMetrics metrics() const;
   // Checkpoint counts, latest and history; null without checkpointing.
-  std::optional<checkpoint::CheckpointCoordinator::Stats> checkpointStats() const;
+  // `withSummary`: with Flink's summary of the completed checkpoints (it sorts).
+  std::optional<checkpoint::CheckpointCoordinator::Stats> checkpointStats(bool withSummary = false) const;
   const CheckpointConfig* checkpointConfig() const;
   // The restart strategy the job runs under, resolved (Flink's fallback made concrete),
   // as RestartStrategy::name() says it.
@@ -137,6 +138,8 @@ class JobExecution {
   std::string webUrl_;
   std::unique_ptr<JobPlan> plan_;
   std::string restorePath_;          // the first attempt's checkpoint, verified
+  int64_t restoreId_ = 0;            // its id, and whether it is a savepoint
+  bool restoreIsSavepoint_ = false;
   std::string checkpointTempRoot_;   // the default checkpoint folder, removed at the end
   std::unique_ptr<checkpoint::CheckpointCoordinator> coordinator_;
   int64_t startMillis_ = 0;
