@@ -225,13 +225,23 @@ void CheckpointCoordinator::acknowledge(int64_t id, Ack ack, Upload upload, std:
         return;
       }
       Pending& p = it->second;
+      SubtaskStats sub{ack.vertex, ack.subtask, clock_->currentTimeMillis(),
+                       ack.startMillis < 0 ? 0 : std::max<int64_t>(0, ack.startMillis - p.timestampMillis),
+                       ack.syncNanos / 1'000'000, asyncNanos / 1'000'000, ack.alignmentNanos / 1'000'000,
+                       0, 0, ack.persistedBytes, ack.unaligned};
+      for (const auto& f : files) {
+        sub.checkpointedSize += static_cast<int64_t>(f.size + f.uploadedBytes);
+        sub.stateSize += static_cast<int64_t>(f.size);
+        for (const auto& r : f.rocksdb) sub.stateSize += static_cast<int64_t>(r.size);
+      }
+      p.subtaskStats.push_back(sub);
       for (auto& f : files) p.files.push_back(std::move(f));
       p.syncNanos = std::max(p.syncNanos, ack.syncNanos);
       p.asyncNanos = std::max(p.asyncNanos, asyncNanos);
       p.alignmentNanos = std::max(p.alignmentNanos, ack.alignmentNanos);
       p.unaligned = p.unaligned || ack.unaligned;
       p.persistedBytes += ack.persistedBytes;
-      p.latestAckMillis = clock_->currentTimeMillis();
+      p.latestAckMillis = sub.ackMillis;
       if (++p.acks == subtasks_) completeLocked(lock, id);
     });
   }
@@ -275,6 +285,7 @@ void CheckpointCoordinator::abortLocked(std::unique_lock<std::mutex>& lock, int6
   failed.latestAckMillis = p.latestAckMillis;
   failed.numSubtasks = subtasks_;
   failed.numAcknowledged = p.acks;
+  failed.subtasks = std::move(p.subtaskStats);
   stats_.latestFailed = failed;
   recordLocked(std::move(failed));
   failure = failure && !p.kind.savepoint;  // a failed savepoint does not fail the job
@@ -380,10 +391,9 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   done.savepoint = savepoint;
   done.triggerTimestampMillis = p.timestampMillis;
   done.durationMillis = clock_->currentTimeMillis() - p.start;
-  for (const auto& f : p.files) {
-    done.sizeBytes += static_cast<int64_t>(f.size + f.uploadedBytes);
-    done.fullSizeBytes += static_cast<int64_t>(f.size);
-    for (const auto& r : f.rocksdb) done.fullSizeBytes += static_cast<int64_t>(r.size);
+  for (const auto& sub : p.subtaskStats) {
+    done.sizeBytes += sub.checkpointedSize;
+    done.fullSizeBytes += sub.stateSize;
   }
   done.alignmentMillis = p.alignmentNanos / 1'000'000;
   done.unaligned = p.unaligned;
@@ -391,6 +401,7 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   done.path = p.folder;
   done.latestAckMillis = p.latestAckMillis;
   done.numSubtasks = done.numAcknowledged = subtasks_;
+  done.subtasks = std::move(p.subtaskStats);
   checkpointedSize_.add(done.sizeBytes);
   stateSize_.add(done.fullSizeBytes);
   duration_.add(done.durationMillis);

@@ -97,6 +97,8 @@ class CheckpointCoordinator {
     int64_t alignmentNanos = 0;  // waiting for barriers before it
     bool unaligned = false;      // taken before every barrier arrived
     int64_t persistedBytes = 0;  // records in flight it persisted (unaligned)
+    int vertex = -1, subtask = -1;  // which subtask (the job's vertex index)
+    int64_t startMillis = -1;       // when it began its snapshot (the clock's)
   };
   // A subtask took the synchronous part of checkpoint `id`: `upload` runs on the I/O
   // thread, then `done` (always, also when it failed or the checkpoint was aborted).
@@ -120,6 +122,17 @@ class CheckpointCoordinator {
   // latest.restored and its count of restores.
   void recordRestore(int64_t id, bool savepoint, std::string path);
   int64_t lastTriggeredId() const;
+  // What one subtask did for a checkpoint (Flink's subtask checkpoint statistics).
+  struct SubtaskStats {
+    int vertex = -1, subtask = -1;
+    int64_t ackMillis = 0;         // when its files were written
+    int64_t startDelayMillis = 0;  // from the trigger to the start of its snapshot
+    int64_t syncMillis = 0, asyncMillis = 0, alignmentMillis = 0;
+    int64_t stateSize = 0;         // every file it holds
+    int64_t checkpointedSize = 0;  // what it wrote
+    int64_t persistedBytes = 0;    // records in flight (unaligned)
+    bool unaligned = false;
+  };
   // One checkpoint as the REST API's history shows it.
   struct Record {
     int64_t id = 0;
@@ -137,6 +150,7 @@ class CheckpointCoordinator {
     int64_t failureTimestampMillis = -1;
     int64_t latestAckMillis = -1;  // when its last subtask acknowledged (-1: none did)
     int numSubtasks = 0, numAcknowledged = 0;
+    std::vector<SubtaskStats> subtasks;  // those that acknowledged, in that order
   };
   static constexpr size_t kHistorySize = 10;
   struct Stats {
@@ -179,6 +193,7 @@ class CheckpointCoordinator {
     std::string folder;
     int acks = 0;
     int64_t latestAckMillis = -1;
+    std::vector<SubtaskStats> subtaskStats;
     std::vector<StateFileInfo> files;
     int64_t syncNanos = 0, asyncNanos = 0, alignmentNanos = 0;  // the largest of any subtask
     bool unaligned = false;

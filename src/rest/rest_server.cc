@@ -11,8 +11,10 @@
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cctype>
+#include <charconv>
 #include <condition_variable>
 #include <deque>
 #include <fstream>
@@ -331,8 +333,9 @@ class RestServer::Impl {
     return true;
   }
 
-  int vertex(const Entry& e, const httplib::Request& req, httplib::Response& res) {
-    const std::string id = req.matches[2];
+  // The vertex whose id is the request's match `match`; 404 when the job has none.
+  int vertex(const Entry& e, const httplib::Request& req, httplib::Response& res, size_t match = 2) {
+    const std::string id = req.matches[match];
     const auto& vs = e.job->vertices();
     for (size_t v = 0; v < vs.size(); ++v)
       if (vs[v].id == id) return static_cast<int>(v);
@@ -578,6 +581,157 @@ class RestServer::Impl {
     return out;
   }
 
+  using CheckpointRecord = checkpoint::CheckpointCoordinator::Record;
+  using SubtaskCheckpoint = checkpoint::CheckpointCoordinator::SubtaskStats;
+
+  // Flink's StatsSummaryDto.
+  static json figures(const checkpoint::StatsSummary::Snapshot& s) {
+    return json{{"min", s.min}, {"max", s.max}, {"avg", s.avg}, {"p50", s.p50},
+                {"p90", s.p90}, {"p95", s.p95}, {"p99", s.p99}, {"p999", s.p999}};
+  }
+
+  // One checkpoint as Flink's CheckpointStatistics has it; `tasks` stays empty here.
+  static json checkpointJson(const CheckpointRecord& r) {
+    json j = {{"@class", r.completed ? "completed" : "failed"},
+              {"id", r.id},
+              {"status", r.completed ? "COMPLETED" : "FAILED"},
+              {"is_savepoint", r.savepoint},
+              {"trigger_timestamp", r.triggerTimestampMillis},
+              {"latest_ack_timestamp", r.latestAckMillis},
+              {"end_to_end_duration", r.durationMillis},
+              {"state_size", r.fullSizeBytes},
+              {"checkpointed_size", r.sizeBytes},
+              {"alignment_buffered", 0},
+              {"processed_data", 0},
+              {"persisted_data", r.persistedDataBytes},
+              {"num_subtasks", r.numSubtasks},
+              {"num_acknowledged_subtasks", r.numAcknowledged},
+              {"is_unaligned", r.unaligned},
+              {"checkpoint_type", r.savepoint ? "SAVEPOINT" : r.unaligned ? "UNALIGNED_CHECKPOINT" : "CHECKPOINT"},
+              {"tasks", json::object()}};
+    if (r.completed) {
+      j["external_path"] = r.path;
+      j["discarded"] = false;
+    } else {
+      j["failure_timestamp"] = r.failureTimestampMillis;
+      j["failure_message"] = r.failureMessage;
+    }
+    return j;
+  }
+
+  // The checkpoint `matches[2]` names, if the REST API still knows it (the history, the
+  // latest failed and the latest savepoint); else answers 400 or 404 as Flink does.
+  static std::optional<CheckpointRecord> checkpointOf(const Entry& e, const httplib::Request& req,
+                                                      httplib::Response& res) {
+    const std::string text = req.matches[2];
+    int64_t id = 0;
+    auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
+    if (ec != std::errc() || end != text.data() + text.size()) {
+      sendError(res, 400, "Bad checkpoint id '" + label(text) + "': not a number.");
+      return std::nullopt;
+    }
+    if (auto stats = e.job->checkpointStats()) {
+      for (const auto& r : stats->history)
+        if (r.id == id) return r;
+      for (const auto* r : {&stats->latestFailed, &stats->latestSavepoint})
+        if (*r && (*r)->id == id) return **r;
+    }
+    sendError(res, 404, "Could not find checkpointing statistics for checkpoint " + std::to_string(id) + ".");
+    return std::nullopt;
+  }
+
+  // What the subtasks of vertex `v` did for checkpoint `r`, in subtask order.
+  static std::vector<SubtaskCheckpoint> subtasksOf(const CheckpointRecord& r, int v) {
+    std::vector<SubtaskCheckpoint> out;
+    for (const auto& s : r.subtasks)
+      if (s.vertex == v) out.push_back(s);
+    std::sort(out.begin(), out.end(), [](const auto& a, const auto& b) { return a.subtask < b.subtask; });
+    return out;
+  }
+
+  // Flink's TaskCheckpointStatistics: vertex `v`'s part of checkpoint `r`.
+  static json taskCheckpointJson(const CheckpointRecord& r, const std::vector<SubtaskCheckpoint>& subs, int parallelism) {
+    int64_t latestAck = -1, state = 0, checkpointed = 0, persisted = 0;
+    for (const auto& s : subs) {
+      latestAck = std::max(latestAck, s.ackMillis);
+      state += s.stateSize;
+      checkpointed += s.checkpointedSize;
+      persisted += s.persistedBytes;
+    }
+    return {{"id", r.id},
+            {"status", r.completed ? "COMPLETED" : "FAILED"},
+            {"latest_ack_timestamp", latestAck},
+            {"checkpointed_size", checkpointed},
+            {"state_size", state},
+            {"end_to_end_duration", latestAck < 0 ? 0 : latestAck - r.triggerTimestampMillis},
+            {"alignment_buffered", 0},
+            {"processed_data", 0},
+            {"persisted_data", persisted},
+            {"num_subtasks", parallelism},
+            {"num_acknowledged_subtasks", static_cast<int>(subs.size())}};
+  }
+
+  // Flink's /jobs/:jobid/checkpoints/details/:checkpointid: the checkpoint with its
+  // tasks, by vertex id.
+  json checkpointDetails(const Entry& e, const CheckpointRecord& r) const {
+    json j = checkpointJson(r);
+    const auto& vs = e.job->vertices();
+    for (size_t v = 0; v < vs.size(); ++v)
+      j["tasks"][vs[v].id] = taskCheckpointJson(r, subtasksOf(r, static_cast<int>(v)), vs[v].parallelism);
+    return j;
+  }
+
+  // Flink's .../details/:checkpointid/subtasks/:vertexid: the task's figures, their
+  // summary over its subtasks, and each subtask ("pending_or_failed" when it did not
+  // acknowledge).
+  json subtaskCheckpointDetails(const CheckpointRecord& r, int v, int parallelism) const {
+    const auto subs = subtasksOf(r, v);
+    json j = taskCheckpointJson(r, subs, parallelism);
+    checkpoint::StatsSummary size, state, duration, sync, async, persisted, alignment, startDelay;
+    json subtasks = json::array();
+    size_t next = 0;
+    for (int index = 0; index < parallelism; ++index) {
+      if (next >= subs.size() || subs[next].subtask != index) {
+        subtasks.push_back({{"index", index}, {"status", "pending_or_failed"}});
+        continue;
+      }
+      const SubtaskCheckpoint& s = subs[next++];
+      const int64_t endToEnd = s.ackMillis - r.triggerTimestampMillis;
+      size.add(s.checkpointedSize);
+      state.add(s.stateSize);
+      duration.add(endToEnd);
+      sync.add(s.syncMillis);
+      async.add(s.asyncMillis);
+      persisted.add(s.persistedBytes);
+      alignment.add(s.alignmentMillis);
+      startDelay.add(s.startDelayMillis);
+      subtasks.push_back({{"index", index},
+                          {"status", "completed"},
+                          {"ack_timestamp", s.ackMillis},
+                          {"end_to_end_duration", endToEnd},
+                          {"checkpointed_size", s.checkpointedSize},
+                          {"state_size", s.stateSize},
+                          {"checkpoint", {{"sync", s.syncMillis}, {"async", s.asyncMillis}}},
+                          {"alignment",
+                           {{"buffered", 0}, {"processed", 0}, {"persisted", s.persistedBytes},
+                            {"duration", s.alignmentMillis}}},
+                          {"start_delay", s.startDelayMillis},
+                          {"unaligned_checkpoint", s.unaligned},
+                          {"aborted", false}});
+    }
+    const json zeros = figures(checkpoint::StatsSummary::Snapshot{});
+    j["summary"] = {{"checkpointed_size", figures(size.snapshot())},
+                    {"state_size", figures(state.snapshot())},
+                    {"end_to_end_duration", figures(duration.snapshot())},
+                    {"checkpoint_duration", {{"sync", figures(sync.snapshot())}, {"async", figures(async.snapshot())}}},
+                    {"alignment",
+                     {{"buffered", zeros}, {"processed", zeros}, {"persisted", figures(persisted.snapshot())},
+                      {"duration", figures(alignment.snapshot())}}},
+                    {"start_delay", figures(startDelay.snapshot())}};
+    j["subtasks"] = subtasks;
+    return j;
+  }
+
   // Flink's /jobs/:jobid/checkpoints: counts, a summary of the completed ones, the
   // latest completed, savepoint, failed and restored, and the history.
   json checkpoints(const Entry& e) const {
@@ -588,37 +742,7 @@ class RestServer::Impl {
               {"latest", {{"completed", nullptr}, {"savepoint", nullptr}, {"failed", nullptr}, {"restored", nullptr}}},
               {"history", json::array()}};
     }
-    auto entry = [](const checkpoint::CheckpointCoordinator::Record& r) {
-      json j = {{"@class", r.completed ? "completed" : "failed"},
-                {"id", r.id},
-                {"status", r.completed ? "COMPLETED" : "FAILED"},
-                {"is_savepoint", r.savepoint},
-                {"trigger_timestamp", r.triggerTimestampMillis},
-                {"latest_ack_timestamp", r.latestAckMillis},
-                {"end_to_end_duration", r.durationMillis},
-                {"state_size", r.fullSizeBytes},
-                {"checkpointed_size", r.sizeBytes},
-                {"alignment_buffered", 0},
-                {"processed_data", 0},
-                {"persisted_data", r.persistedDataBytes},
-                {"num_subtasks", r.numSubtasks},
-                {"num_acknowledged_subtasks", r.numAcknowledged},
-                {"is_unaligned", r.unaligned},
-                {"checkpoint_type", r.savepoint ? "SAVEPOINT" : r.unaligned ? "UNALIGNED_CHECKPOINT" : "CHECKPOINT"},
-                {"tasks", json::object()}};
-      if (r.completed) {
-        j["external_path"] = r.path;
-        j["discarded"] = false;
-      } else {
-        j["failure_timestamp"] = r.failureTimestampMillis;
-        j["failure_message"] = r.failureMessage;
-      }
-      return j;
-    };
-    auto figures = [](const checkpoint::StatsSummary::Snapshot& s) {
-      return json{{"min", s.min}, {"max", s.max}, {"avg", s.avg}, {"p50", s.p50},
-                  {"p90", s.p90}, {"p95", s.p95}, {"p99", s.p99}, {"p999", s.p999}};
-    };
+    auto entry = [](const checkpoint::CheckpointCoordinator::Record& r) { return checkpointJson(r); };
     const auto& summary = *stats->summary;
     const checkpoint::StatsSummary::Snapshot zeros{};
     json latestCompleted = nullptr, history = json::array();
@@ -919,6 +1043,22 @@ class RestServer::Impl {
     http_.Get(R"(/jobs/([^/]+)/checkpoints)", locked([this](const httplib::Request& req, httplib::Response& res) {
       if (auto* e = job(req, res)) sendJson(res, checkpoints(*e));
     }));
+    http_.Get(R"(/jobs/([^/]+)/checkpoints/details/([^/]+))",
+              locked([this](const httplib::Request& req, httplib::Response& res) {
+                auto* e = job(req, res);
+                if (!e) return;
+                if (auto r = checkpointOf(*e, req, res)) sendJson(res, checkpointDetails(*e, *r));
+              }));
+    http_.Get(R"(/jobs/([^/]+)/checkpoints/details/([^/]+)/subtasks/([^/]+))",
+              locked([this](const httplib::Request& req, httplib::Response& res) {
+                auto* e = job(req, res);
+                if (!e) return;
+                auto r = checkpointOf(*e, req, res);
+                if (!r) return;
+                const int v = vertex(*e, req, res, 3);
+                if (v < 0) return;
+                sendJson(res, subtaskCheckpointDetails(*r, v, e->job->vertices()[static_cast<size_t>(v)].parallelism));
+              }));
     http_.Get(R"(/jobs/([^/]+)/checkpoints/config)", locked([this](const httplib::Request& req, httplib::Response& res) {
       auto* e = job(req, res);
       if (!e) return;

@@ -63,16 +63,21 @@ bool eventually(F condition) {
   return false;
 }
 
-TEST(RestServer, ShowsCheckpointCountsHistoryConfigAndMetrics) {
-  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
-  env.enableCheckpointing(50ms);
+// Sums per key of numbers from a generator at `perSecond`: a job with keyed state.
+JobClient startKeyedSums(StreamExecutionEnvironment& env, double perSecond, const std::string& name) {
   env.fromSource(DataGeneratorSource([](int64_t i) { return std::pair<int64_t, int64_t>{i % 100, 1}; },
-                                     kUnboundedCount, RateLimiterStrategy::perSecond(100000)),
+                                     kUnboundedCount, RateLimiterStrategy::perSecond(perSecond)),
                  WatermarkStrategy<std::pair<int64_t, int64_t>>::noWatermarks(), "numbers")
       .keyBy([](const std::pair<int64_t, int64_t>& p) { return p.first; })
       .sum<1>()
       .sinkTo(DiscardingSink<std::pair<int64_t, int64_t>>());
-  auto job = env.executeAsync("checkpointed job");
+  return env.executeAsync(name);
+}
+
+TEST(RestServer, ShowsCheckpointCountsHistoryConfigAndMetrics) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.enableCheckpointing(50ms);
+  auto job = startKeyedSums(env, 100000, "checkpointed job");
   Server server(job);
   const std::string jid = job.getJobID();
   ASSERT_TRUE(eventually([&] { return server.get("/jobs/" + jid + "/checkpoints")["counts"]["completed"] >= 2; }));
@@ -161,6 +166,15 @@ TEST(RestServer, CheckpointSummaryLatestFailedAndRestoredAreFlinks) {
   EXPECT_NE(failed["failure_message"].get<std::string>().find("snapshot refused"), std::string::npos) << failed;
   EXPECT_GE(failed["failure_timestamp"].get<int64_t>(), failed["trigger_timestamp"].get<int64_t>());
   EXPECT_TRUE(cp["latest"]["restored"].is_null());
+  {  // A failed checkpoint's details count the subtasks that acknowledged it.
+    Server server(jobA);
+    const json details = server.get("/jobs/" + jobA.getJobID() + "/checkpoints/details/2");
+    EXPECT_EQ(details["status"], "FAILED");
+    int acknowledged = 0;
+    for (const auto& [id, task] : details["tasks"].items()) acknowledged += task["num_acknowledged_subtasks"].get<int>();
+    EXPECT_EQ(acknowledged, failed["num_acknowledged_subtasks"]);
+    EXPECT_LT(acknowledged, failed["num_subtasks"].get<int>()) << "the refusing subtask acknowledged";
+  }
   EXPECT_EQ(cp["counts"]["restored"], 0);
   // Every completed checkpoint is in the history (it keeps 10): the summary over them.
   ASSERT_LE(cp["counts"]["total"].get<int64_t>(), 10) << "more checkpoints than the history keeps";
@@ -209,6 +223,63 @@ TEST(RestServer, CheckpointSummaryLatestFailedAndRestoredAreFlinks) {
   fs::remove_all(dir);
 }
 
+// Flink's checkpoint details: each task's part of a checkpoint, by vertex id, adds up to
+// the checkpoint; each subtask's adds up to its task's; bad ids are 400 and 404.
+TEST(RestServer, CheckpointDetailsShowEachTaskAndSubtask) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.setParallelism(2);
+  env.enableCheckpointing(50ms);
+  auto job = startKeyedSums(env, 20000, "detailed job");
+  Server server(job);
+  const std::string jid = job.getJobID();
+  json latest;
+  ASSERT_TRUE(eventually([&] {
+    latest = server.get("/jobs/" + jid + "/checkpoints")["latest"]["completed"];
+    return latest.is_object();
+  }));
+  const std::string cid = std::to_string(latest["id"].get<int64_t>());
+  const json details = server.get("/jobs/" + jid + "/checkpoints/details/" + cid);
+  EXPECT_EQ(details["id"], latest["id"]);
+  EXPECT_EQ(details["status"], "COMPLETED");
+  std::set<std::string> vertexIds, taskIds;
+  const json overview = server.get("/jobs/" + jid);
+  for (const json& v : overview["vertices"]) vertexIds.insert(v["id"].get<std::string>());
+  int64_t stateSize = 0, checkpointedSize = 0;
+  for (const auto& [id, task] : details["tasks"].items()) {
+    taskIds.insert(id);
+    EXPECT_EQ(task["num_subtasks"], 2) << id;
+    EXPECT_EQ(task["num_acknowledged_subtasks"], 2) << id;
+    EXPECT_LE(task["end_to_end_duration"].get<int64_t>(), details["end_to_end_duration"].get<int64_t>()) << id;
+    stateSize += task["state_size"].get<int64_t>();
+    checkpointedSize += task["checkpointed_size"].get<int64_t>();
+
+    const json sub = server.get("/jobs/" + jid + "/checkpoints/details/" + cid + "/subtasks/" + id);
+    ASSERT_EQ(sub["subtasks"].size(), 2u) << id;
+    int64_t subtaskStates = 0, largest = 0;
+    for (size_t i = 0; i < 2; ++i) {
+      const json& s = sub["subtasks"][i];
+      EXPECT_EQ(s["index"], i);
+      EXPECT_EQ(s["status"], "completed");
+      EXPECT_GE(s["ack_timestamp"].get<int64_t>(), details["trigger_timestamp"].get<int64_t>());
+      subtaskStates += s["state_size"].get<int64_t>();
+      largest = std::max(largest, s["state_size"].get<int64_t>());
+    }
+    EXPECT_EQ(subtaskStates, task["state_size"]) << id;
+    EXPECT_EQ(sub["summary"]["state_size"]["max"], largest) << id;
+    EXPECT_EQ(sub["state_size"], task["state_size"]) << id;
+  }
+  EXPECT_EQ(taskIds, vertexIds);
+  EXPECT_EQ(stateSize, details["state_size"]);
+  EXPECT_EQ(checkpointedSize, details["checkpointed_size"]);
+  EXPECT_GT(stateSize, 0) << "the keyed sums hold state";
+
+  server.get("/jobs/" + jid + "/checkpoints/details/999999", 404);
+  server.get("/jobs/" + jid + "/checkpoints/details/12x", 400);
+  server.get("/jobs/" + jid + "/checkpoints/details/" + cid + "/subtasks/" + std::string(32, '0'), 404);
+  job.cancel();
+  job.wait();
+}
+
 // Flink's savepoint routes: a trigger id at once, then the operation's status and the
 // savepoint's location; stop with a savepoint; bad requests and conflicts as 4xx.
 TEST(RestServer, TakesSavepointsAndStopsWithOneThroughFlinksRoutes) {
@@ -218,13 +289,7 @@ TEST(RestServer, TakesSavepointsAndStopsWithOneThroughFlinksRoutes) {
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
   env.enableCheckpointing(50ms);
   env.getCheckpointConfig().setCheckpointStorage(fs::temp_directory_path().string());
-  env.fromSource(DataGeneratorSource([](int64_t i) { return std::pair<int64_t, int64_t>{i % 100, 1}; },
-                                     kUnboundedCount, RateLimiterStrategy::perSecond(20000)),
-                 WatermarkStrategy<std::pair<int64_t, int64_t>>::noWatermarks(), "numbers")
-      .keyBy([](const std::pair<int64_t, int64_t>& p) { return p.first; })
-      .sum<1>()
-      .sinkTo(DiscardingSink<std::pair<int64_t, int64_t>>());
-  auto job = env.executeAsync("savepointed job");
+  auto job = startKeyedSums(env, 20000, "savepointed job");
   Server server(job);
   const std::string jid = job.getJobID();
   auto post = [&](const std::string& path, const std::string& body) {

@@ -17,6 +17,7 @@ struct TakenSnapshot {
   int64_t id = 0;
   int64_t syncNanos = 0;
   std::shared_ptr<std::vector<detail::OperatorSnapshot>> operators;
+  int64_t startMillis = -1;  // the checkpoint clock's, when the snapshot began
 };
 
 class CheckpointableTask {

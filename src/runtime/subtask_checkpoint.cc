@@ -50,6 +50,7 @@ std::shared_ptr<TakenSnapshot> StreamTask::takeSnapshot(int64_t id, int64_t time
   auto syncStart = std::chrono::steady_clock::now();
   auto taken = std::make_shared<TakenSnapshot>();
   taken->id = id;
+  taken->startMillis = coordinator->clock().currentTimeMillis();
   taken->operators = std::make_shared<std::vector<OperatorSnapshot>>(operators.size());
   const auto kind = coordinator->kindOf(id);
   if (kind && kind->savepoint) {
@@ -88,7 +89,7 @@ std::shared_ptr<TakenSnapshot> StreamTask::takeSnapshot(int64_t id, int64_t time
 void StreamTask::acknowledgeSnapshot(std::shared_ptr<TakenSnapshot> taken, int64_t alignmentNanos, bool unaligned,
                                      std::vector<std::string> channelState) {
   auto snapshots = taken->operators;
-  checkpoint::CheckpointCoordinator::Ack ack{taken->syncNanos, alignmentNanos, unaligned, 0};
+  checkpoint::CheckpointCoordinator::Ack ack{taken->syncNanos, alignmentNanos, unaligned, 0, vertex, index, taken->startMillis};
   OperatorStateSnapshot inFlight{kChannelState, OperatorStateMode::kSplitDistribute, {}};
   for (size_t i = 0; i < channelState.size(); ++i) {
     if (channelState[i].empty()) continue;
