@@ -20,6 +20,7 @@
 
 #include "support/gated_map.h"
 #include "support/operator_metrics.h"
+#include "support/refusing_snapshot.h"
 #include "support/slow_sink.h"
 #include "support/user_metrics_job.h"
 #include "weir/weir.h"
@@ -103,15 +104,6 @@ TEST(RestServer, ShowsCheckpointCountsHistoryConfigAndMetrics) {
   job.wait();
 }
 
-// A snapshot that throws for checkpoint 2: that checkpoint fails, the job goes on.
-struct RefusesCheckpoint2 : RichMapFunction<int64_t, int64_t>, CheckpointedFunction {
-  int64_t map(const int64_t& v) override { return v; }
-  void initializeState(FunctionInitializationContext&) override {}
-  void snapshotState(const FunctionSnapshotContext& ctx) override {
-    if (ctx.getCheckpointId() == 2) throw std::runtime_error("snapshot refused");
-  }
-};
-
 // Commons Math's legacy percentile over sorted values, as Flink's summary has them.
 double legacyPercentile(const std::vector<int64_t>& sorted, double q) {
   const double pos = q * static_cast<double>(sorted.size() + 1);
@@ -136,7 +128,7 @@ TEST(RestServer, CheckpointSummaryLatestFailedAndRestoredAreFlinks) {
     env.getCheckpointConfig().setExternalizedCheckpointCleanup(ExternalizedCheckpointCleanup::RETAIN_ON_CANCELLATION);
     env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, kUnboundedCount, RateLimiterStrategy::perSecond(20000)),
                    WatermarkStrategy<int64_t>::noWatermarks(), "numbers")
-        .map(RefusesCheckpoint2{})
+        .map(test::RefusesCheckpoint2{})
         .uid("refuses")
         .keyBy([](int64_t i) { return i % 10; })
         .reduce([](int64_t a, int64_t b) { return a + b; })

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "support/operator_metrics.h"
+#include "support/refusing_snapshot.h"
 #include "support/slow_sink.h"
 #include "support/user_metrics_job.h"
 #include "weir/weir.h"
@@ -159,6 +160,43 @@ TEST(WebUi, AClickedOperatorShowsTheMetricsItsFunctionsRegistered) {
   fs::create_directories(png.parent_path());
   runChromium(url + "/#" + job.getJobID() + "/" + vertex, "--window-size=1280,1400 --screenshot=" + png.string());
   EXPECT_TRUE(fs::exists(png));
+}
+
+// The checkpoint chart leaves a failed checkpoint out of its lines (not a drop to zero)
+// and marks it on the axis with its reason; its row in the table says why too.
+TEST(WebUi, AFailedCheckpointIsMarkedWithItsReasonNotPlottedAsZero) {
+  WEIR_REQUIRE_CHROMIUM();
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(test::restOnAnyPort());
+  env.enableCheckpointing(50ms);
+  env.getCheckpointConfig().setTolerableCheckpointFailureNumber(100);
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, kUnboundedCount, RateLimiterStrategy::perSecond(1000)),
+                 WatermarkStrategy<int64_t>::noWatermarks(), "numbers")
+      .map(test::RefusesCheckpoint2{})
+      .sinkTo(DiscardingSink<int64_t>());
+  auto job = env.executeAsync("failed checkpoint");
+  std::string url = job.getWebInterfaceURL();
+  httplib::Client client("127.0.0.1", std::stoi(url.substr(url.rfind(':') + 1)));
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  int64_t completed = 0;
+  while (completed < 3 && std::chrono::steady_clock::now() < deadline) {
+    if (auto r = client.Get("/jobs/" + job.getJobID() + "/checkpoints"); r && r->status == 200)
+      completed = nlohmann::json::parse(r->body)["counts"]["completed"].get<int64_t>();
+    std::this_thread::sleep_for(10ms);
+  }
+  ASSERT_GE(completed, 3);
+  job.cancel();  // the chart stays as it is, with checkpoint 2 in its history
+  job.wait();
+
+  std::string dom = runChromium(url + "/", "--dump-dom");
+  ASSERT_FALSE(dom.empty()) << "chromium printed nothing";
+  const auto chart = dom.find("id=\"checkpoint-chart\"");
+  ASSERT_NE(chart, std::string::npos);
+  std::regex failedRe(R"re(<g class="cp-failed" data-checkpoint-id="2">(<line[^>]*></line>){2}<title>#2 failed: [^<]*snapshot refused)re");
+  EXPECT_TRUE(std::regex_search(dom, failedRe)) << dom.substr(chart, 3000);
+  EXPECT_EQ(dom.find("<title>#2: "), std::string::npos) << "checkpoint 2 is plotted as if it completed";
+  EXPECT_NE(dom.find("<title>#1: "), std::string::npos) << "checkpoint 1 is not plotted";
+  std::regex rowRe(R"re(<tr data-checkpoint-id="2" title="failed: [^"]*snapshot refused)re");
+  EXPECT_TRUE(std::regex_search(dom, rowRe)) << dom.substr(dom.find("checkpoint-table"), 2000);
 }
 
 }  // namespace
