@@ -323,7 +323,8 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
       combined = std::min(combined, split.watermark);
       if (split.watermark != kMinWatermark) known = std::min(known, split.watermark);
     }
-    splitsWatermark_ = !active ? kMaxWatermark : known == kMaxWatermark ? kMinWatermark : known;
+    // With no active split it is idle (reported as the largest) and never waits.
+    splitsWatermark_ = known == kMaxWatermark ? kMinWatermark : known;
     if (!active) markIdle();
     else if (combined > watermark_) emitWatermark(combined);
     else markActive();
