@@ -138,7 +138,7 @@ TEST(RestServer, CheckpointSummaryLatestFailedAndRestoredAreFlinks) {
   auto envA = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
   build(envA);
   auto jobA = envA.executeAsync("job A");
-  json cp;
+  json cp, failedDetails, ended;
   {
     Server server(jobA);
     const std::string jid = jobA.getJobID();
@@ -147,8 +147,10 @@ TEST(RestServer, CheckpointSummaryLatestFailedAndRestoredAreFlinks) {
       cp = server.get("/jobs/" + jid + "/checkpoints");
       return cp["counts"]["completed"] >= 3;
     }));
+    failedDetails = server.get("/jobs/" + jid + "/checkpoints/details/2");
     jobA.cancel();
     jobA.wait();
+    ended = server.get("/jobs/" + jid + "/checkpoints");  // its last checkpoint is the one retained
   }
   const json& failed = cp["latest"]["failed"];
   ASSERT_TRUE(failed.is_object()) << cp.dump();
@@ -158,15 +160,12 @@ TEST(RestServer, CheckpointSummaryLatestFailedAndRestoredAreFlinks) {
   EXPECT_NE(failed["failure_message"].get<std::string>().find("snapshot refused"), std::string::npos) << failed;
   EXPECT_GE(failed["failure_timestamp"].get<int64_t>(), failed["trigger_timestamp"].get<int64_t>());
   EXPECT_TRUE(cp["latest"]["restored"].is_null());
-  {  // A failed checkpoint's details count the subtasks that acknowledged it.
-    Server server(jobA);
-    const json details = server.get("/jobs/" + jobA.getJobID() + "/checkpoints/details/2");
-    EXPECT_EQ(details["status"], "FAILED");
-    int acknowledged = 0;
-    for (const auto& [id, task] : details["tasks"].items()) acknowledged += task["num_acknowledged_subtasks"].get<int>();
-    EXPECT_EQ(acknowledged, failed["num_acknowledged_subtasks"]);
-    EXPECT_LT(acknowledged, failed["num_subtasks"].get<int>()) << "the refusing subtask acknowledged";
-  }
+  // A failed checkpoint's details count the subtasks that acknowledged it.
+  EXPECT_EQ(failedDetails["status"], "FAILED");
+  int acknowledged = 0;
+  for (const auto& [id, task] : failedDetails["tasks"].items()) acknowledged += task["num_acknowledged_subtasks"].get<int>();
+  EXPECT_EQ(acknowledged, failed["num_acknowledged_subtasks"]);
+  EXPECT_LT(acknowledged, failed["num_subtasks"].get<int>()) << "the refusing subtask acknowledged";
   EXPECT_EQ(cp["counts"]["restored"], 0);
   // Every completed checkpoint is in the history (it keeps 10): the summary over them.
   ASSERT_LE(cp["counts"]["total"].get<int64_t>(), 10) << "more checkpoints than the history keeps";
@@ -191,8 +190,9 @@ TEST(RestServer, CheckpointSummaryLatestFailedAndRestoredAreFlinks) {
   EXPECT_EQ(completed["num_acknowledged_subtasks"], completed["num_subtasks"]);
   EXPECT_GE(completed["latest_ack_timestamp"].get<int64_t>(), completed["trigger_timestamp"].get<int64_t>());
 
-  // Job B resumes from job A's latest checkpoint.
-  const std::string path = completed["external_path"];
+  // Job B resumes from job A's latest checkpoint (read after A ended: one is retained).
+  const json& retained = ended["latest"]["completed"];
+  const std::string path = retained["external_path"];
   auto envB = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
   build(envB);
   envB.setRestorePath(path);
@@ -205,7 +205,7 @@ TEST(RestServer, CheckpointSummaryLatestFailedAndRestoredAreFlinks) {
     EXPECT_EQ(restored["counts"]["restored"], 1);
     const json& r = restored["latest"]["restored"];
     ASSERT_TRUE(r.is_object()) << restored.dump();
-    EXPECT_EQ(r["id"], completed["id"]);
+    EXPECT_EQ(r["id"], retained["id"]);
     EXPECT_TRUE(fs::equivalent(r["external_path"].get<std::string>(), path)) << r;
     EXPECT_EQ(r["is_savepoint"], false);
     EXPECT_GE(r["restore_timestamp"].get<int64_t>(), before);

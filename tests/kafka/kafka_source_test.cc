@@ -388,7 +388,7 @@ TEST(KafkaSource, MetricsShowEachPartitionsOffsetLagCommitsAndFetchLag) {
   env.setParallelism(2);
   env.enableCheckpointing(50ms);
   env.getCheckpointConfig().setCheckpointStorage((dir / "checkpoints").string());
-  auto open = std::make_shared<std::atomic<bool>>(false), held = std::make_shared<std::atomic<bool>>(false);
+  auto open = std::make_shared<std::atomic<bool>>(false);
   env.fromSource(strings(cluster, "watched").setGroupId("watchers").build(),
                  WatermarkStrategy<std::string>::noWatermarks(), "watched")
       .rebalance()
@@ -575,6 +575,13 @@ TEST(KafkaSource, ReadsWhatKcatProduced) {
 namespace weir {
 namespace {
 
+// Records "<tag>:<i>" for i in [from, to) into partition 0, at times start + i.
+std::vector<KafkaTestRecord> tagged(char tag, int from, int to, int64_t start) {
+  std::vector<KafkaTestRecord> out;
+  for (int i = from; i < to; ++i) out.push_back({"", std::string(1, tag) + ":" + std::to_string(i), 0, start + i});
+  return out;
+}
+
 // The values "<tag>:<i>" of `got` with that tag, without it, in their order.
 std::vector<std::string> taggedValues(const std::vector<std::string>& got, char tag) {
   std::vector<std::string> out;
@@ -687,13 +694,8 @@ TEST(KafkaSource, APartitionThatAppearsLatePullsItsGroupBack) {
   KafkaCluster cluster;
   const int n = 20000;
   const int64_t base = 1'700'000'000'000;
-  auto times = [](char topic, int from, int to, int64_t start) {
-    std::vector<KafkaTestRecord> out;
-    for (int i = from; i < to; ++i) out.push_back({"", std::string(1, topic) + ":" + std::to_string(i), 0, start + i});
-    return out;
-  };
   cluster.createTopic("late-a", 1);
-  produce(cluster.bootstrapServers(), "late-a", times('a', 0, 1000, base + 3'600'000));
+  produce(cluster.bootstrapServers(), "late-a", tagged('a', 0, 1000, base + 3'600'000));
   StreamExecutionEnvironment env;
   env.setParallelism(1).setAutoWatermarkInterval(1ms);
   CollectSink<std::string> sink;
@@ -728,9 +730,9 @@ TEST(KafkaSource, APartitionThatAppearsLatePullsItsGroupBack) {
   };
   ASSERT_TRUE(waitWhileRunning(client, [&](const JobMetrics&) { return count('a') == 1000; }));
   cluster.createTopic("late-b", 1);
-  produce(cluster.bootstrapServers(), "late-b", times('b', 0, n, base));
+  produce(cluster.bootstrapServers(), "late-b", tagged('b', 0, n, base));
   ASSERT_TRUE(waitWhileRunning(client, [&](const JobMetrics&) { return held->load(); }));
-  produce(cluster.bootstrapServers(), "late-a", times('a', 1000, 1000 + n, base + 3'600'000));
+  produce(cluster.bootstrapServers(), "late-a", tagged('a', 1000, 1000 + n, base + 3'600'000));
   std::this_thread::sleep_for(300ms);  // librdkafka fetches them meanwhile
   open->store(true);
   EXPECT_TRUE(waitWhileRunning(client, [&](const JobMetrics&) { return count('a') == 1000 + n && count('b') == n; }));
@@ -741,6 +743,34 @@ TEST(KafkaSource, APartitionThatAppearsLatePullsItsGroupBack) {
       << "records of the partition ahead read while the late one was read";
   EXPECT_EQ(taggedValues(got, 'a'), inOrder(0, 1000 + n));
   EXPECT_EQ(taggedValues(got, 'b'), inOrder(0, n));
+}
+
+// A source whose partition went idle still reads what comes later, while another
+// source of its group holds a real watermark: an idle source waits for no one.
+TEST(KafkaSource, AnIdlePartitionOfAnAlignedGroupReadsWhatComesLater) {
+  KafkaCluster cluster;
+  const int64_t base = 1'700'000'000'000;
+  cluster.createTopic("idle-a", 1);
+  cluster.createTopic("steady", 1);
+  produce(cluster.bootstrapServers(), "idle-a", tagged('a', 0, 10, base));
+  produce(cluster.bootstrapServers(), "steady", tagged('s', 0, 1, base));
+  StreamExecutionEnvironment env;
+  env.setParallelism(1).setAutoWatermarkInterval(1ms);
+  CollectSink<std::string> sink;
+  auto aligned = WatermarkStrategy<std::string>::forBoundedOutOfOrderness(0ms).withWatermarkAlignment("g", 1s, 1ms);
+  env.fromSource(strings(cluster, "idle-a").build(), aligned.withIdleness(100ms), "idle")
+      .unionWith(env.fromSource(strings(cluster, "steady").build(), aligned, "steady"))
+      .sinkTo(sink);
+  auto client = env.executeAsync("idle in a group");
+  auto count = [&](char tag) { return taggedValues(sink.getResults(), tag).size(); };
+  ASSERT_TRUE(waitWhileRunning(client, [&](const JobMetrics&) { return count('a') == 10 && count('s') == 1; }));
+  std::this_thread::sleep_for(500ms);  // idle-a goes idle; steady holds its watermark
+  produce(cluster.bootstrapServers(), "idle-a", tagged('a', 10, 20, base));
+  const auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (count('a') < 20 && std::chrono::steady_clock::now() < deadline) std::this_thread::sleep_for(10ms);
+  client.cancel();
+  client.wait();
+  EXPECT_EQ(taggedValues(sink.getResults(), 'a'), inOrder(0, 20)) << "the idle partition's new records were not read";
 }
 
 }  // namespace
