@@ -314,11 +314,24 @@ void JobExecution::run(Attempt& attempt, StreamTask& task) {
       needsClose[i] = true;
       task.operators[i]->open();
     }
-    if (attempt.opened.fetch_add(1) + 1 == static_cast<int>(attempt.tasks.size())) {
-      std::lock_guard lock(mutex_);
-      if (restarts_ > 0)
-        lastRecoveryMillis_ = std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  std::chrono::steady_clock::now() - lastFailure_).count();
+    const int tasks = static_cast<int>(attempt.tasks.size());
+    if (attempt.opened.fetch_add(1) + 1 == tasks) {
+      {
+        std::lock_guard lock(mutex_);
+        if (restarts_ > 0)
+          lastRecoveryMillis_ = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                    std::chrono::steady_clock::now() - lastFailure_).count();
+      }
+      for (auto& t : attempt.tasks)
+        if (t->source) t->signal.notify();
+    }
+    // A source reads once every task is open (its state restored), as Flink triggers
+    // checkpoints once every task runs: it does not run ahead of a checkpoint that could
+    // not complete yet, so a restart replays no more than it must. Mail (a checkpoint
+    // trigger, a cancel) runs meanwhile.
+    while (task.source && attempt.opened.load() < tasks) {
+      task.mailbox.runPending();
+      task.signal.waitUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
     }
     if (task.source) task.runSource();
     else task.runInputs();

@@ -152,13 +152,15 @@ struct FailureRun {
   int64_t distinct = 0;
   int failures = 0;  // how often the failing record passed: once, and again when replayed
 };
-FailureRun runWithAFailure(const std::string& table, DeliveryGuarantee guarantee, int batchSize) {
+// One failure a second in, checkpoints every `interval`.
+FailureRun runWithAFailure(const std::string& table, DeliveryGuarantee guarantee, int batchSize,
+                           std::chrono::milliseconds interval = 200ms) {
   constexpr int64_t kRecords = 20000;
   createTable(table);
   auto failures = std::make_shared<std::atomic<int>>(0);
   StreamExecutionEnvironment env;
   env.setParallelism(2);
-  env.enableCheckpointing(200ms);
+  env.enableCheckpointing(interval);
   env.setRestartStrategy(RestartStrategy::fixedDelayRestart(3, 0ms));
   numbers(env, kRecords, 10000)
       .map(FailOnce(kRecords / 4, failures))  // a second into its subtask's share
@@ -185,9 +187,11 @@ TEST(PostgresSink, ExactlyOnceWritesEachRecordOnceThroughAFailure) {
 }
 
 // The control: plain inserts at least once, under the same failure, write some records
-// twice, so the exactly-once test above can tell.
+// twice, so the exactly-once test above can tell. No checkpoint comes before the failure
+// here: with one every 200 ms, one can come just before it (the failure is 1 s in) and
+// leave nothing to replay.
 TEST(PostgresSink, AtLeastOnceControlWritesSomeRecordsTwiceThroughAFailure) {
-  FailureRun r = runWithAFailure("control", DeliveryGuarantee::AT_LEAST_ONCE, 10);
+  FailureRun r = runWithAFailure("control", DeliveryGuarantee::AT_LEAST_ONCE, 10, 30s);
   EXPECT_GE(r.failures, 1) << "the failure was never injected";
   EXPECT_EQ(r.distinct, 20000);
   EXPECT_GT(r.rows, 20000) << "the failure replayed nothing: the control cannot tell";

@@ -44,27 +44,63 @@ struct Out {
 };
 WEIR_STRUCT(Out, key, value, kind, window);
 
-// Throws at the records whose global sequence number (over all attempts) is listed.
+// Throws at the records whose global sequence number (over all attempts) is listed; or,
+// spaced by checkpoints (resetAfterCheckpoints), `gaps[i]` records after a checkpoint
+// completed since failure i - 1, so that each restart restores a checkpoint the failed
+// attempt took, however slow the machine. (Under ThreadSanitizer an attempt starts its
+// threads so slowly that failures at fixed records can all come before any checkpoint.)
 struct Failures {
+  static constexpr int64_t kNone = -1, kClaimed = -2;  // values of `due` that are not records
   static inline std::atomic<int64_t> processed{0};
   static inline std::vector<int64_t> at;
   static inline std::atomic<int> thrown{0};
+  static inline std::vector<int64_t> gaps;
+  static inline std::atomic<int64_t> due{kNone};            // the record of the next spaced failure
+  static inline std::atomic<int64_t> newestCompleted{0};    // the newest checkpoint reported complete
+  static inline std::atomic<int64_t> completedAtFailure{0};  // newestCompleted at the last failure
   static void reset(std::vector<int64_t> positions) {
     processed = 0;
     thrown = 0;
     at = std::move(positions);
     std::sort(at.begin(), at.end());
+    gaps.clear();
+    due = kNone;
+    newestCompleted = 0;
+    completedAtFailure = 0;
+  }
+  static void resetAfterCheckpoints(std::vector<int64_t> spacing) {
+    reset({});
+    gaps = std::move(spacing);
   }
   static void maybeThrow() {
     int64_t k = processed.fetch_add(1);
-    if (std::binary_search(at.begin(), at.end(), k)) {
-      ++thrown;
-      throw std::runtime_error("injected failure at record " + std::to_string(k));
+    if (std::binary_search(at.begin(), at.end(), k)) fail(k);
+    int64_t d = due.load();
+    if (d >= 0 && k >= d && due.compare_exchange_strong(d, kClaimed)) {
+      completedAtFailure = newestCompleted.load();
+      due = kNone;  // after completedAtFailure: no checkpoint older than it schedules the next
+      fail(k);
     }
+  }
+  // A subtask was told checkpoint `id` completed (CountWithTimers).
+  static void onCheckpointComplete(int64_t id) {
+    int64_t seen = newestCompleted.load();
+    while (id > seen && !newestCompleted.compare_exchange_weak(seen, id)) {
+    }
+    const int next = thrown.load();
+    if (id <= completedAtFailure.load() || next >= static_cast<int>(gaps.size())) return;
+    int64_t none = kNone;
+    due.compare_exchange_strong(none, processed.load() + gaps[static_cast<size_t>(next)]);
+  }
+
+ private:
+  [[noreturn]] static void fail(int64_t k) {
+    ++thrown;
+    throw std::runtime_error("injected failure at record " + std::to_string(k));
   }
 };
 
-struct CountWithTimers : KeyedProcessFunction<int64_t, Event, Out> {
+struct CountWithTimers : KeyedProcessFunction<int64_t, Event, Out>, CheckpointListener {
   void open() override { count_ = &getRuntimeContext().getState(ValueStateDescriptor<int64_t>("count", 0)); }
   void processElement(const Event& e, Context& ctx, Collector<Out>& out) override {
     Failures::maybeThrow();
@@ -76,6 +112,7 @@ struct CountWithTimers : KeyedProcessFunction<int64_t, Event, Out> {
   void onTimer(int64_t time, OnTimerContext& ctx, Collector<Out>& out) override {
     out.collect({ctx.getCurrentKey(), time, kTimer, 0});
   }
+  void notifyCheckpointComplete(int64_t id) override { Failures::onCheckpointComplete(id); }
 
  private:
   ValueState<int64_t>* count_ = nullptr;
