@@ -425,6 +425,7 @@ void CheckpointCoordinator::completeLocked(std::unique_lock<std::mutex>& lock, i
   stats_.totalPersistedDataBytes += p.persistedBytes;
   stats_.latestId = p.id;
   stats_.latestPath = p.folder;
+  stats_.latestCompleted = done;
   recordLocked(std::move(done));
   retained_.push_back({p.id, p.timestampMillis, p.folder});
   std::vector<Retained> dropped;

@@ -162,8 +162,9 @@ class CheckpointCoordinator {
     int64_t lastPersistedDataBytes = -1, totalPersistedDataBytes = 0;
     int64_t latestId = 0;
     std::string latestPath;
-    std::optional<Record> latestSavepoint;  // the newest completed savepoint
-    std::optional<Record> latestFailed;     // kept when the history has dropped it
+    // The newest completed checkpoint, savepoint and failed one, kept when the history
+    // has dropped them.
+    std::optional<Record> latestCompleted, latestSavepoint, latestFailed;
     std::deque<Record> history;  // newest first, at most kHistorySize
     int64_t restored = 0;  // restores of a checkpoint or savepoint, the first one's included
     struct Restored {

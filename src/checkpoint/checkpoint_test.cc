@@ -613,12 +613,12 @@ TEST(StatsSummary, SumsUpAsFlinksRestApiDoes) {
   EXPECT_NEAR(s.p999, 10'000.999, 1e-6);  // position 9990.999: 10000 + 0.999
 }
 
-// The summary sums up the completed checkpoints; the latest failed one is kept after the
-// history has dropped it; a restore is counted with its checkpoint.
+// The summary sums up the completed checkpoints; the latest failed and completed ones are
+// kept after the history has dropped them; a restore is counted with its checkpoint.
 TEST_F(ConcurrentCoordinatorTest, TheSummaryLatestFailedAndRestoredFollowFlink) {
   CheckpointConfig config;
   config.setCheckpointInterval(1ms);
-  config.setTolerableCheckpointFailureNumber(5);
+  config.setTolerableCheckpointFailureNumber(20);
   auto coordinator = start(config);
   auto next = [&] {
     clock_->advance(1ms);
@@ -659,6 +659,15 @@ TEST_F(ConcurrentCoordinatorTest, TheSummaryLatestFailedAndRestoredFollowFlink) 
   EXPECT_EQ(stats.latestRestored->path, "/somewhere/chk-9");
   EXPECT_EQ(stats.latestRestored->timestampMillis, clock_->currentTimeMillis());
   EXPECT_FALSE(coordinator->stats().summary) << "the summary only when asked for";
+  // The latest completed checkpoint is kept too when failures after it push it out of
+  // the history (the REST API's latest.completed).
+  const int64_t lastCompleted = stats.history.front().id;
+  for (size_t i = 0; i < CheckpointCoordinator::kHistorySize; ++i) coordinator->decline(next(), "refused again");
+  stats = coordinator->stats();
+  EXPECT_TRUE(std::none_of(stats.history.begin(), stats.history.end(), [](const auto& r) { return r.completed; }));
+  ASSERT_TRUE(stats.latestCompleted);
+  EXPECT_EQ(stats.latestCompleted->id, lastCompleted);
+  EXPECT_TRUE(stats.latestCompleted->completed);
   coordinator->endAttempt();
 }
 

@@ -619,8 +619,8 @@ class RestServer::Impl {
     return j;
   }
 
-  // The checkpoint `matches[2]` names, if the REST API still knows it (the history, the
-  // latest failed and the latest savepoint); else answers 400 or 404 as Flink does.
+  // The checkpoint `matches[2]` names, if the REST API still knows it (the history and
+  // the latest completed, failed and savepoint); else answers 400 or 404 as Flink does.
   static std::optional<CheckpointRecord> checkpointOf(const Entry& e, const httplib::Request& req,
                                                       httplib::Response& res) {
     const std::string text = req.matches[2];
@@ -633,7 +633,7 @@ class RestServer::Impl {
     if (auto stats = e.job->checkpointStats()) {
       for (const auto& r : stats->history)
         if (r.id == id) return r;
-      for (const auto* r : {&stats->latestFailed, &stats->latestSavepoint})
+      for (const auto* r : {&stats->latestCompleted, &stats->latestFailed, &stats->latestSavepoint})
         if (*r && (*r)->id == id) return **r;
     }
     sendError(res, 404, "Could not find checkpointing statistics for checkpoint " + std::to_string(id) + ".");
@@ -742,14 +742,11 @@ class RestServer::Impl {
               {"latest", {{"completed", nullptr}, {"savepoint", nullptr}, {"failed", nullptr}, {"restored", nullptr}}},
               {"history", json::array()}};
     }
-    auto entry = [](const checkpoint::CheckpointCoordinator::Record& r) { return checkpointJson(r); };
     const auto& summary = *stats->summary;
     const checkpoint::StatsSummary::Snapshot zeros{};
-    json latestCompleted = nullptr, history = json::array();
-    for (const auto& r : stats->history) {
-      history.push_back(entry(r));
-      if (r.completed && !r.savepoint && latestCompleted.is_null()) latestCompleted = entry(r);
-    }
+    auto latest = [](const std::optional<CheckpointRecord>& r) { return r ? checkpointJson(*r) : json(nullptr); };
+    json history = json::array();
+    for (const auto& r : stats->history) history.push_back(checkpointJson(r));
     json restored = nullptr;
     if (const auto& r = stats->latestRestored)
       restored = {{"id", r->id}, {"restore_timestamp", r->timestampMillis}, {"is_savepoint", r->savepoint},
@@ -764,9 +761,9 @@ class RestServer::Impl {
               {"processed_data", figures(zeros)},
               {"persisted_data", figures(summary.persistedData)}}},
             {"latest",
-             {{"completed", latestCompleted},
-              {"savepoint", stats->latestSavepoint ? entry(*stats->latestSavepoint) : json(nullptr)},
-              {"failed", stats->latestFailed ? entry(*stats->latestFailed) : json(nullptr)},
+             {{"completed", latest(stats->latestCompleted)},
+              {"savepoint", latest(stats->latestSavepoint)},
+              {"failed", latest(stats->latestFailed)},
               {"restored", restored}}},
             {"history", history}};
   }
@@ -956,6 +953,8 @@ class RestServer::Impl {
       // has no body (RFC 9112, 6.3), which says so before httplib reads it.
       if (!req.has_header("Content-Length") && !req.has_header("Transfer-Encoding"))
         const_cast<httplib::Request&>(req).set_header("Content-Length", "0");  // httplib's own, not const
+      // Flink's REST API is version 1 and answers under /v1/ too: routed as without it.
+      if (req.path.starts_with("/v1/")) const_cast<httplib::Request&>(req).path.erase(0, 3);
       return httplib::Server::HandlerResponse::Unhandled;
     });
     for (const auto& [path, asset] : assets()) {

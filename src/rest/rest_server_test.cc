@@ -369,6 +369,10 @@ TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
 
   auto detail = server.get("/jobs/" + jid);
   EXPECT_EQ(detail["name"], "slow job");
+  // Flink's REST API is version 1 and answers under /v1/ as well; nothing else is a version.
+  EXPECT_EQ(server.get("/v1/jobs/" + jid)["name"], "slow job");
+  EXPECT_EQ(server.get("/v1/overview")["jobs-running"], 1);
+  server.get("/v2/overview", 404);
   EXPECT_EQ(detail["state"], "RUNNING");
   ASSERT_EQ(detail["vertices"].size(), 3u);
   EXPECT_EQ(detail["vertices"][0]["name"], "Source: numbers");
@@ -418,8 +422,8 @@ TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
   EXPECT_NE(prometheus->body.find("weir_task_numRecordsIn{job_id=\"" + jid + "\""), std::string::npos);
   EXPECT_NE(prometheus->body.find("weir_task_backPressuredTimeMsPerSecond"), std::string::npos);
 
-  // PATCH cancels.
-  auto r = server.client->Patch("/jobs/" + jid + "?mode=cancel");
+  // PATCH cancels (here under /v1/).
+  auto r = server.client->Patch("/v1/jobs/" + jid + "?mode=cancel");
   ASSERT_TRUE(r);
   EXPECT_EQ(r->status, 202);
   EXPECT_EQ(job.wait().status, JobStatus::CANCELED);
