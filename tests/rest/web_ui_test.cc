@@ -116,6 +116,29 @@ TEST(WebUi, DrawsEveryVertexAndShowsTheBackPressureOfTheSlowSinksInput) {
   job.wait();
 }
 
+// An address naming a job the server does not know says so; it used to show another
+// job in its place, silently.
+TEST(WebUi, AnUnknownJobInTheAddressIsSaidSoNotReplacedByAnother) {
+  WEIR_REQUIRE_CHROMIUM();
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(test::restOnAnyPort());
+  auto job = testing::startSlowJob(env, "known job");
+  const std::string unknown(32, 'f');
+  std::string dom = runChromium(job.getWebInterfaceURL() + "/#" + unknown, "--dump-dom");
+  ASSERT_FALSE(dom.empty()) << "chromium printed nothing";
+  EXPECT_NE(dom.find(R"(<p id="no-job" class="muted">This server has no job )" + unknown +
+                     "; its jobs are listed above.</p>"),
+            std::string::npos)
+      << dom.substr(0, 3000);
+  EXPECT_NE(dom.find(R"(<div id="job-view" hidden="">)"), std::string::npos) << "another job is shown";
+  EXPECT_NE(dom.find("data-jid=\"" + job.getJobID() + "\""), std::string::npos) << "the known job is not listed";
+  // Without a job in the address, the running job is shown.
+  dom = runChromium(job.getWebInterfaceURL() + "/", "--dump-dom");
+  EXPECT_NE(dom.find(R"(<p id="no-job" class="muted" hidden="">)"), std::string::npos);
+  EXPECT_NE(dom.find(R"(id="job-name">known job<)"), std::string::npos) << dom.substr(0, 3000);
+  job.cancel();
+  job.wait();
+}
+
 TEST(WebUi, AClickedOperatorShowsTheMetricsItsFunctionsRegistered) {
   WEIR_REQUIRE_CHROMIUM();
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(test::restOnAnyPort());
