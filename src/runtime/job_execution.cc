@@ -328,10 +328,10 @@ void JobExecution::run(Attempt& attempt, StreamTask& task) {
     // A source reads once every task is open (its state restored), as Flink triggers
     // checkpoints once every task runs: it does not run ahead of a checkpoint that could
     // not complete yet, so a restart replays no more than it must. Mail (a checkpoint
-    // trigger, a cancel) runs meanwhile.
+    // trigger, a cancel) runs meanwhile; the last task to open, and each mail, wake it.
     while (task.source && attempt.opened.load() < tasks) {
       task.mailbox.runPending();
-      task.signal.waitUntil(std::chrono::steady_clock::now() + std::chrono::milliseconds(10));
+      task.signal.wait();
     }
     if (task.source) task.runSource();
     else task.runInputs();
