@@ -1,15 +1,20 @@
 // The metrics a connector or user function reports, by Flink's names:
 // getRuntimeContext().getMetricGroup().counter("events"), .gauge("queued", fn),
-// .addGroup("topic", "clicks"), and the fixed ones such as
-// getMetricGroup().getIOMetricGroup().getNumBytesInCounter().
+// .histogram("latencyMs"), .meter("eventsPerSecond"), .addGroup("topic", "clicks"), and
+// the fixed ones such as getMetricGroup().getIOMetricGroup().getNumBytesInCounter().
 #pragma once
 
 #include <atomic>
+#include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "weir/histogram.h"
+#include "weir/meter.h"
 
 namespace weir {
 
@@ -39,7 +44,8 @@ class Counter {
 // Unlike Flink, weir calls a gauge's function on the subtask's own thread (once per
 // metrics interval, and once more before the operator closes), never concurrently with
 // the operator: it may read the operator's members without locks. Readers see the value
-// of the last call.
+// of the last call; meters and histograms are summed up on the same thread at the same
+// times.
 class MetricGroup {
  public:
   MetricGroup() = default;  // not attached to a subtask: its metrics are shown nowhere
@@ -48,12 +54,20 @@ class MetricGroup {
 
   // The counter of this name in this group, made on first use (a second call with the
   // name returns the same counter). Throws weir::Error (kInvalidArgument) for an empty
-  // name or one a gauge of this group has.
+  // name or one another kind of metric of this group has (so do the calls below).
   Counter counter(const std::string& name) const;
   // Registers `value` as the gauge of this name; a second registration replaces the
   // function. A value that is not a number (NaN) is not shown. A function that throws
   // is reported once on stderr and shows no value until it returns one again.
   void gauge(const std::string& name, std::function<double()> value) const;
+  // The histogram of this name, made on first use, keeping the last `windowSize` values
+  // (Flink's DescriptiveStatisticsHistogram(windowSize)); a second call returns the first
+  // one. Shown as <name>_min, _max, _mean, _median, _stddev, _p75 … _p999 once it has a
+  // value.
+  Histogram histogram(const std::string& name, size_t windowSize = 1000) const;
+  // The meter of this name, made on first use: events per second over `timeSpan`
+  // (Flink's MeterView(timeSpanInSeconds)); a second call returns the first one.
+  Meter meter(const std::string& name, std::chrono::seconds timeSpan = std::chrono::seconds(60)) const;
   // A subgroup: "<this>.<name>".
   MetricGroup addGroup(const std::string& name) const;
   // A key-value subgroup: "<this>.<key>.<value>"; /metrics makes it a label key="value".

@@ -17,6 +17,10 @@ struct RestOptions {
   // How often per-second rates (records/s, busy / idle / back-pressured ms per second)
   // are recomputed (default 1 s).
   std::chrono::milliseconds metricsInterval{1000};
+  // Folder where what the REST API answers for a job is archived when the job ends
+  // (finished, cancelled or failed), for `weir history` (Flink's
+  // jobmanager.archive.fs.dir). Empty (default): not archived. Needs `enabled`.
+  std::string archiveDir;
 };
 
 }  // namespace weir

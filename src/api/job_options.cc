@@ -57,6 +57,7 @@ const std::vector<Key>& allKeys() {
       {"rest.bind-address", {}, Type::kString, "--rest-address"},
       {"rest.address", {}, Type::kString, ""},
       {"weir.rest.enabled", {}, Type::kBool, "--no-rest"},
+      {"jobmanager.archive.fs.dir", {}, Type::kString, "--archive-dir"},
       {"state.backend.type", {"state.backend"}, Type::kEnum, "--state-backend", 0, 0, 0, 0, {"HASHMAP", "ROCKSDB", "HEAP"}},
       {"state.backend.incremental", {"execution.checkpointing.incremental"}, Type::kBool, "--incremental-checkpoints"},
       {"state.backend.rocksdb.localdir", {}, Type::kString, "--rocksdb-local-dir"},
@@ -267,6 +268,8 @@ struct JobOptions::Impl {
     bind("--rest-port", "rest.port", "Port of the REST API and Web UI (default 8081; 0: any free port)");
     bind("--rest-address", "rest.bind-address", "Address the REST API listens on (default 127.0.0.1)");
     bindFlag("--no-rest", "weir.rest.enabled", "false", "Do not serve the REST API and Web UI");
+    bind("--archive-dir", "jobmanager.archive.fs.dir",
+         "Folder to archive the job's REST answers in when it ends, for `weir history`");
     bind("--state-backend", "state.backend.type", "Where keyed state lives: hashmap (default; also heap) or rocksdb");
     bind("--rocksdb-local-dir", "state.backend.rocksdb.localdir",
          "Folder for RocksDB's files (default $TMPDIR or /tmp); each job makes its own folder in it");
@@ -709,6 +712,7 @@ void JobOptions::applyTo(StreamExecutionEnvironment& env) const {
   rest.enabled = o.boolean("weir.rest.enabled").value_or(true);
   if (auto v = o.integer("rest.port")) rest.port = static_cast<int>(*v);
   if (auto v = o.text("rest.bind-address")) rest.address = *v;
+  if (auto v = o.text("jobmanager.archive.fs.dir")) rest.archiveDir = *v;
   env.setRestOptions(rest);
 
   if (o.rocksdb()) {

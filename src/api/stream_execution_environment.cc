@@ -120,6 +120,9 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setRestOptions(RestOptio
     throw Error(ErrorCode::kInvalidArgument, "REST port must be between 0 and 65535, got " + std::to_string(options.port));
   if (options.enabled && options.metricsInterval.count() <= 0)
     throw Error(ErrorCode::kInvalidArgument, "REST metrics interval must be positive");
+  if (!options.enabled && !options.archiveDir.empty())
+    throw Error(ErrorCode::kInvalidArgument,
+                "an archive folder (" + options.archiveDir + ") needs the REST API on: the archive is what it answers");
   rest_ = std::move(options);
   return *this;
 }
@@ -132,7 +135,7 @@ JobClient StreamExecutionEnvironment::executeAsync(const std::string& jobName) {
     auto& server = rest::RestServer::forOptions(rest_);
     job->setWebInterfaceUrl(server.url());
     job->launch();
-    server.addJob(job);
+    server.addJob(job, rest_.archiveDir);
   } else {
     job->launch();
   }

@@ -1,14 +1,15 @@
 // One figure of the checkpoints (a size, a duration) summed up as Flink's REST API shows
 // it: the smallest, largest and average over every value, and percentiles over the last
-// 10,000 (Flink's StatsSummary over a DescriptiveStatisticsHistogram).
+// 10,000 (Flink's StatsSummary over a DescriptiveStatisticsHistogram, the window
+// user histograms keep).
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
-#include <vector>
+
+#include "weir/detail/core/histogram_window.h"
+#include "weir/histogram.h"
 
 namespace weir::checkpoint {
 
@@ -29,46 +30,28 @@ class StatsSummary {
     max_ = count_ == 0 ? value : std::max(max_, value);
     sum_ += value;
     ++count_;
-    if (window_.size() < kWindow) window_.push_back(value);
-    else window_[next_] = value;
-    next_ = (next_ + 1) % kWindow;
+    window_.add(value);
   }
 
   Snapshot snapshot() const {
-    std::vector<int64_t> sorted = window_;
-    std::sort(sorted.begin(), sorted.end());
+    const HistogramStatistics window(window_.values());
     Snapshot s;
     if (count_ > 0) {
       s.min = min_;
       s.max = max_;
       s.avg = sum_ / count_;  // integer division, as Flink's
     }
-    s.p50 = quantile(sorted, 0.5);
-    s.p90 = quantile(sorted, 0.9);
-    s.p95 = quantile(sorted, 0.95);
-    s.p99 = quantile(sorted, 0.99);
-    s.p999 = quantile(sorted, 0.999);
+    s.p50 = window.getQuantile(0.5);
+    s.p90 = window.getQuantile(0.9);
+    s.p95 = window.getQuantile(0.95);
+    s.p99 = window.getQuantile(0.99);
+    s.p999 = window.getQuantile(0.999);
     return s;
-  }
-
-  // Commons Math's Percentile (the LEGACY estimation Flink uses) over sorted values:
-  // the position q * (n + 1), interpolated between its neighbours.
-  static double quantile(const std::vector<int64_t>& sorted, double q) {
-    const size_t n = sorted.size();
-    if (n == 0) return std::numeric_limits<double>::quiet_NaN();
-    const double pos = q * static_cast<double>(n + 1);
-    if (pos < 1) return static_cast<double>(sorted.front());
-    if (pos >= static_cast<double>(n)) return static_cast<double>(sorted.back());
-    const double floor = std::floor(pos);
-    const auto lower = static_cast<double>(sorted[static_cast<size_t>(floor) - 1]);
-    const auto upper = static_cast<double>(sorted[static_cast<size_t>(floor)]);
-    return lower + (pos - floor) * (upper - lower);
   }
 
  private:
   int64_t min_ = 0, max_ = 0, sum_ = 0, count_ = 0;
-  std::vector<int64_t> window_;  // the last kWindow values, a ring
-  size_t next_ = 0;
+  detail::HistogramWindow window_{kWindow};
 };
 
 }  // namespace weir::checkpoint

@@ -4,6 +4,7 @@
 // that cannot start (bad option, missing input). Errors are one line on stderr.
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -16,6 +17,7 @@
 
 #include "cli/checkpoint_commands.h"
 #include "cli/examples.h"
+#include "cli/history_command.h"
 #include "cli/interrupt.h"
 #include "cli/rest_commands.h"
 #include "cli/transaction_commands.h"
@@ -91,12 +93,13 @@ int run(int argc, char** argv) {
                                            weir::cli::redisClickCountExample(), weir::cli::redisEnrichExample()};
 
   // Unknown commands and examples get a message that lists the known ones.
-  const std::vector<std::string> commands{"run",       "list",       "status",      "cancel",
-                                          "stop",      "savepoint",  "checkpoint",  "transactions"};
-  if (argc >= 2 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end())
-    return usageError(std::string("unknown command '") + argv[1] +
-                      "'; the commands are: run, list, status, cancel, stop, savepoint, checkpoint, transactions "
-                      "(see weir --help)");
+  const std::vector<std::string> commands{"run",       "list",       "status",       "cancel", "stop",
+                                          "savepoint", "checkpoint", "transactions", "history"};
+  if (argc >= 2 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
+    std::string known;
+    for (const auto& c : commands) known += (known.empty() ? "" : ", ") + c;
+    return usageError(std::string("unknown command '") + argv[1] + "'; the commands are: " + known + " (see weir --help)");
+  }
   if (argc >= 3 && std::strcmp(argv[1], "run") == 0 && argv[2][0] != '-') {
     bool known = false;
     for (auto& e : examples) known = known || e.name == argv[2];
@@ -271,6 +274,26 @@ int run(int argc, char** argv) {
         return 2;
       }
       return weir::cli::resolvePostgresTransactions(transactionsPostgres, transactionArgs, transactionsPrefix, true);
+    };
+  });
+
+  // `weir history`: the archives of ended jobs (Flink's HistoryServer, its option names).
+  std::string historyFolder, historyAddress = "127.0.0.1";
+  int historyPort = 8082;
+  int historyRefresh = 10000;
+  auto* history = app.add_subcommand(
+      "history", "Serve the archives of ended jobs (--archive-dir of weir run) with the REST API and Web UI");
+  history->add_option("--archive-dir", historyFolder, "The folder jobs were archived to (jobmanager.archive.fs.dir)")
+      ->required();
+  history->add_option("--port", historyPort, "Port to listen on (default 8082; 0: any free port)")
+      ->check(CLI::Range(0, 65535));
+  history->add_option("--address", historyAddress, "Address to listen on (default 127.0.0.1)");
+  history->add_option("--refresh-interval", historyRefresh, "Milliseconds between reads of the folder (default 10000)")
+      ->check(CLI::Range(1, 86400000));
+  history->callback([&] {
+    control = [&] {
+      return weir::cli::serveHistory(historyFolder, historyAddress, historyPort,
+                                     std::chrono::milliseconds(historyRefresh));
     };
   });
 

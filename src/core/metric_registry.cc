@@ -31,6 +31,21 @@ void MetricGroup::gauge(const std::string& name, std::function<double()> value) 
   if (registry_ != nullptr) registry_->gauge(operator_, groups_, name, std::move(value));
 }
 
+Histogram MetricGroup::histogram(const std::string& name, size_t windowSize) const {
+  checkName(name, "histogram");
+  if (windowSize == 0) throw invalidName("histogram '" + getMetricIdentifier(name) + "' needs a window of 1 value or more");
+  if (registry_ == nullptr) return Histogram();
+  return Histogram(registry_->histogram(operator_, groups_, name, windowSize));
+}
+
+Meter MetricGroup::meter(const std::string& name, std::chrono::seconds timeSpan) const {
+  checkName(name, "meter");
+  if (timeSpan < std::chrono::seconds(1))
+    throw invalidName("meter '" + getMetricIdentifier(name) + "' needs a time span of 1 second or more");
+  if (registry_ == nullptr) return Meter();
+  return Meter(registry_->meter(operator_, groups_, name, timeSpan));
+}
+
 MetricGroup MetricGroup::addGroup(const std::string& name) const {
   checkName(name, "group");
   MetricGroup g = *this;
@@ -47,12 +62,14 @@ MetricGroup MetricGroup::addGroup(const std::string& key, const std::string& val
 }
 
 std::string MetricGroup::getMetricIdentifier(const std::string& name) const {
-  return detail::MetricValue{operator_, groups_, name}.identifier();
+  return detail::metricIdentifier(operator_, groups_, name);
 }
 
 namespace detail {
 
-std::string MetricValue::identifier() const {
+std::string MetricValue::identifier() const { return metricIdentifier(operatorName, groups, name); }
+
+std::string metricIdentifier(const std::string& operatorName, const MetricGroups& groups, const std::string& name) {
   std::string id = operatorName;
   for (const auto& [key, value] : groups) {
     id += (id.empty() ? "" : ".") + key;
@@ -61,89 +78,150 @@ std::string MetricValue::identifier() const {
   return id + (id.empty() ? "" : ".") + name;
 }
 
-MetricRegistry::Entry* MetricRegistry::find(const std::string& operatorName, const MetricGroups& groups,
-                                            const std::string& name) {
-  for (Entry& e : entries_)
-    if (e.name == name && e.operatorName == operatorName && e.groups == groups) return &e;
-  return nullptr;
+namespace {
+
+const char* kindName(MetricKind kind) {
+  switch (kind) {
+    case MetricKind::kCounter: return "counter";
+    case MetricKind::kGauge: return "gauge";
+    case MetricKind::kMeter: return "meter";
+    case MetricKind::kHistogram: return "histogram";
+  }
+  return "metric";
+}
+
+HistogramFigures figuresOf(const HistogramWindow& window) {
+  const HistogramStatistics statistics(window.values());
+  HistogramFigures f;
+  f.count = window.count();
+  f.sum = window.sum();
+  f.min = static_cast<double>(statistics.getMin());
+  f.max = static_cast<double>(statistics.getMax());
+  f.mean = statistics.getMean();
+  f.stddev = statistics.getStdDev();
+  f.p50 = statistics.getQuantile(0.5);
+  f.p75 = statistics.getQuantile(0.75);
+  f.p90 = statistics.getQuantile(0.9);
+  f.p95 = statistics.getQuantile(0.95);
+  f.p98 = statistics.getQuantile(0.98);
+  f.p99 = statistics.getQuantile(0.99);
+  f.p999 = statistics.getQuantile(0.999);
+  return f;
+}
+
+}  // namespace
+
+MetricRegistry::Entry& MetricRegistry::entry(const std::string& operatorName, const MetricGroups& groups,
+                                             const std::string& name, MetricKind kind) {
+  for (Entry& e : entries_) {
+    if (e.name != name || e.operatorName != operatorName || e.groups != groups) continue;
+    if (e.kind != kind)
+      throw invalidName("'" + metricIdentifier(operatorName, groups, name) + "' is a " + kindName(e.kind) +
+                        " already; a " + kindName(kind) + " needs another name");
+    return e;
+  }
+  Entry& e = entries_.emplace_back();
+  e.operatorName = operatorName;
+  e.groups = groups;
+  e.name = name;
+  e.kind = kind;
+  if (kind != MetricKind::kCounter) needsUpdates_.store(true, std::memory_order_relaxed);
+  return e;
 }
 
 std::atomic<uint64_t>* MetricRegistry::counter(const std::string& operatorName, const MetricGroups& groups,
                                                const std::string& name) {
   std::lock_guard lock(mutex_);
-  Entry* e = find(operatorName, groups, name);
-  if (e == nullptr) {
-    e = &entries_.emplace_back();
-    e->operatorName = operatorName;
-    e->groups = groups;
-    e->name = name;
-    e->counter = true;
-    e->hasValue.store(true);
-  } else if (!e->counter) {
-    throw invalidName("'" + MetricValue{operatorName, groups, name}.identifier() +
-                      "' is a gauge already; a counter needs another name");
-  }
-  return &e->count;
+  Entry& e = entry(operatorName, groups, name, MetricKind::kCounter);
+  e.hasValue.store(true);
+  return &e.count;
 }
 
 void MetricRegistry::gauge(const std::string& operatorName, const MetricGroups& groups, const std::string& name,
                            std::function<double()> value) {
   std::lock_guard lock(mutex_);
-  Entry* e = find(operatorName, groups, name);
-  if (e != nullptr && e->counter)
-    throw invalidName("'" + MetricValue{operatorName, groups, name}.identifier() +
-                      "' is a counter already; a gauge needs another name");
-  if (e == nullptr) {
-    e = &entries_.emplace_back();
-    e->operatorName = operatorName;
-    e->groups = groups;
-    e->name = name;
-  }
-  e->read = frozen_ ? nullptr : std::move(value);
-  e->failing = false;
-  hasGauges_.store(true, std::memory_order_relaxed);
+  Entry& e = entry(operatorName, groups, name, MetricKind::kGauge);
+  e.read = frozen_ ? nullptr : std::move(value);
+  e.failing = false;
 }
 
-void MetricRegistry::updateGauges() {
-  if (!frozen_) readGauges();
+HistogramWindow* MetricRegistry::histogram(const std::string& operatorName, const MetricGroups& groups,
+                                           const std::string& name, size_t windowSize) {
+  std::lock_guard lock(mutex_);
+  Entry& e = entry(operatorName, groups, name, MetricKind::kHistogram);
+  if (!e.window) e.window = std::make_unique<HistogramWindow>(windowSize);
+  return e.window.get();
 }
 
-void MetricRegistry::readGauges() {
-  if (!hasGauges()) return;
-  std::vector<Entry*> gauges;
+MeterWindow* MetricRegistry::meter(const std::string& operatorName, const MetricGroups& groups,
+                                   const std::string& name, std::chrono::seconds timeSpan) {
+  std::lock_guard lock(mutex_);
+  Entry& e = entry(operatorName, groups, name, MetricKind::kMeter);
+  if (!e.meter) e.meter = std::make_unique<MeterWindow>(timeSpan, MeterWindow::Clock::now());
+  return e.meter.get();
+}
+
+void MetricRegistry::update(MeterWindow::Clock::time_point now) {
+  if (!frozen_) read(now);
+}
+
+void MetricRegistry::read(MeterWindow::Clock::time_point now) {
+  if (!needsUpdates()) return;
+  std::vector<Entry*> updated;
   {
     std::lock_guard lock(mutex_);
     for (Entry& e : entries_)
-      if (e.read) gauges.push_back(&e);
+      if (e.kind != MetricKind::kCounter) updated.push_back(&e);
   }
-  // Outside the lock: a gauge's function may register metrics, even its own again (so a
-  // copy is called).
-  for (Entry* e : gauges) {
-    const std::function<double()> read = e->read;
-    std::string failure;
-    try {
-      const double v = read();
-      e->failing = false;
-      if (!std::isnan(v)) e->last.store(v, std::memory_order_relaxed);
-      e->hasValue.store(!std::isnan(v), std::memory_order_release);
-      continue;
-    } catch (const std::exception& ex) {
-      failure = ex.what();
-    } catch (...) {
-      failure = "an exception that is not a std::exception";
+  // Outside the lock: a gauge's function may register metrics, even its own again.
+  for (Entry* e : updated) {
+    switch (e->kind) {
+      case MetricKind::kGauge:
+        if (e->read) readGauge(*e);
+        break;
+      case MetricKind::kMeter:
+        e->last.store(e->meter->rate(now), std::memory_order_relaxed);
+        e->hasValue.store(true, std::memory_order_release);
+        break;
+      case MetricKind::kHistogram:
+        if (e->window->count() > 0) {
+          HistogramFigures figures = figuresOf(*e->window);
+          std::lock_guard lock(mutex_);
+          e->figures = figures;
+          e->hasValue.store(true, std::memory_order_release);
+        }
+        break;
+      case MetricKind::kCounter:
+        break;
     }
-    if (!e->failing)
-      std::fprintf(stderr, "weir: gauge '%s' failed: %s; it shows no value until it returns one\n",
-                   MetricValue{e->operatorName, e->groups, e->name}.identifier().c_str(), failure.c_str());
-    e->failing = true;
-    e->hasValue.store(false, std::memory_order_release);
   }
+}
+
+void MetricRegistry::readGauge(Entry& e) {
+  const std::function<double()> read = e.read;  // a copy: the function may register itself again
+  std::string failure;
+  try {
+    const double v = read();
+    e.failing = false;
+    if (!std::isnan(v)) e.last.store(v, std::memory_order_relaxed);
+    e.hasValue.store(!std::isnan(v), std::memory_order_release);
+    return;
+  } catch (const std::exception& ex) {
+    failure = ex.what();
+  } catch (...) {
+    failure = "an exception that is not a std::exception";
+  }
+  if (!e.failing)
+    std::fprintf(stderr, "weir: gauge '%s' failed: %s; it shows no value until it returns one\n",
+                 metricIdentifier(e.operatorName, e.groups, e.name).c_str(), failure.c_str());
+  e.failing = true;
+  e.hasValue.store(false, std::memory_order_release);
 }
 
 void MetricRegistry::freeze(bool lastRead) {
   if (frozen_) return;
   frozen_ = true;
-  if (lastRead) readGauges();
+  if (lastRead) read(MeterWindow::Clock::now());
   std::lock_guard lock(mutex_);
   for (Entry& e : entries_) e.read = nullptr;
 }
@@ -161,9 +239,10 @@ std::vector<MetricValue> MetricRegistry::values() const {
   out.reserve(entries_.size());
   for (const Entry& e : entries_) {
     if (!e.hasValue.load(std::memory_order_acquire)) continue;
-    out.push_back({e.operatorName, e.groups, e.name, e.counter,
-                   e.counter ? static_cast<double>(e.count.load(std::memory_order_relaxed))
-                             : e.last.load(std::memory_order_relaxed)});
+    out.push_back({e.operatorName, e.groups, e.name, e.kind,
+                   e.kind == MetricKind::kCounter ? static_cast<double>(e.count.load(std::memory_order_relaxed))
+                                                  : e.last.load(std::memory_order_relaxed),
+                   e.figures});
   }
   return out;
 }

@@ -8,6 +8,7 @@
 #include <prometheus/check_names.h>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
+#include <prometheus/metric_family.h>
 #include <prometheus/registry.h>
 #include <prometheus/text_serializer.h>
 
@@ -19,17 +20,21 @@
 #include <deque>
 #include <fstream>
 #include <future>
+#include <initializer_list>
 #include <iterator>
 #include <map>
 #include <mutex>
 #include <optional>
 #include <random>
+#include <regex>
+#include <set>
 #include <sstream>
 #include <nlohmann/json.hpp>
 #include <thread>
 
 #include "core/thread_name.h"
 #include "rest/assets.h"
+#include "rest/job_archive.h"
 #include "rest/metrics_sampler.h"
 
 namespace weir::rest {
@@ -157,6 +162,12 @@ class RestServer::Impl {
 
   ~Impl() {
     {
+      // A job ending now archives nothing more; archives in progress complete first.
+      std::unique_lock gate(gate_->mutex);
+      gate_->server = nullptr;
+      gate_->done.wait(gate, [&] { return gate_->active == 0; });
+    }
+    {
       // The process ends: whoever stopped a job with a savepoint gets to read where it went.
       std::unique_lock lock(mutex_);
       cv_.wait_for(lock, kStopResultGrace, [&] {
@@ -171,21 +182,45 @@ class RestServer::Impl {
     if (sampler_.joinable()) sampler_.join();
   }
 
-  void addJob(const std::shared_ptr<JobExecution>& job) {
-    std::lock_guard lock(mutex_);
-    jobs_.push_back(std::make_unique<Entry>(Entry{job, nullptr, {}, false}));
-    jobs_.back()->sampler.update(*job);
-    // Forget the oldest ended jobs beyond the limit.
-    size_t ended = 0;
-    for (auto& e : jobs_) ended += e->ended ? 1 : 0;
-    for (auto it = jobs_.begin(); ended > kMaxEndedJobs && it != jobs_.end();) {
-      if ((*it)->ended) {
-        it = jobs_.erase(it);
-        --ended;
-      } else {
-        ++it;
-      }
+  void addJob(const std::shared_ptr<JobExecution>& job, const std::string& archiveFolder) {
+    {
+      std::lock_guard lock(mutex_);
+      auto entry = std::make_unique<Entry>();
+      entry->handle = job;
+      entry->jobId = job->jobId();
+      entry->sampler.update(*job);
+      jobs_.push_back(std::move(entry));
+      forgetOldJobs();
     }
+    if (archiveFolder.empty()) return;
+    // Outside the lock: a job that has ended already is archived right here.
+    job->onEnd([gate = gate_, archiveFolder](JobExecution& ended) {
+      Impl* server = nullptr;
+      {
+        std::lock_guard lock(gate->mutex);
+        if (gate->server == nullptr) return;
+        server = gate->server;
+        ++gate->active;
+      }
+      // Not under the gate's lock: archiving this job may end another (by dropping its
+      // last owner), whose archive must not wait for this one's.
+      server->archive(ended, archiveFolder);
+      std::lock_guard lock(gate->mutex);
+      if (--gate->active == 0) gate->done.notify_all();
+    });
+  }
+
+  // Serves the archives in `folder` beside the jobs of this process (`weir history`).
+  void serveArchives(const std::string& folder, std::chrono::milliseconds refresh) {
+    auto archives = std::make_shared<ArchiveFolder>(folder);
+    std::lock_guard lock(mutex_);
+    archives_ = std::move(archives);
+    archiveRefresh_ = refresh;
+  }
+
+  size_t archivedJobs() const {
+    std::lock_guard lock(mutex_);
+    return archives_ ? archives_->size() : 0;
   }
 
   int port() const { return port_; }
@@ -196,10 +231,27 @@ class RestServer::Impl {
   // cancels the job, and its entry then goes away.
   struct Entry {
     std::weak_ptr<JobExecution> handle;
-    std::shared_ptr<JobExecution> job;  // locked from `handle` while a request or sample runs
+    std::string jobId;
+    std::shared_ptr<JobExecution> job;     // locked from `handle` while a request or sample runs
+    std::shared_ptr<JobExecution> pinned;  // while the job is archived: it may have no owner left
     MetricsSampler sampler;
-    bool ended;  // sampled once more after the job ended, then left alone
+    bool ended = false;  // sampled once more after the job ended, then left alone
   };
+
+  // Forget the oldest ended jobs beyond the limit. Under mutex_.
+  void forgetOldJobs() {
+    size_t ended = 0;
+    for (auto& e : jobs_) ended += e->ended ? 1 : 0;
+    for (auto it = jobs_.begin(); ended > kMaxEndedJobs && it != jobs_.end();) {
+      if ((*it)->ended && !(*it)->pinned) {
+        it = jobs_.erase(it);
+        --ended;
+      } else {
+        ++it;
+      }
+    }
+  }
+
   // A savepoint asked for through the API. Kept apart from the job's entry: a job
   // stopped with a savepoint may be gone before its requester asks how it went.
   struct SavepointTrigger {
@@ -289,7 +341,7 @@ class RestServer::Impl {
   // Locks every entry's job for the current request; forgets jobs that are gone.
   void lockJobs() {
     for (auto it = jobs_.begin(); it != jobs_.end();) {
-      (*it)->job = (*it)->handle.lock();
+      (*it)->job = (*it)->pinned ? (*it)->pinned : (*it)->handle.lock();
       if ((*it)->job) ++it;
       else it = jobs_.erase(it);
     }
@@ -301,7 +353,11 @@ class RestServer::Impl {
   void sampleLoop() {
     std::unique_lock lock(mutex_);
     while (!cv_.wait_for(lock, options_.metricsInterval, [&] { return stopping_; })) {
+      // Released after the lock: dropping a job's last owner ends it, and a job that
+      // ends takes this lock to be archived.
+      std::vector<std::shared_ptr<JobExecution>> keep;
       lockJobs();
+      for (auto& e : jobs_) keep.push_back(e->job);
       for (auto& e : jobs_) {
         if (e->ended) continue;
         bool running = e->job->endTimeMillis() < 0;
@@ -312,6 +368,17 @@ class RestServer::Impl {
         }
       }
       unlockJobs();
+      const auto now = std::chrono::steady_clock::now();
+      if (archives_ && now - archivesRead_ >= archiveRefresh_) {
+        auto archives = archives_;
+        lock.unlock();
+        archives->refresh();
+        lock.lock();
+        archivesRead_ = now;
+      }
+      lock.unlock();
+      keep.clear();
+      lock.lock();
     }
   }
 
@@ -504,6 +571,21 @@ class RestServer::Impl {
     return nowMillis() - watermark;
   }
 
+  // One operator metric as Flink's REST API shows it: a histogram as its figures, each
+  // under the metric's id and a suffix; any other as its value.
+  static void addOperatorMetric(std::map<std::string, double>& m, const std::string& id,
+                                const detail::MetricValue& metric) {
+    if (metric.kind != detail::MetricKind::kHistogram) {
+      m[id] = metric.value;
+      return;
+    }
+    const auto& h = metric.histogram;
+    for (const auto& [suffix, value] : {std::pair{"_min", h.min}, {"_max", h.max}, {"_mean", h.mean}, {"_median", h.p50},
+                                        {"_stddev", h.stddev}, {"_p75", h.p75}, {"_p90", h.p90}, {"_p95", h.p95},
+                                        {"_p98", h.p98}, {"_p99", h.p99}, {"_p999", h.p999}})
+      m[id + suffix] = value;
+  }
+
   // Per-subtask metrics of a vertex, by Flink's names.
   std::map<std::string, double> vertexMetrics(const Entry& e, size_t v) const {
     std::map<std::string, double> m;
@@ -521,7 +603,7 @@ class RestServer::Impl {
         if (auto lag = watermarkLag(e, v, latest[v][s])) m[p + "watermarkLag"] = static_cast<double>(*lag);
         m[p + "numBytesIn"] = static_cast<double>(latest[v][s].numBytesIn);
         m[p + "numBytesOut"] = static_cast<double>(latest[v][s].numBytesOut);
-        for (const auto& metric : latest[v][s].operatorMetrics) m[p + metric.identifier()] = metric.value;
+        for (const auto& metric : latest[v][s].operatorMetrics) addOperatorMetric(m, p + metric.identifier(), metric);
       }
     }
     if (v < rates.size()) {
@@ -770,11 +852,14 @@ class RestServer::Impl {
 
   // What operators registered (MetricGroup), as Flink's Prometheus reporter names them:
   // weir_taskmanager_job_task_operator_<groups>_<name>, a key-value group a label; a
-  // counter's name ends in _total.
+  // counter is a counter whose name ends in _total, a meter a gauge of its rate, and a
+  // histogram a summary of its quantiles.
   struct OperatorMetricFamilies {
     prometheus::Registry& registry;
     std::map<std::string, prometheus::Family<prometheus::Counter>*> counters{};
     std::map<std::string, prometheus::Family<prometheus::Gauge>*> gauges{};
+    std::map<std::string, prometheus::MetricFamily> summaries{};  // not in `registry`: see families()
+    std::set<std::string> sampleNames{};  // every name a family above writes its samples under
 
     // Prometheus allows [a-zA-Z0-9_:] in names (not a digit first), [a-zA-Z0-9_] in labels.
     static std::string sanitize(const std::string& s, bool label) {
@@ -784,8 +869,13 @@ class RestServer::Impl {
       return out;
     }
 
-    // Adds one metric; one that cannot be named as Prometheus wants is left out, not the
-    // whole page.
+    // Whether a new family of this name may write samples under `names`.
+    bool free(std::initializer_list<std::string> names) const {
+      return std::none_of(names.begin(), names.end(), [&](const std::string& n) { return sampleNames.count(n) > 0; });
+    }
+
+    // Adds one metric; one that cannot be named as Prometheus wants, or whose name another
+    // kind of metric has, is left out, not the whole page.
     void add(std::map<std::string, std::string> labels, const detail::MetricValue& metric) {
       std::string name = "weir_taskmanager_job_task_operator";
       for (const auto& [key, value] : metric.groups) {
@@ -793,28 +883,66 @@ class RestServer::Impl {
         if (value.empty()) continue;
         // A key that is not a label name, is reserved (__*) or is one of ours gets a prefix.
         std::string labelName = sanitize(key, true);
-        if (!prometheus::CheckLabelName(labelName) || labels.count(labelName) || labelName == "operator_name")
+        if (!prometheus::CheckLabelName(labelName) || labels.count(labelName) || labelName == "operator_name" ||
+            labelName == "quantile")
           labelName = "group_" + labelName;
         labels[labelName] = label(value);
       }
       name += "_" + sanitize(metric.name, false);
-      if (metric.counter) name += "_total";  // Prometheus's suffix for counters (promtool asks for it)
+      if (metric.kind == detail::MetricKind::kCounter) name += "_total";  // Prometheus's suffix (promtool asks for it)
       labels["operator_name"] = label(metric.operatorName);
-      if (!prometheus::CheckMetricName(name) || (metric.counter ? gauges.count(name) : counters.count(name))) return;
+      if (!prometheus::CheckMetricName(name)) return;
       const std::string help = "Operator metric " + metric.name;
       try {
-        if (metric.counter) {
-          auto& family = counters[name];
-          if (family == nullptr) family = &prometheus::BuildCounter().Name(name).Help(help).Register(registry);
-          family->Add(labels).Increment(metric.value);
-        } else {
-          auto& family = gauges[name];
-          if (family == nullptr) family = &prometheus::BuildGauge().Name(name).Help(help).Register(registry);
-          family->Add(labels).Set(metric.value);
+        switch (metric.kind) {
+          case detail::MetricKind::kCounter: {
+            auto family = counters.find(name);
+            if (family == counters.end()) {
+              if (!free({name})) return;
+              family = counters.emplace(name, &prometheus::BuildCounter().Name(name).Help(help).Register(registry)).first;
+              sampleNames.insert(name);
+            }
+            family->second->Add(labels).Increment(metric.value);
+            return;
+          }
+          case detail::MetricKind::kGauge:
+          case detail::MetricKind::kMeter: {
+            auto family = gauges.find(name);
+            if (family == gauges.end()) {
+              if (!free({name})) return;
+              family = gauges.emplace(name, &prometheus::BuildGauge().Name(name).Help(help).Register(registry)).first;
+              sampleNames.insert(name);
+            }
+            family->second->Add(labels).Set(metric.value);
+            return;
+          }
+          case detail::MetricKind::kHistogram: {
+            if (!summaries.count(name)) {
+              if (!free({name, name + "_count", name + "_sum"})) return;
+              summaries[name] = {name, help, prometheus::MetricType::Summary, {}};
+              sampleNames.insert({name, name + "_count", name + "_sum"});
+            }
+            const auto& h = metric.histogram;
+            prometheus::ClientMetric m;
+            for (const auto& [key, value] : labels) m.label.push_back({key, value});
+            m.summary.sample_count = h.count;
+            m.summary.sample_sum = h.sum;
+            // Flink's reporter's quantiles.
+            m.summary.quantile = {{0.5, h.p50}, {0.75, h.p75}, {0.95, h.p95}, {0.98, h.p98}, {0.99, h.p99}, {0.999, h.p999}};
+            summaries[name].metric.push_back(std::move(m));
+            return;
+          }
         }
       } catch (const std::exception&) {
         // prometheus-cpp refused the name or the labels: this metric is not exported
       }
+    }
+
+    // Every family: the registry's and the summaries.
+    std::vector<prometheus::MetricFamily> families() const {
+      auto out = registry.Collect();
+      for (const auto& [name, family] : summaries) out.push_back(family);
+      return out;
     }
   };
 
@@ -899,7 +1027,148 @@ class RestServer::Impl {
         }
       }
     }
-    return prometheus::TextSerializer().Serialize(registry.Collect());
+    return prometheus::TextSerializer().Serialize(operatorMetrics.families());
+  }
+
+  // Registers a GET route, with HTTP and for render().
+  void get(const std::string& pattern, httplib::Server::Handler handler) {
+    getRoutes_.emplace_back(std::regex(pattern), handler);
+    http_.Get(pattern, std::move(handler));
+  }
+
+  // What GET `path` answers, by the route that answers it over HTTP; nullopt for an
+  // error. Not under mutex_ (the route takes it).
+  std::optional<std::string> render(const std::string& path, const httplib::Params& params = {}) {
+    for (const auto& [pattern, handler] : getRoutes_) {
+      httplib::Request req;
+      req.method = "GET";
+      req.path = path;
+      req.params = params;
+      if (!std::regex_match(req.path, req.matches, pattern)) continue;
+      httplib::Response res;
+      handler(req, res);
+      if (res.status != 200 && res.status != -1) return std::nullopt;
+      return res.body;
+    }
+    return std::nullopt;
+  }
+
+  Entry* entryOf(const std::string& jobId) {  // under mutex_
+    for (auto& e : jobs_)
+      if (e->jobId == jobId) return e.get();
+    return nullptr;
+  }
+
+  // The job has ended: writes what the API answers for each of its paths to
+  // <folder>/<job id> (Flink's archive), and says so on stderr, a failure too (the job's
+  // result stands). On the thread that ended the job, before its wait() returns.
+  void archive(JobExecution& job, const std::string& folder) {
+    const std::string id = job.jobId();
+    {
+      std::lock_guard lock(mutex_);
+      Entry* e = entryOf(id);
+      if (e == nullptr) {  // its last owner let go of it, and the server forgot it
+        jobs_.push_back(std::make_unique<Entry>());
+        e = jobs_.back().get();
+        e->jobId = id;
+      }
+      // Not owned here: the job may be ending because its last owner let go of it.
+      e->pinned = std::shared_ptr<JobExecution>(std::shared_ptr<JobExecution>(), &job);
+      e->sampler.update(job);  // its final figures
+      e->ended = true;
+      e->sampler.clearRates();
+    }
+    std::string written, failure;
+    try {
+      written = writeJobArchive(folder, jobArchive(id));
+    } catch (const std::exception& ex) {
+      failure = ex.what();
+    }
+    {
+      std::lock_guard lock(mutex_);
+      if (Entry* e = entryOf(id)) e->pinned.reset();
+    }
+    if (failure.empty()) std::fprintf(stderr, "weir: job %s archived to %s\n", id.c_str(), written.c_str());
+    else std::fprintf(stderr, "weir: job %s was not archived: %s\n", id.c_str(), failure.c_str());
+  }
+
+  // Every path of job `id` the Web UI and Flink's tools read, as answered now.
+  JobArchive jobArchive(const std::string& id) {
+    JobArchive archive{id, {}};
+    auto add = [&](const std::string& path) -> json {
+      auto body = render(path);
+      if (!body) return nullptr;
+      archive.answers[path] = *body;
+      return json::parse(*body, nullptr, false);
+    };
+    // A metrics path keeps every id with its value; the history answers `get` from them.
+    auto addMetrics = [&](const std::string& path) {
+      auto ids = render(path);
+      if (!ids) return;
+      std::string all;
+      for (const auto& m : json::parse(*ids, nullptr, false)) all += (all.empty() ? "" : ",") + m.value("id", "");
+      if (auto values = render(path, {{"get", all}})) archive.answers[path] = *values;
+    };
+    if (auto all = render("/jobs/overview")) {
+      const json overview = json::parse(*all, nullptr, false);
+      json mine = json::array();
+      if (overview.is_object())
+        for (const auto& j : overview.value("jobs", json::array()))
+          if (j.value("jid", "") == id) mine.push_back(j);
+      archive.answers["/jobs/overview"] = json{{"jobs", mine}}.dump(-1, ' ', false, json::error_handler_t::replace);
+    }
+    const std::string job = "/jobs/" + id;
+    const json detail = add(job);
+    for (const char* sub : {"/plan", "/exceptions", "/config", "/accumulators", "/vertices", "/checkpoints/config"})
+      add(job + sub);
+    addMetrics(job + "/metrics");
+    std::vector<std::string> vertices;
+    if (detail.is_object())
+      for (const auto& v : detail.value("vertices", json::array())) vertices.push_back(v.value("id", ""));
+    for (const auto& v : vertices) {
+      add(job + "/vertices/" + v);
+      add(job + "/vertices/" + v + "/backpressure");
+      add(job + "/vertices/" + v + "/watermarks");
+      addMetrics(job + "/vertices/" + v + "/metrics");
+    }
+    // Every checkpoint the API still holds, with its tasks' subtasks.
+    const json checkpoints = add(job + "/checkpoints");
+    std::set<int64_t> ids;
+    if (checkpoints.is_object()) {
+      for (const auto& c : checkpoints.value("history", json::array())) ids.insert(c.value("id", int64_t{-1}));
+      const json latest = checkpoints.value("latest", json::object());
+      for (const char* kind : {"completed", "savepoint", "failed"})
+        if (latest.contains(kind) && latest[kind].is_object()) ids.insert(latest[kind].value("id", int64_t{-1}));
+    }
+    for (int64_t c : ids) {
+      const std::string details = job + "/checkpoints/details/" + std::to_string(c);
+      add(details);
+      for (const auto& v : vertices) add(details + "/subtasks/" + v);
+    }
+    return archive;
+  }
+
+  // The answer to a GET of a job that only an archive holds (`weir history`).
+  std::optional<ArchiveFolder::Answer> archivedAnswer(const httplib::Request& req) {
+    std::shared_ptr<ArchiveFolder> archives;
+    {
+      std::lock_guard lock(mutex_);
+      if (!archives_ || !req.path.starts_with("/jobs/")) return std::nullopt;
+      const std::string id = req.path.substr(6, req.path.find('/', 6) == std::string::npos ? std::string::npos
+                                                                                            : req.path.find('/', 6) - 6);
+      if (entryOf(id) != nullptr) return std::nullopt;  // a job of this process
+      archives = archives_;
+    }
+    return archives->answer(req.path, req.has_param("get") ? std::optional(req.get_param_value("get")) : std::nullopt);
+  }
+
+  // The archived jobs' overviews, but those of jobs of this process. Under mutex_.
+  std::vector<json> archivedOverviews() {
+    std::vector<json> out;
+    if (!archives_) return out;
+    for (auto& o : archives_->overviews())
+      if (entryOf(o.value("jid", "")) == nullptr) out.push_back(std::move(o));
+    return out;
   }
 
   // Registers a handler that runs under the server's lock, with every job locked.
@@ -955,23 +1224,30 @@ class RestServer::Impl {
         const_cast<httplib::Request&>(req).set_header("Content-Length", "0");  // httplib's own, not const
       // Flink's REST API is version 1 and answers under /v1/ too: routed as without it.
       if (req.path.starts_with("/v1/")) const_cast<httplib::Request&>(req).path.erase(0, 3);
+      if (req.method == "GET") {
+        if (auto archived = archivedAnswer(req)) {
+          res.status = archived->status;
+          res.set_content(archived->body, "application/json");
+          return httplib::Server::HandlerResponse::Handled;
+        }
+      }
       return httplib::Server::HandlerResponse::Unhandled;
     });
     for (const auto& [path, asset] : assets()) {
       std::string pattern;
       for (char c : path) pattern += (c == '.' ? "\\." : std::string(1, c));
-      http_.Get(pattern, [asset = asset](const httplib::Request&, httplib::Response& res) {
+      get(pattern, [asset = asset](const httplib::Request&, httplib::Response& res) {
         res.set_content(asset.content, asset.contentType);
       });
     }
-    http_.Get("/config", [this](const httplib::Request&, httplib::Response& res) {
+    get("/config", [this](const httplib::Request&, httplib::Response& res) {
       sendJson(res, {{"refresh-interval", options_.metricsInterval.count()},
                      {"timezone-name", "UTC"},
                      {"timezone-offset", 0},
                      {"flink-version", "weir 0.1"},
                      {"features", {{"web-submit", false}, {"web-cancel", true}}}});
     });
-    http_.Get("/overview", locked([this](const httplib::Request&, httplib::Response& res) {
+    get("/overview", locked([this](const httplib::Request&, httplib::Response& res) {
       int running = 0, finished = 0, cancelled = 0, failed = 0;
       for (auto& e : jobs_) {
         switch (e->job->status()) {
@@ -980,6 +1256,10 @@ class RestServer::Impl {
           case JobStatus::FAILED: ++failed; break;
           default: ++running;
         }
+      }
+      for (const auto& o : archivedOverviews()) {
+        const std::string state = o.value("state", "");
+        (state == "FINISHED" ? finished : state == "CANCELED" ? cancelled : state == "FAILED" ? failed : running) += 1;
       }
       sendJson(res, {{"taskmanagers", 1},
                      {"slots-total", static_cast<int>(std::thread::hardware_concurrency())},
@@ -990,17 +1270,19 @@ class RestServer::Impl {
                      {"jobs-failed", failed},
                      {"flink-version", "weir 0.1"}});
     }));
-    http_.Get("/jobs", locked([this](const httplib::Request&, httplib::Response& res) {
+    get("/jobs", locked([this](const httplib::Request&, httplib::Response& res) {
       json jobs = json::array();
       for (auto& e : jobs_) jobs.push_back({{"id", e->job->jobId()}, {"status", stateName(e->job->status())}});
+      for (const auto& o : archivedOverviews()) jobs.push_back({{"id", o.value("jid", "")}, {"status", o.value("state", "")}});
       sendJson(res, {{"jobs", jobs}});
     }));
-    http_.Get("/jobs/overview", locked([this](const httplib::Request&, httplib::Response& res) {
+    get("/jobs/overview", locked([this](const httplib::Request&, httplib::Response& res) {
       json jobs = json::array();
       for (auto& e : jobs_) jobs.push_back(jobOverview(*e));
+      for (auto& o : archivedOverviews()) jobs.push_back(std::move(o));
       sendJson(res, {{"jobs", jobs}});
     }));
-    http_.Get(R"(/jobs/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
+    get(R"(/jobs/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
       if (auto* e = job(req, res)) sendJson(res, jobDetail(*e));
     }));
     http_.Patch(R"(/jobs/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
@@ -1030,25 +1312,25 @@ class RestServer::Impl {
       if (!e || !validBody(req, res)) return;
       requestSavepoint(*e, req, res, false);
     }));
-    http_.Get(R"(/jobs/([^/]+)/savepoints/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
+    get(R"(/jobs/([^/]+)/savepoints/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
       savepointStatus(req, res);
     }));
-    http_.Get(R"(/jobs/([^/]+)/plan)", locked([this](const httplib::Request& req, httplib::Response& res) {
+    get(R"(/jobs/([^/]+)/plan)", locked([this](const httplib::Request& req, httplib::Response& res) {
       if (auto* e = job(req, res)) sendJson(res, {{"plan", plan(*e)}});
     }));
-    http_.Get(R"(/jobs/([^/]+)/exceptions)", locked([this](const httplib::Request& req, httplib::Response& res) {
+    get(R"(/jobs/([^/]+)/exceptions)", locked([this](const httplib::Request& req, httplib::Response& res) {
       if (auto* e = job(req, res)) sendJson(res, exceptions(*e));
     }));
-    http_.Get(R"(/jobs/([^/]+)/checkpoints)", locked([this](const httplib::Request& req, httplib::Response& res) {
+    get(R"(/jobs/([^/]+)/checkpoints)", locked([this](const httplib::Request& req, httplib::Response& res) {
       if (auto* e = job(req, res)) sendJson(res, checkpoints(*e));
     }));
-    http_.Get(R"(/jobs/([^/]+)/checkpoints/details/([^/]+))",
+    get(R"(/jobs/([^/]+)/checkpoints/details/([^/]+))",
               locked([this](const httplib::Request& req, httplib::Response& res) {
                 auto* e = job(req, res);
                 if (!e) return;
                 if (auto r = checkpointOf(*e, req, res)) sendJson(res, checkpointDetails(*e, *r));
               }));
-    http_.Get(R"(/jobs/([^/]+)/checkpoints/details/([^/]+)/subtasks/([^/]+))",
+    get(R"(/jobs/([^/]+)/checkpoints/details/([^/]+)/subtasks/([^/]+))",
               locked([this](const httplib::Request& req, httplib::Response& res) {
                 auto* e = job(req, res);
                 if (!e) return;
@@ -1058,7 +1340,7 @@ class RestServer::Impl {
                 if (v < 0) return;
                 sendJson(res, subtaskCheckpointDetails(*r, v, e->job->vertices()[static_cast<size_t>(v)].parallelism));
               }));
-    http_.Get(R"(/jobs/([^/]+)/checkpoints/config)", locked([this](const httplib::Request& req, httplib::Response& res) {
+    get(R"(/jobs/([^/]+)/checkpoints/config)", locked([this](const httplib::Request& req, httplib::Response& res) {
       auto* e = job(req, res);
       if (!e) return;
       const CheckpointConfig* c = e->job->checkpointConfig();
@@ -1077,7 +1359,7 @@ class RestServer::Impl {
                      {"checkpoint_storage", c->getCheckpointStorage().empty() ? "temporary folder"
                                                                                : c->getCheckpointStorage()}});
     }));
-    http_.Get(R"(/jobs/([^/]+)/metrics)", locked([this](const httplib::Request& req, httplib::Response& res) {
+    get(R"(/jobs/([^/]+)/metrics)", locked([this](const httplib::Request& req, httplib::Response& res) {
       auto* e = job(req, res);
       if (!e) return;
       int64_t end = e->job->endTimeMillis();
@@ -1095,7 +1377,7 @@ class RestServer::Impl {
       }
       answerMetrics(all, req, res);
     }));
-    http_.Get(R"(/jobs/([^/]+)/vertices/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
+    get(R"(/jobs/([^/]+)/vertices/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
       auto* e = job(req, res);
       if (!e) return;
       int v = vertex(*e, req, res);
@@ -1116,7 +1398,7 @@ class RestServer::Impl {
       sendJson(res, {{"id", info.id}, {"name", info.name}, {"parallelism", info.parallelism}, {"now", nowMillis()},
                      {"subtasks", subtasks}});
     }));
-    http_.Get(R"(/jobs/([^/]+)/vertices/([^/]+)/backpressure)",
+    get(R"(/jobs/([^/]+)/vertices/([^/]+)/backpressure)",
               locked([this](const httplib::Request& req, httplib::Response& res) {
                 auto* e = job(req, res);
                 if (!e) return;
@@ -1143,7 +1425,7 @@ class RestServer::Impl {
                                {"end-timestamp", nowMillis()},
                                {"subtasks", subtasks}});
               }));
-    http_.Get(R"(/jobs/([^/]+)/vertices/([^/]+)/watermarks)",
+    get(R"(/jobs/([^/]+)/vertices/([^/]+)/watermarks)",
               locked([this](const httplib::Request& req, httplib::Response& res) {
                 auto* e = job(req, res);
                 if (!e) return;
@@ -1162,17 +1444,17 @@ class RestServer::Impl {
                 }
                 sendJson(res, out);
               }));
-    http_.Get(R"(/jobs/([^/]+)/vertices/([^/]+)/metrics)",
+    get(R"(/jobs/([^/]+)/vertices/([^/]+)/metrics)",
               locked([this](const httplib::Request& req, httplib::Response& res) {
                 auto* e = job(req, res);
                 if (!e) return;
                 int v = vertex(*e, req, res);
                 if (v >= 0) answerMetrics(vertexMetrics(*e, static_cast<size_t>(v)), req, res);
               }));
-    http_.Get(R"(/jobs/([^/]+)/vertices)", locked([this](const httplib::Request& req, httplib::Response& res) {
+    get(R"(/jobs/([^/]+)/vertices)", locked([this](const httplib::Request& req, httplib::Response& res) {
       if (auto* e = job(req, res)) sendJson(res, {{"vertices", jobDetail(*e)["vertices"]}});
     }));
-    http_.Get(R"(/jobs/([^/]+)/config)", locked([this](const httplib::Request& req, httplib::Response& res) {
+    get(R"(/jobs/([^/]+)/config)", locked([this](const httplib::Request& req, httplib::Response& res) {
       auto* e = job(req, res);
       if (!e) return;
       int parallelism = 0;
@@ -1187,14 +1469,14 @@ class RestServer::Impl {
                        {"user-config", json::object()}}}});
     }));
     // weir has no accumulators (Flink's are deprecated for metrics): the shape, empty.
-    http_.Get(R"(/jobs/([^/]+)/accumulators)", locked([this](const httplib::Request& req, httplib::Response& res) {
+    get(R"(/jobs/([^/]+)/accumulators)", locked([this](const httplib::Request& req, httplib::Response& res) {
       if (job(req, res))
         sendJson(res, {{"job-accumulators", json::array()},
                        {"user-task-accumulators", json::array()},
                        {"serialized-user-task-accumulators", json::object()}});
     }));
     // The embedded runtime is one task manager: this process.
-    http_.Get("/taskmanagers", locked([this](const httplib::Request&, httplib::Response& res) {
+    get("/taskmanagers", locked([this](const httplib::Request&, httplib::Response& res) {
       const int cores = static_cast<int>(std::thread::hardware_concurrency());
       int used = 0;  // a running job takes as many slots as its widest vertex (Flink's slot sharing)
       for (auto& e : jobs_) {
@@ -1219,7 +1501,7 @@ class RestServer::Impl {
                                       {"freeMemory", ::sysconf(_SC_AVPHYS_PAGES) * page},
                                       {"managedMemory", 0}}}}})}});
     }));
-    http_.Get("/jobmanager/config", [this](const httplib::Request&, httplib::Response& res) {
+    get("/jobmanager/config", [this](const httplib::Request&, httplib::Response& res) {
       json entries = json::array();
       auto add = [&](const std::string& key, const std::string& value) {
         entries.push_back({{"key", key}, {"value", value}});
@@ -1232,10 +1514,10 @@ class RestServer::Impl {
       sendJson(res, entries);
     });
     // This process's own figures, from /proc (Flink's JobManager shows its JVM's).
-    http_.Get("/jobmanager/metrics", [](const httplib::Request& req, httplib::Response& res) {
+    get("/jobmanager/metrics", [](const httplib::Request& req, httplib::Response& res) {
       answerMetrics(processMetrics(), req, res);
     });
-    http_.Get("/metrics", locked([this](const httplib::Request&, httplib::Response& res) {
+    get("/metrics", locked([this](const httplib::Request&, httplib::Response& res) {
       res.set_content(prometheusText(), "text/plain; version=0.0.4; charset=utf-8");
     }));
     http_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
@@ -1265,12 +1547,25 @@ class RestServer::Impl {
   std::thread listener_;
   std::atomic<bool> listenerDone_{false};
   std::thread sampler_;
-  std::mutex mutex_;
+  mutable std::mutex mutex_;
   std::condition_variable cv_;
   bool stopping_ = false;                      // guarded by mutex_
   std::map<std::string, SavepointTrigger> triggers_;  // guarded by mutex_; by trigger id
   std::deque<std::string> triggerOrder_;              // guarded by mutex_; oldest first
   std::vector<std::unique_ptr<Entry>> jobs_;   // guarded by mutex_
+  std::vector<std::pair<std::regex, httplib::Server::Handler>> getRoutes_;  // set before the server listens
+  // What a job ending calls to be archived, while the server exists.
+  struct ArchiveGate {
+    explicit ArchiveGate(Impl* s) : server(s) {}
+    std::mutex mutex;
+    std::condition_variable done;
+    Impl* server;    // null once the server goes
+    int active = 0;  // archives in progress
+  };
+  std::shared_ptr<ArchiveGate> gate_ = std::make_shared<ArchiveGate>(this);
+  std::shared_ptr<ArchiveFolder> archives_;         // guarded by mutex_; `weir history`
+  std::chrono::milliseconds archiveRefresh_{10000};  // guarded by mutex_
+  std::chrono::steady_clock::time_point archivesRead_{};  // the sampler's thread
 };
 
 RestServer::RestServer(const RestOptions& options) : impl_(std::make_unique<Impl>(options)) {}
@@ -1288,7 +1583,13 @@ RestServer& RestServer::forOptions(const RestOptions& options) {
   return *servers.back().second;
 }
 
-void RestServer::addJob(const std::shared_ptr<runtime::JobExecution>& job) { impl_->addJob(job); }
+void RestServer::addJob(const std::shared_ptr<runtime::JobExecution>& job, const std::string& archiveFolder) {
+  impl_->addJob(job, archiveFolder);
+}
+void RestServer::serveArchives(const std::string& folder, std::chrono::milliseconds refresh) {
+  impl_->serveArchives(folder, refresh);
+}
+size_t RestServer::archivedJobs() const { return impl_->archivedJobs(); }
 std::string RestServer::url() const { return impl_->url(); }
 int RestServer::port() const { return impl_->port(); }
 

@@ -2,6 +2,8 @@
 // field names (docs/rest.md), and their metrics in Prometheus text format at /metrics.
 #pragma once
 
+#include <chrono>
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -18,8 +20,13 @@ class RestServer {
   static RestServer& forOptions(const RestOptions& options);
 
   // Serves `job` (running or ended) while a JobClient of it exists; the server does not
-  // keep a job alive.
-  void addJob(const std::shared_ptr<runtime::JobExecution>& job);
+  // keep a job alive. With `archiveFolder`, what the API answers for the job when it
+  // ends is written there before its wait() returns (job_archive.h), and stderr says so.
+  void addJob(const std::shared_ptr<runtime::JobExecution>& job, const std::string& archiveFolder = {});
+  // Also serves the jobs archived in `folder`, read again every `refresh` (Flink's
+  // HistoryServer). Throws weir::Error (kIo) when it is not an existing folder.
+  void serveArchives(const std::string& folder, std::chrono::milliseconds refresh);
+  size_t archivedJobs() const;
   // http://address:port
   std::string url() const;
   int port() const;

@@ -9,19 +9,26 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <chrono>
+#include <cmath>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <set>
+#include <sstream>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include "support/gated_map.h"
 #include "support/operator_metrics.h"
 #include "support/refusing_snapshot.h"
 #include "support/slow_sink.h"
+#include "rest/job_archive.h"
 #include "support/user_metrics_job.h"
 #include "weir/weir.h"
 
@@ -29,6 +36,7 @@ namespace weir {
 namespace {
 
 using json = nlohmann::json;
+namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 RestOptions testOptions() { return test::restOnAnyPort(); }
@@ -638,8 +646,10 @@ double prometheusSum(const std::string& page, const std::string& metric, const s
 TEST(RestServer, MetricsThatOperatorsRegisterShowPerSubtaskAndInPrometheus) {
   constexpr int64_t kCount = 100000;
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  const auto started = std::chrono::steady_clock::now();
   auto job = testing::startUserMetricsJob(env, kCount, "user metrics");
   job.wait();
+  const double ranSeconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
   Server server(job);
   const std::string jid = job.getJobID();
   // The vertex whose subtasks ran the counting map (its chain holds the filter too),
@@ -688,6 +698,159 @@ TEST(RestServer, MetricsThatOperatorsRegisterShowPerSubtaskAndInPrometheus) {
   EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_job_id_clash_total", {ofJob, "group_job_id=\"mine\""}),
             2);
   EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator___lder_age_total", {ofJob, "group___lder=\"3\""}), 2);
+
+  // The histogram of each subtask holds the last 1,000 numbers of its range, the n
+  // consecutive integers a .. a + n - 1: the q-quantile of Commons Math's legacy estimate
+  // is a - 1 + q * (n + 1), the mean a + (n - 1) / 2, the sample standard deviation
+  // sqrt(n (n + 1) / 12).
+  const double n = 1000;
+  for (int s = 0; s < 2; ++s) {
+    const std::string id = std::to_string(s) + ".counting map.values";
+    const std::string subtask = "subtask_index=\"" + std::to_string(s) + "\"";
+    const double end = static_cast<double>(kCount) * (s + 1) / 2, a = end - n;
+    EXPECT_EQ(value(id + "_min"), a) << id;
+    EXPECT_EQ(value(id + "_max"), end - 1);
+    EXPECT_NEAR(value(id + "_mean"), a + (n - 1) / 2, 1e-6);
+    EXPECT_NEAR(value(id + "_stddev"), std::sqrt(n * (n + 1) / 12), 1e-3);
+    const std::vector<std::pair<std::string, double>> quantiles{
+        {"_median", 0.5}, {"_p75", 0.75}, {"_p90", 0.9}, {"_p95", 0.95}, {"_p98", 0.98}, {"_p99", 0.99}, {"_p999", 0.999}};
+    for (const auto& [suffix, q] : quantiles) EXPECT_NEAR(value(id + suffix), a - 1 + q * (n + 1), 1e-3) << id + suffix;
+    // Prometheus: a summary of Flink's quantiles, with the count and sum of every value.
+    for (double q : {0.5, 0.75, 0.95, 0.98, 0.99, 0.999}) {
+      std::ostringstream label;
+      label << "quantile=\"" << q << "\"";
+      EXPECT_NEAR(prometheusSum(page, "weir_taskmanager_job_task_operator_values", {ofJob, subtask, label.str()}),
+                  a - 1 + q * (n + 1), 1e-3)
+          << label.str();
+    }
+    EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_values_count", {ofJob, subtask}), kCount / 2);
+    const double first = end - static_cast<double>(kCount) / 2;
+    EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_values_sum", {ofJob, subtask}),
+              (first + end - 1) * (static_cast<double>(kCount) / 2) / 2);
+    // The meter: every number of the subtask marked between its open and its last read,
+    // which the job's run holds, so at least that many per second of the run.
+    EXPECT_GE(value(std::to_string(s) + ".counting map.numbersPerSecond"), kCount / 2 / ranSeconds);
+    EXPECT_GE(prometheusSum(page, "weir_taskmanager_job_task_operator_numbersPerSecond", {ofJob, subtask}),
+              kCount / 2 / ranSeconds);
+  }
+  EXPECT_NE(page.find("# TYPE weir_taskmanager_job_task_operator_values summary"), std::string::npos);
+  EXPECT_NE(page.find("# TYPE weir_taskmanager_job_task_operator_numbersPerSecond gauge"), std::string::npos);
+}
+
+// `value` without the members that say when it was asked ("now", "end-timestamp").
+json withoutClock(json value) {
+  if (value.is_object()) {
+    value.erase("now");
+    value.erase("end-timestamp");
+    for (auto& [key, member] : value.items()) member = withoutClock(member);
+  } else if (value.is_array()) {
+    for (auto& member : value) member = withoutClock(member);
+  }
+  return value;
+}
+
+// Flink's HistoryServer: what the API answered when the job ended is written to the
+// archive folder before wait() returns, and the archive answers every path the Web UI
+// reads as the server did.
+TEST(RestServer, AnEndedJobIsArchivedAndTheArchiveAnswersAsTheServerDid) {
+  const fs::path dir = fs::temp_directory_path() / ("weir-rest-archive-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  RestOptions options = testOptions();
+  options.archiveDir = dir.string();
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(options);
+  env.setParallelism(2);
+  env.enableCheckpointing(50ms);
+  auto job = startKeyedSums(env, 100000, "archived job");
+  Server server(job);
+  const std::string jid = job.getJobID();
+  ASSERT_TRUE(eventually([&] { return server.get("/jobs/" + jid + "/checkpoints")["counts"]["completed"] >= 2; }));
+  ::testing::internal::CaptureStderr();
+  job.cancel();
+  job.wait();
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  ASSERT_TRUE(fs::exists(dir / jid)) << err;
+  EXPECT_NE(err.find("weir: job " + jid + " archived to " + (dir / jid).string()), std::string::npos) << err;
+
+  rest::ArchiveFolder archive(dir.string());
+  ASSERT_TRUE(archive.hasJob(jid));
+  auto same = [&](const std::string& path, const std::optional<std::string>& get = std::nullopt) {
+    const json live = server.get(path + (get ? "?get=" + *get : ""));
+    auto archived = archive.answer(path, get);
+    ASSERT_TRUE(archived) << path;
+    EXPECT_EQ(archived->status, 200) << path;
+    EXPECT_EQ(withoutClock(json::parse(archived->body)), withoutClock(live)) << path;
+  };
+  const std::string job_ = "/jobs/" + jid;
+  same(job_);
+  EXPECT_EQ(server.get(job_)["state"], "CANCELED");
+  for (const char* sub : {"/plan", "/exceptions", "/config", "/accumulators", "/vertices", "/checkpoints", "/checkpoints/config"})
+    same(job_ + sub);
+  same(job_ + "/metrics", "uptime,numRestarts,numberOfCompletedCheckpoints,lastCheckpointSize");
+  same(job_ + "/metrics");
+  const json checkpoints = server.get(job_ + "/checkpoints");
+  const std::string cid = std::to_string(checkpoints["latest"]["completed"]["id"].get<int64_t>());
+  same(job_ + "/checkpoints/details/" + cid);
+  for (const auto& v : server.get(job_)["vertices"]) {
+    const std::string vertex = job_ + "/vertices/" + v["id"].get<std::string>();
+    same(vertex);
+    same(vertex + "/watermarks");
+    same(vertex + "/backpressure");
+    same(vertex + "/metrics");
+    std::string all;
+    for (const auto& m : server.get(vertex + "/metrics")) all += (all.empty() ? "" : ",") + m["id"].get<std::string>();
+    same(vertex + "/metrics", all);
+    same(job_ + "/checkpoints/details/" + cid + "/subtasks/" + v["id"].get<std::string>());
+  }
+  // The overview the archive keeps is this job's alone.
+  const auto overviews = archive.overviews();
+  ASSERT_EQ(overviews.size(), 1u);
+  EXPECT_EQ(overviews[0]["jid"], jid);
+  EXPECT_EQ(overviews[0]["state"], "CANCELED");
+  fs::remove_all(dir);
+}
+
+// Dropping a job's last JobClient cancels it; it is archived all the same (by the time
+// the JobClient's destructor returns, unless the server was sampling the job just then:
+// the sample's release then ends it).
+TEST(RestServer, AJobWhoseLastClientIsDroppedIsArchivedAsCancelled) {
+  const fs::path dir = fs::temp_directory_path() / ("weir-rest-archive-dropped-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  RestOptions options = testOptions();
+  options.archiveDir = dir.string();
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(options);
+  std::string jid;
+  {
+    auto job = startKeyedSums(env, 1000, "dropped job");
+    jid = job.getJobID();
+    std::this_thread::sleep_for(300ms);  // a sample or two: the server holds the job meanwhile
+  }
+  ASSERT_TRUE(eventually([&] { return fs::exists(dir / jid); }));
+  rest::ArchiveFolder archive(dir.string());
+  auto detail = archive.answer("/jobs/" + jid, std::nullopt);
+  ASSERT_TRUE(detail);
+  EXPECT_EQ(json::parse(detail->body)["state"], "CANCELED");
+  fs::remove_all(dir);
+}
+
+// A folder the archive cannot be written to: the job's result stands, stderr says why.
+TEST(RestServer, AnArchiveThatCannotBeWrittenIsSaidAndTheJobEndsAsItWould) {
+  const fs::path file = fs::temp_directory_path() / ("weir-rest-archive-file-" + std::to_string(::getpid()));
+  std::ofstream(file) << "a file, not a folder";
+  RestOptions options = testOptions();
+  options.archiveDir = file.string();
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(options);
+  auto job = testing::startUserMetricsJob(env, 1000, "unarchivable");
+  ::testing::internal::CaptureStderr();
+  EXPECT_EQ(job.wait().status, JobStatus::FINISHED);
+  const std::string err = ::testing::internal::GetCapturedStderr();
+  EXPECT_NE(err.find("weir: job " + job.getJobID() + " was not archived: cannot write the job archive " + file.string()),
+            std::string::npos)
+      << err;
+  fs::remove(file);
+  // Without the REST API there is nothing to archive: said before the job starts.
+  RestOptions off;
+  off.archiveDir = file.string();
+  EXPECT_THROW(StreamExecutionEnvironment().setRestOptions(off), Error);
 }
 
 TEST(RestServer, AJobThatEndsAtOnceStillShowsItsFinalFigures) {

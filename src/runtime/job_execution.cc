@@ -243,11 +243,27 @@ void JobExecution::supervise() {
                         ExternalizedCheckpointCleanup::DELETE_ON_CANCELLATION);
     coordinator_->shutdown(discard);
   }
-  std::lock_guard lock(mutex_);
-  runtime_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - startTime_);
-  finalStatus_ = status;
-  endMillis_ = nowMillis();
-  ended_ = true;
+  std::function<void(JobExecution&)> onEnd;
+  {
+    std::lock_guard lock(mutex_);
+    runtime_ = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - startTime_);
+    finalStatus_ = status;
+    endMillis_ = nowMillis();
+    ended_ = true;
+    onEnd = std::move(onEnd_);
+  }
+  if (onEnd) onEnd(*this);
+}
+
+void JobExecution::onEnd(std::function<void(JobExecution&)> callback) {
+  {
+    std::lock_guard lock(mutex_);
+    if (!ended_) {
+      onEnd_ = std::move(callback);
+      return;
+    }
+  }
+  callback(*this);
 }
 
 void JobExecution::runAttempt(const std::shared_ptr<Attempt>& attempt) {
@@ -648,16 +664,16 @@ std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
     s.numLateRecordsDropped = t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
     s.numRecordsInErrors = t->metrics.numRecordsInErrors.load(std::memory_order_relaxed);
     s.operatorMetrics = t->metrics.registry.values();
-    // Gauges are read on the subtask's thread, for the next sample: by a mail between
+    // Gauges, meters and histograms are read on the subtask's thread, for the next sample: by a mail between
     // records (at most one waits in a mailbox; a task that ended never takes it), or
     // while the task waits for output credit in the middle of a batch (Channel::send).
-    if (t->metrics.registry.hasGauges()) {
+    if (t->metrics.registry.needsUpdates()) {
       detail::TaskMetrics* metrics = &t->metrics;
-      metrics->gaugeUpdateWanted.store(true);
-      if (!metrics->gaugeMailQueued.exchange(true))
+      metrics->metricsUpdateWanted.store(true);
+      if (!metrics->metricsMailQueued.exchange(true))
         t->mailbox.put([metrics] {
-          metrics->gaugeMailQueued.store(false);
-          metrics->updateGaugesIfWanted();
+          metrics->metricsMailQueued.store(false);
+          metrics->updateMetricsIfWanted();
         });
     }
     out[static_cast<size_t>(t->vertex)].push_back(s);

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <future>
 #include <memory>
 #include <mutex>
@@ -78,6 +79,10 @@ class JobExecution {
   // Set once, by whoever serves the job's REST API, before the job is handed out.
   void setWebInterfaceUrl(std::string url) { webUrl_ = std::move(url); }
   const std::string& webInterfaceUrl() const { return webUrl_; }
+  // Calls `callback` once the job has ended, on the thread that ends it, before wait()
+  // returns; at once, on this thread, when it has ended already. One callback per job;
+  // it must not throw.
+  void onEnd(std::function<void(JobExecution&)> callback);
   // Per vertex, per subtask.
   std::vector<std::vector<SubtaskSample>> sample() const;
   std::optional<FailureInfo> failure() const;
@@ -159,6 +164,7 @@ class JobExecution {
   bool userCancelled_ = false;         // guarded by mutex_
   bool restarting_ = false;            // guarded by mutex_
   bool ended_ = false;                 // guarded by mutex_
+  std::function<void(JobExecution&)> onEnd_;  // guarded by mutex_
   // A stop-with-savepoint is in progress (another savepoint request is refused), and,
   // with drain, the savepoint the last task to end its input triggers.
   bool stopping_ = false;                        // guarded by mutex_

@@ -387,6 +387,50 @@ std::string fileText(const fs::path& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// Flink's HistoryServer: a run with --archive-dir leaves its REST answers behind, and
+// `weir history` serves them to `weir list` and `weir status` as the run's server did.
+TEST(Cli, HistoryServesWhatARunThatEndedArchived) {
+  const fs::path dir = fs::temp_directory_path() / ("weir-cli-history-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  const fs::path archive = dir / "archive";
+  auto run = weir::test::runWeir("run clicks --events 20000 --rest-port 0 --archive-dir " + archive.string(), dir);
+  ASSERT_EQ(run.exitCode, 0) << run.err;
+  std::smatch id;
+  ASSERT_TRUE(std::regex_search(run.err, id, std::regex("started with id ([0-9a-f]{32})"))) << run.err;
+  const std::string jid = id[1];
+  EXPECT_NE(run.err.find("weir: job " + jid + " archived to " + (archive / jid).string()), std::string::npos) << run.err;
+
+  pid_t history = spawnWeir("history --port 0 --archive-dir " + archive.string(), dir / "history.out", dir / "history.err");
+  std::smatch at;
+  std::string said;
+  for (int i = 0; i < 500 && !std::regex_search(said, at, std::regex("Web UI at http://(127\\.0\\.0\\.1:[0-9]+)")); ++i) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    said = fileText(dir / "history.err");
+  }
+  ASSERT_FALSE(at.empty()) << said;
+  EXPECT_NE(said.find("weir: 1 job archive(s) from " + archive.string()), std::string::npos) << said;
+  const std::string address = at[1];
+  auto list = weir::test::runWeir("list -a --address " + address, dir);
+  EXPECT_EQ(list.exitCode, 0) << list.err;
+  EXPECT_TRUE(std::regex_search(list.out, std::regex(jid + "  FINISHED  .*click count"))) << list.out;
+  auto status = weir::test::runWeir("status " + jid + " --address " + address, dir);
+  EXPECT_EQ(status.exitCode, 0) << status.err;
+  EXPECT_TRUE(std::regex_search(status.out, std::regex("Source: clicks.* out +20000 "))) << status.out;
+  EXPECT_NE(status.out.find("restarts: 0"), std::string::npos) << status.out;
+  // A job the archive does not hold is not found, as by a running server.
+  auto unknown = weir::test::runWeir("status ffffffffffffffffffffffffffffffff --address " + address, dir);
+  EXPECT_EQ(unknown.exitCode, 1) << unknown.out;
+  ::kill(history, SIGTERM);
+  EXPECT_EQ(exitCodeWithin(history, 10), 130);
+
+  // A folder that is not there: one line naming it, exit code 2.
+  auto missing = weir::test::runWeir("history --port 0 --archive-dir " + (dir / "none").string(), dir);
+  EXPECT_EQ(missing.exitCode, 2);
+  EXPECT_EQ(missing.err, "weir: the archive folder " + (dir / "none").string() + " does not exist\n");
+  fs::remove_all(dir);
+}
+
 // A user's savepoint round trip: `weir savepoint` of the running demo, `weir stop
 // --savepoint-path`, `weir savepoint inspect`, a resume with -s at another parallelism
 // that counts every event once, and `weir savepoint dispose`. Requests the job cannot

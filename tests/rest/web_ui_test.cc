@@ -3,12 +3,14 @@
 // shows the metrics its functions registered.
 #include <gtest/gtest.h>
 #include <httplib.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
+#include <fstream>
 #include <regex>
 #include <nlohmann/json.hpp>
 #include <thread>
@@ -17,6 +19,7 @@
 #include "support/refusing_snapshot.h"
 #include "support/slow_sink.h"
 #include "support/user_metrics_job.h"
+#include "support/weir_process.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -139,6 +142,19 @@ TEST(WebUi, AnUnknownJobInTheAddressIsSaidSoNotReplacedByAnother) {
   job.wait();
 }
 
+// The counting map's "evens" over both subtasks, as the vertex's metric table shows it
+// (a row per metric, a column per subtask); -1 without the row.
+int64_t evensInTable(const std::string& dom) {
+  std::smatch row;
+  const std::regex evens(R"re(<tr data-metric="counting map.evens"><td>counting map.evens</td><td class="num">([0-9,]+)</td><td class="num">([0-9,]+)</td></tr>)re");
+  if (!std::regex_search(dom, row, evens)) return -1;
+  auto number = [](std::string s) {
+    std::erase(s, ',');
+    return std::stoll(s);
+  };
+  return number(row[1]) + number(row[2]);
+}
+
 TEST(WebUi, AClickedOperatorShowsTheMetricsItsFunctionsRegistered) {
   WEIR_REQUIRE_CHROMIUM();
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(test::restOnAnyPort());
@@ -166,14 +182,7 @@ TEST(WebUi, AClickedOperatorShowsTheMetricsItsFunctionsRegistered) {
   std::string dom = runChromium(url + "/#" + job.getJobID() + "/" + vertex, "--dump-dom");
   ASSERT_FALSE(dom.empty()) << "chromium printed nothing";
   // One row per metric, a column per subtask; evens counted over both subtasks.
-  std::smatch row;
-  std::regex evensRe(R"re(<tr data-metric="counting map.evens"><td>counting map.evens</td><td class="num">([0-9,]+)</td><td class="num">([0-9,]+)</td></tr>)re");
-  ASSERT_TRUE(std::regex_search(dom, row, evensRe)) << dom.substr(dom.find("vertex-metric-table"), 3000);
-  auto number = [](std::string s) {
-    std::erase(s, ',');
-    return std::stoll(s);
-  };
-  EXPECT_EQ(number(row[1]) + number(row[2]), kCount / 2);
+  EXPECT_EQ(evensInTable(dom), kCount / 2) << dom.substr(dom.find("vertex-metric-table"), 3000);
   EXPECT_NE(dom.find(R"(<tr data-metric="counting map.parity.odd.records">)"), std::string::npos);
   EXPECT_NE(dom.find(R"(<tr data-metric="keeping filter.kept">)"), std::string::npos);
   EXPECT_NE(dom.find(R"(<tr data-metric="counting map.maxSeen">)"), std::string::npos);
@@ -220,6 +229,55 @@ TEST(WebUi, AFailedCheckpointIsMarkedWithItsReasonNotPlottedAsZero) {
   EXPECT_NE(dom.find("<title>#1: "), std::string::npos) << "checkpoint 1 is not plotted";
   std::regex rowRe(R"re(<tr data-checkpoint-id="2" title="failed: [^"]*snapshot refused)re");
   EXPECT_TRUE(std::regex_search(dom, rowRe)) << dom.substr(dom.find("checkpoint-table"), 2000);
+}
+
+// Flink's HistoryServer: `weir history` serves the archive of an ended job, and the page
+// of a vertex shows what its functions counted, as the job's own server did.
+TEST(WebUi, TheHistoryServerShowsAnArchivedJobsOperatorMetrics) {
+  WEIR_REQUIRE_CHROMIUM();
+  const fs::path dir = fs::temp_directory_path() / ("weir-web-ui-history-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  RestOptions options = test::restOnAnyPort();
+  options.archiveDir = (dir / "archive").string();
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(options);
+  constexpr int64_t kCount = 10000;
+  auto job = testing::startUserMetricsJob(env, kCount, "archived metrics");
+  job.wait();
+  const std::string jid = job.getJobID();
+  ASSERT_TRUE(fs::exists(dir / "archive" / jid));
+
+  pid_t history = test::spawnWeir("history --port 0 --archive-dir " + (dir / "archive").string(), dir / "out", dir / "err");
+  std::smatch at;
+  std::string said;
+  for (int i = 0; i < 500 && !std::regex_search(said, at, std::regex("Web UI at (http://127\\.0\\.0\\.1:([0-9]+))")); ++i) {
+    std::this_thread::sleep_for(20ms);
+    std::ifstream in(dir / "err");
+    said.assign(std::istreambuf_iterator<char>(in), {});
+  }
+  ASSERT_FALSE(at.empty()) << said;
+  const std::string url = at[1];
+  httplib::Client client("127.0.0.1", std::stoi(at[2]));
+  auto detail = client.Get("/jobs/" + jid);
+  ASSERT_TRUE(detail && detail->status == 200);
+  std::string vertex;
+  const auto parsed = nlohmann::json::parse(detail->body);
+  for (const auto& v : parsed["vertices"]) {
+    auto m = client.Get("/jobs/" + jid + "/vertices/" + v["id"].get<std::string>() + "/metrics");
+    if (m && m->body.find("\"0.counting map.evens\"") != std::string::npos) vertex = v["id"];
+  }
+  ASSERT_FALSE(vertex.empty()) << "no archived vertex lists the counting map's metrics";
+
+  std::string dom = runChromium(url + "/#" + jid + "/" + vertex, "--dump-dom");
+  ::kill(history, SIGTERM);
+  int status = 0;
+  ::waitpid(history, &status, 0);
+  ASSERT_FALSE(dom.empty()) << "chromium printed nothing";
+  EXPECT_NE(dom.find(R"(id="job-name">archived metrics<)"), std::string::npos) << dom.substr(0, 3000);
+  EXPECT_EQ(evensInTable(dom), kCount / 2) << dom.substr(dom.find("vertex-metric-table"), 3000);
+  // The histogram's figures, as Flink's REST API names them.
+  EXPECT_NE(dom.find(R"(<tr data-metric="counting map.values_p99">)"), std::string::npos);
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -1,33 +1,52 @@
 // The named metrics of one subtask (what MetricGroup registers): counters the subtask
-// increments, gauges its thread reads each metrics interval, and a copy of every value
-// for the REST API and /metrics, taken from any thread.
+// increments; gauges, meters and histograms its thread reads each metrics interval; and
+// a copy of every value for the REST API and /metrics, taken from any thread.
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "weir/detail/core/histogram_window.h"
+#include "weir/detail/core/meter_window.h"
 
 namespace weir::detail {
 
 // Groups below an operator: a name and an empty value, or a key and its value.
 using MetricGroups = std::vector<std::pair<std::string, std::string>>;
 
+enum class MetricKind { kCounter, kGauge, kMeter, kHistogram };
+
+// What a histogram shows, as of its subtask's last metrics interval: the count and sum of
+// every value it was given, the rest over the values it keeps.
+struct HistogramFigures {
+  uint64_t count = 0;
+  double sum = 0;
+  double min = 0, max = 0, mean = 0, stddev = 0;
+  double p50 = 0, p75 = 0, p90 = 0, p95 = 0, p98 = 0, p99 = 0, p999 = 0;
+};
+
 // One metric as readers see it.
 struct MetricValue {
   std::string operatorName;
   MetricGroups groups;
   std::string name;
-  bool counter = false;  // a count that only grows; otherwise a gauge
-  double value = 0;
-  // "<operator>.<groups>.<name>", a key-value group as "<key>.<value>" (Flink's REST id).
+  MetricKind kind = MetricKind::kGauge;
+  double value = 0;            // a counter's count, a gauge's value, a meter's rate
+  HistogramFigures histogram;  // a histogram's figures
   std::string identifier() const;
 };
+
+// "<operator>.<groups>.<name>", a key-value group as "<key>.<value>" (Flink's REST id).
+std::string metricIdentifier(const std::string& operatorName, const MetricGroups& groups, const std::string& name);
 
 class MetricRegistry {
  public:
@@ -36,16 +55,24 @@ class MetricRegistry {
   // The subtask's thread, as every call of `value` is.
   void gauge(const std::string& operatorName, const MetricGroups& groups, const std::string& name,
              std::function<double()> value);
-  // The subtask's thread: calls every gauge and keeps what it returned.
-  void updateGauges();
+  // Any thread; the window and the meter live as long as the registry. A second call
+  // with the name returns the first's, whatever its size or span.
+  HistogramWindow* histogram(const std::string& operatorName, const MetricGroups& groups, const std::string& name,
+                             size_t windowSize);
+  MeterWindow* meter(const std::string& operatorName, const MetricGroups& groups, const std::string& name,
+                     std::chrono::seconds timeSpan);
+  // The subtask's thread: calls every gauge and keeps what it returned, and sums up
+  // every meter and histogram as of `now`.
+  void update(MeterWindow::Clock::time_point now = MeterWindow::Clock::now());
   // The subtask's thread, before its operators close: a last update (unless the subtask
   // failed, when its operators may be half made), then the gauges' functions are dropped
-  // (they may point into the operators).
+  // (they may point into the operators) and nothing is updated again.
   void freeze(bool lastRead = true);
   // The name an operator's metrics go under: its own, or "<name> (n)" for the n-th
   // operator of that name in the subtask's chain (two "Map"s do not share counters).
   std::string operatorScope(const std::string& operatorName);
-  bool hasGauges() const { return hasGauges_.load(std::memory_order_relaxed); }
+  // Whether update() has anything to do: a gauge, meter or histogram is registered.
+  bool needsUpdates() const { return needsUpdates_.load(std::memory_order_relaxed); }
   // Any thread: every metric with a value, in registration order.
   std::vector<MetricValue> values() const;
 
@@ -54,20 +81,26 @@ class MetricRegistry {
     std::string operatorName;
     MetricGroups groups;
     std::string name;
-    bool counter = false;
+    MetricKind kind = MetricKind::kGauge;
     std::atomic<uint64_t> count{0};
     std::atomic<double> last{0};
     std::atomic<bool> hasValue{false};
-    std::function<double()> read;  // the subtask's thread only
-    bool failing = false;          // the subtask's thread only: `read` threw last time
+    std::function<double()> read;               // a gauge's; the subtask's thread only
+    bool failing = false;                       // the subtask's thread only: `read` threw last time
+    std::unique_ptr<HistogramWindow> window;    // a histogram's
+    HistogramFigures figures;                   // a histogram's; guarded by mutex_
+    std::unique_ptr<MeterWindow> meter;         // a meter's
   };
-  void readGauges();  // the subtask's thread
-  Entry* find(const std::string& operatorName, const MetricGroups& groups, const std::string& name);  // under mutex_
+  void read(MeterWindow::Clock::time_point now);  // the subtask's thread
+  void readGauge(Entry& e);                        // the subtask's thread
+  // The entry of this name, made of `kind` if there is none; an error naming it if it has
+  // another kind. Under mutex_.
+  Entry& entry(const std::string& operatorName, const MetricGroups& groups, const std::string& name, MetricKind kind);
 
   mutable std::mutex mutex_;
   std::deque<Entry> entries_;  // guarded by mutex_; never erased: addresses stay valid
   std::map<std::string, int> operatorNames_;  // guarded by mutex_: operators of each name so far
-  std::atomic<bool> hasGauges_{false};
+  std::atomic<bool> needsUpdates_{false};
   bool frozen_ = false;  // the subtask's thread only
 };
 

@@ -32,13 +32,14 @@ struct TaskMetrics {
   std::atomic<uint64_t> numLateRecordsDropped{0};  // behind a window's allowed lateness
   std::atomic<uint64_t> numRecordsInErrors{0};     // a source could not read (bad records)
   MetricRegistry registry;                         // named metrics of the chain's operators
-  std::atomic<bool> gaugeUpdateWanted{false};      // the sampler asked for fresh gauge values
-  std::atomic<bool> gaugeMailQueued{false};        // an update of the gauges waits in the mailbox
+  std::atomic<bool> metricsUpdateWanted{false};    // the sampler asked for fresh gauge, meter, histogram values
+  std::atomic<bool> metricsMailQueued{false};      // an update of them waits in the mailbox
 
-  // On the subtask's thread: reads the gauges if the sampler asked since the last read.
+  // On the subtask's thread: reads the gauges, meters and histograms if the sampler asked
+  // since the last read.
   // From the mailbox, and from a wait for output credit in the middle of a batch.
-  void updateGaugesIfWanted() {
-    if (gaugeUpdateWanted.exchange(false)) registry.updateGauges();
+  void updateMetricsIfWanted() {
+    if (metricsUpdateWanted.exchange(false)) registry.update();
   }
 
   // Back-pressured time including a wait still in progress.

@@ -176,9 +176,9 @@ class Channel final : public ChannelBase {
         // A task blocked here, in the middle of a batch, does not get to its mailbox:
         // it still reads its gauges when asked, so a back-pressured source shows its lag.
         while (!creditCv_.wait_for(lock, kGaugeCheck, [&] { return credits_ > 0 || cancelled_; })) {
-          if (!metrics.gaugeUpdateWanted.load(std::memory_order_relaxed)) continue;
+          if (!metrics.metricsUpdateWanted.load(std::memory_order_relaxed)) continue;
           lock.unlock();
-          metrics.updateGaugesIfWanted();
+          metrics.updateMetricsIfWanted();
           lock.lock();
         }
         producerWaiting_ = false;

@@ -1,0 +1,182 @@
+#include "rest/job_archive.h"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <system_error>
+
+#include "weir/error.h"
+
+namespace weir::rest {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+namespace {
+
+Error notAnArchive(const fs::path& file, const std::string& why) {
+  return Error(ErrorCode::kInvalidArgument, file.string() + " is not a job archive: " + why);
+}
+
+// The metrics ids and values an archived metrics path holds, answered as the live API
+// does: without `get` the ids, with it the values asked for.
+std::string metricsAnswer(const std::string& all, const std::optional<std::string>& get) {
+  const json values = json::parse(all, nullptr, false);
+  json out = json::array();
+  if (!values.is_array()) return out.dump();
+  std::vector<std::string> wanted;
+  if (get) {
+    std::stringstream list(*get);
+    for (std::string id; std::getline(list, id, ',');)
+      if (!id.empty()) wanted.push_back(id);
+  }
+  if (!get) {
+    for (const auto& v : values)
+      if (v.contains("id")) out.push_back({{"id", v["id"]}});
+    return out.dump();
+  }
+  for (const auto& id : wanted)
+    for (const auto& v : values)
+      if (v.value("id", "") == id) out.push_back(v);
+  return out.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+std::string notFound(const std::string& what) {
+  return json{{"errors", json::array({what})}}.dump(-1, ' ', false, json::error_handler_t::replace);
+}
+
+}  // namespace
+
+std::string writeJobArchive(const std::string& folder, const JobArchive& archive) {
+  std::error_code ec;
+  fs::create_directories(folder, ec);
+  const fs::path file = fs::path(folder) / archive.jobId;
+  const fs::path temporary = fs::path(folder) / ("." + archive.jobId + ".inprogress");
+  json entries = json::array();
+  for (const auto& [path, answer] : archive.answers) entries.push_back({{"path", path}, {"json", answer}});
+  const std::string text = json{{"archive", entries}}.dump(-1, ' ', false, json::error_handler_t::replace);
+  {
+    std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
+    out << text;
+    out.flush();
+    if (!out) throw Error(ErrorCode::kIo, "cannot write the job archive " + temporary.string() + ": " + std::strerror(errno));
+  }
+  fs::rename(temporary, file, ec);
+  if (ec) {
+    fs::remove(temporary, ec);
+    throw Error(ErrorCode::kIo, "cannot write the job archive " + file.string() + ": " + ec.message());
+  }
+  return file.string();
+}
+
+JobArchive readJobArchive(const fs::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  if (!in) throw Error(ErrorCode::kIo, "cannot read " + file.string() + ": " + std::strerror(errno));
+  const json parsed = json::parse(in, nullptr, false);
+  if (parsed.is_discarded()) throw notAnArchive(file, "not JSON");
+  if (!parsed.is_object() || !parsed.contains("archive") || !parsed["archive"].is_array())
+    throw notAnArchive(file, "no \"archive\" list");
+  JobArchive archive;
+  archive.jobId = file.filename().string();
+  for (const auto& entry : parsed["archive"]) {
+    if (!entry.is_object() || !entry.contains("path") || !entry["path"].is_string() || !entry.contains("json") ||
+        !entry["json"].is_string())
+      throw notAnArchive(file, "an entry without a \"path\" and \"json\" text");
+    const std::string path = entry["path"];
+    if (!json::accept(entry["json"].get<std::string>())) throw notAnArchive(file, "the answer of " + path + " is not JSON");
+    archive.answers[path] = entry["json"];
+  }
+  if (!archive.answers.count("/jobs/" + archive.jobId)) throw notAnArchive(file, "no /jobs/" + archive.jobId);
+  return archive;
+}
+
+ArchiveFolder::ArchiveFolder(std::string folder) : folder_(std::move(folder)) {
+  std::error_code ec;
+  if (!fs::is_directory(folder_, ec))
+    throw Error(ErrorCode::kIo, "the archive folder " + folder_ + (fs::exists(folder_, ec) ? " is not a folder" : " does not exist"));
+  refresh();
+}
+
+void ArchiveFolder::refresh() {
+  std::map<std::string, File> seen;
+  std::error_code ec;
+  for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    if (name.empty() || name[0] == '.' || !it->is_regular_file(ec)) continue;  // hidden: being written
+    File file;
+    file.modified = it->last_write_time(ec);
+    file.size = it->file_size(ec);
+    seen[name] = std::move(file);
+  }
+  if (ec)
+    std::fprintf(stderr, "weir: cannot list the archive folder %s: %s; serving what was read before\n",
+                 folder_.c_str(), ec.message().c_str());
+  // Read outside the lock what is new or changed; keep the rest as it was.
+  std::map<std::string, File> current;
+  {
+    std::lock_guard lock(mutex_);
+    if (ec) return;
+    current = files_;
+  }
+  for (auto& [name, file] : seen) {
+    auto old = current.find(name);
+    if (old != current.end() && old->second.modified == file.modified && old->second.size == file.size) {
+      file.archive = std::move(old->second.archive);
+      continue;
+    }
+    try {
+      file.archive = readJobArchive(fs::path(folder_) / name);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "weir: %s; the other archives are served\n", e.what());
+    }
+  }
+  std::lock_guard lock(mutex_);
+  files_ = std::move(seen);
+}
+
+size_t ArchiveFolder::size() const {
+  std::lock_guard lock(mutex_);
+  size_t n = 0;
+  for (const auto& [name, file] : files_) n += file.archive ? 1 : 0;
+  return n;
+}
+
+bool ArchiveFolder::hasJob(const std::string& jobId) const {
+  std::lock_guard lock(mutex_);
+  auto it = files_.find(jobId);
+  return it != files_.end() && it->second.archive.has_value();
+}
+
+std::vector<json> ArchiveFolder::overviews() const {
+  std::lock_guard lock(mutex_);
+  std::vector<json> out;
+  for (const auto& [name, file] : files_) {
+    if (!file.archive) continue;
+    auto it = file.archive->answers.find("/jobs/overview");
+    if (it == file.archive->answers.end()) continue;
+    const json overview = json::parse(it->second, nullptr, false);
+    if (!overview.is_object() || !overview.contains("jobs") || !overview["jobs"].is_array()) continue;
+    for (const auto& job : overview["jobs"])
+      if (job.value("jid", "") == name) out.push_back(job);
+  }
+  return out;
+}
+
+std::optional<ArchiveFolder::Answer> ArchiveFolder::answer(const std::string& path,
+                                                           const std::optional<std::string>& get) const {
+  if (!path.starts_with("/jobs/")) return std::nullopt;
+  const size_t end = path.find('/', 6);
+  const std::string jobId = path.substr(6, end == std::string::npos ? std::string::npos : end - 6);
+  std::lock_guard lock(mutex_);
+  auto file = files_.find(jobId);
+  if (file == files_.end() || !file->second.archive) return std::nullopt;
+  const auto& answers = file->second.archive->answers;
+  auto it = answers.find(path);
+  if (it == answers.end()) return Answer{404, notFound("Not found in the archive of job " + jobId + ": " + path)};
+  if (path.ends_with("/metrics")) return Answer{200, metricsAnswer(it->second, get)};
+  return Answer{200, it->second};
+}
+
+}  // namespace weir::rest
