@@ -397,8 +397,9 @@ double median(std::vector<double> v) {
 }
 
 // What the REST server costs one job: medians over `gRuns` pairs of runs, one with the
-// server off and one with it on and a client polling the job's page every 200 ms as an
-// open Web UI does (the two in alternating order). Each pair's ratios compare runs a
+// server off and one with it on, a client polling the job's page every 200 ms as an
+// open Web UI does and Prometheus scraping /metrics every second (the two in
+// alternating order). Each pair's ratios compare runs a
 // few seconds apart, so the drift of a shared machine's speed cancels within a pair.
 // CPU time is the whole process's (the job's threads, the server's and the metrics
 // sampler's), less the polling client's own, which is the browser's cost, not weir's.
@@ -437,8 +438,9 @@ RestOverhead withAndWithoutRest(Job job) {
         double start = threadCpuSeconds();
         std::string url = client.getWebInterfaceURL();
         httplib::Client http("127.0.0.1", std::stoi(url.substr(url.rfind(':') + 1)));
-        while (!done) {
+        for (int poll = 0; !done; ++poll) {
           http.Get("/jobs/" + client.getJobID());
+          if (poll % 5 == 0) http.Get("/metrics");
           std::this_thread::sleep_for(std::chrono::milliseconds(200));
         }
         pollerCpu = threadCpuSeconds() - start;
@@ -470,6 +472,25 @@ RestOverhead withAndWithoutRest(Job job) {
   return {median(wallOff), median(wallOn), median(wallRatio), median(cpuOff), median(cpuOn), median(cpuRatio)};
 }
 
+// transform() with user metrics on every record.
+struct MeasuredTransform : RichMapFunction<int64_t, int64_t> {
+  void open() override {
+    MetricGroup group = getRuntimeContext().getMetricGroup();
+    records = group.counter("records");
+    perSecond = group.meter("recordsPerSecond");
+    values = group.histogram("lowBits");
+  }
+  int64_t map(const int64_t& v) override {
+    records.inc();
+    perSecond.markEvent();
+    values.update(v & 1023);
+    return transform(v);
+  }
+  Counter records;
+  Meter perSecond;
+  Histogram values;
+};
+
 void printRestOverhead(int job, int64_t records, const RestOverhead& o) {
   auto n = static_cast<double>(records);
   printFigure("rest_overhead", {{"job", job},
@@ -498,6 +519,16 @@ void rest() {
         .keyBy([](const KeyedRecord& r) { return r.first; })
         .sum<1>()
         .sinkTo(DiscardingSink<KeyedRecord>());
+  }));
+  // Job 1's chain with a function that counts, meters and measures every record in
+  // metrics of its own (a counter, a meter, a histogram of 1,000 values).
+  const int64_t u = 200'000'000;
+  printRestOverhead(3, u, withAndWithoutRest([&](StreamExecutionEnvironment& env) {
+    env.fromSource(DataGeneratorSource([](int64_t i) { return generate(i); }, u),
+                   WatermarkStrategy<int64_t>::noWatermarks(), "gen")
+        .map(MeasuredTransform())
+        .filter([](const int64_t& v) { return keep(v); })
+        .sinkTo(DiscardingSink<int64_t>());
   }));
 }
 

@@ -34,12 +34,12 @@ std::string metricsAnswer(const std::string& all, const std::optional<std::strin
   }
   if (!get) {
     for (const auto& v : values)
-      if (v.contains("id")) out.push_back({{"id", v["id"]}});
-    return out.dump();
+      if (v.is_object() && v.contains("id")) out.push_back({{"id", v["id"]}});
+    return out.dump(-1, ' ', false, json::error_handler_t::replace);
   }
   for (const auto& id : wanted)
     for (const auto& v : values)
-      if (v.value("id", "") == id) out.push_back(v);
+      if (v.is_object() && v.contains("id") && v["id"] == id) out.push_back(v);
   return out.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -52,6 +52,7 @@ std::string notFound(const std::string& what) {
 std::string writeJobArchive(const std::string& folder, const JobArchive& archive) {
   std::error_code ec;
   fs::create_directories(folder, ec);
+  if (ec) throw Error(ErrorCode::kIo, "cannot make the archive folder " + folder + ": " + ec.message());
   const fs::path file = fs::path(folder) / archive.jobId;
   const fs::path temporary = fs::path(folder) / ("." + archive.jobId + ".inprogress");
   json entries = json::array();
@@ -61,7 +62,11 @@ std::string writeJobArchive(const std::string& folder, const JobArchive& archive
     std::ofstream out(temporary, std::ios::binary | std::ios::trunc);
     out << text;
     out.flush();
-    if (!out) throw Error(ErrorCode::kIo, "cannot write the job archive " + temporary.string() + ": " + std::strerror(errno));
+    if (!out) {
+      const std::string why = std::strerror(errno);
+      fs::remove(temporary, ec);
+      throw Error(ErrorCode::kIo, "cannot write the job archive " + temporary.string() + ": " + why);
+    }
   }
   fs::rename(temporary, file, ec);
   if (ec) {
@@ -104,11 +109,12 @@ void ArchiveFolder::refresh() {
   std::error_code ec;
   for (fs::directory_iterator it(folder_, ec), end; !ec && it != end; it.increment(ec)) {
     const std::string name = it->path().filename().string();
-    if (name.empty() || name[0] == '.' || !it->is_regular_file(ec)) continue;  // hidden: being written
+    std::error_code fileError;  // a file gone since the listing is left out, not the folder
+    if (name.empty() || name[0] == '.' || !it->is_regular_file(fileError)) continue;  // hidden: being written
     File file;
-    file.modified = it->last_write_time(ec);
-    file.size = it->file_size(ec);
-    seen[name] = std::move(file);
+    file.modified = it->last_write_time(fileError);
+    file.size = it->file_size(fileError);
+    if (!fileError) seen[name] = std::move(file);
   }
   if (ec)
     std::fprintf(stderr, "weir: cannot list the archive folder %s: %s; serving what was read before\n",
@@ -159,7 +165,8 @@ std::vector<json> ArchiveFolder::overviews() const {
     const json overview = json::parse(it->second, nullptr, false);
     if (!overview.is_object() || !overview.contains("jobs") || !overview["jobs"].is_array()) continue;
     for (const auto& job : overview["jobs"])
-      if (job.value("jid", "") == name) out.push_back(job);
+      if (job.is_object() && job.contains("jid") && job["jid"] == name && job.value("state", json("")).is_string())
+        out.push_back(job);
   }
   return out;
 }

@@ -74,6 +74,22 @@ TEST(ArchiveFolder, ServesEachArchiveAndNamesWhatIsNone) {
   EXPECT_FALSE(folder.answer("/jobs/ffffffffffffffffffffffffffffffff", std::nullopt));
   EXPECT_FALSE(folder.answer("/overview", std::nullopt));
 
+  // An archive of another shape (valid JSON, odd members) is served, never an error.
+  const std::string odd = "00000000000000000000000000000001";
+  json entries = json::array({{{"path", "/jobs/overview"}, {"json", R"({"jobs": [1, {"jid": ")" + odd + R"(", "state": 5}]})"}},
+                              {{"path", "/jobs/" + odd}, {"json", "{}"}},
+                              {{"path", "/jobs/" + odd + "/metrics"}, {"json", R"([1, {"id": 2}, {"id": "a", "value": "1"}])"}}});
+  std::ofstream(dir / odd) << json{{"archive", entries}}.dump();
+  folder.refresh();
+  EXPECT_TRUE(folder.hasJob(odd));
+  EXPECT_EQ(folder.overviews().size(), 1u);  // the first job's; the odd one's entry is left out
+  EXPECT_EQ(json::parse(folder.answer("/jobs/" + odd + "/metrics", "a")->body),
+            json::parse(R"([{"id": "a", "value": "1"}])"));
+  EXPECT_EQ(json::parse(folder.answer("/jobs/" + odd + "/metrics", std::nullopt)->body),
+            json::parse(R"([{"id": 2}, {"id": "a"}])"));
+  fs::remove(dir / odd);
+  folder.refresh();
+
   // A refresh reads what came, forgets what went, and names a bad file only once.
   const std::string second = "fedcba9876543210fedcba9876543210";
   std::ofstream(dir / second) << flinkArchive(second, "FAILED");

@@ -204,7 +204,7 @@ class RestServer::Impl {
       }
       // Not under the gate's lock: archiving this job may end another (by dropping its
       // last owner), whose archive must not wait for this one's.
-      server->archive(ended, archiveFolder);
+      server->archive(ended, archiveFolder);  // never throws: it runs on the job's supervisor
       std::lock_guard lock(gate->mutex);
       if (--gate->active == 0) gate->done.notify_all();
     });
@@ -859,6 +859,7 @@ class RestServer::Impl {
     std::map<std::string, prometheus::Family<prometheus::Counter>*> counters{};
     std::map<std::string, prometheus::Family<prometheus::Gauge>*> gauges{};
     std::map<std::string, prometheus::MetricFamily> summaries{};  // not in `registry`: see families()
+    std::set<std::pair<std::string, std::map<std::string, std::string>>> summarySeries{};  // name, labels
     std::set<std::string> sampleNames{};  // every name a family above writes its samples under
 
     // Prometheus allows [a-zA-Z0-9_:] in names (not a digit first), [a-zA-Z0-9_] in labels.
@@ -922,6 +923,7 @@ class RestServer::Impl {
               summaries[name] = {name, help, prometheus::MetricType::Summary, {}};
               sampleNames.insert({name, name + "_count", name + "_sum"});
             }
+            if (!summarySeries.insert({name, labels}).second) return;  // a series of this name and labels is there
             const auto& h = metric.histogram;
             prometheus::ClientMetric m;
             for (const auto& [key, value] : labels) m.label.push_back({key, value});
@@ -1062,7 +1064,28 @@ class RestServer::Impl {
   // The job has ended: writes what the API answers for each of its paths to
   // <folder>/<job id> (Flink's archive), and says so on stderr, a failure too (the job's
   // result stands). On the thread that ended the job, before its wait() returns.
-  void archive(JobExecution& job, const std::string& folder) {
+  void archive(JobExecution& job, const std::string& folder) noexcept {
+    std::string id, written, failure;
+    try {
+      id = job.jobId();
+      written = writeJobArchive(folder, jobArchiveOf(job));
+    } catch (const std::exception& ex) {
+      failure = ex.what();
+    } catch (...) {
+      failure = "an exception that is not a std::exception";
+    }
+    try {
+      std::lock_guard lock(mutex_);
+      if (Entry* e = entryOf(id)) e->pinned.reset();
+    } catch (...) {
+      // a lock that cannot be taken leaves the job pinned: it stays listed, nothing worse
+    }
+    if (failure.empty()) std::fprintf(stderr, "weir: job %s archived to %s\n", id.c_str(), written.c_str());
+    else std::fprintf(stderr, "weir: job %s was not archived: %s\n", id.c_str(), failure.c_str());
+  }
+
+  // Pins the ended job, takes its final sample and renders its archive.
+  JobArchive jobArchiveOf(JobExecution& job) {
     const std::string id = job.jobId();
     {
       std::lock_guard lock(mutex_);
@@ -1078,18 +1101,7 @@ class RestServer::Impl {
       e->ended = true;
       e->sampler.clearRates();
     }
-    std::string written, failure;
-    try {
-      written = writeJobArchive(folder, jobArchive(id));
-    } catch (const std::exception& ex) {
-      failure = ex.what();
-    }
-    {
-      std::lock_guard lock(mutex_);
-      if (Entry* e = entryOf(id)) e->pinned.reset();
-    }
-    if (failure.empty()) std::fprintf(stderr, "weir: job %s archived to %s\n", id.c_str(), written.c_str());
-    else std::fprintf(stderr, "weir: job %s was not archived: %s\n", id.c_str(), failure.c_str());
+    return jobArchive(id);
   }
 
   // Every path of job `id` the Web UI and Flink's tools read, as answered now.
