@@ -39,7 +39,8 @@ class Counter {
 
 // Where an operator registers named metrics (Flink's MetricGroup). The REST API lists
 // each as "<subtask>.<operator>.<groups>.<name>"; /metrics exports it as
-// weir_taskmanager_job_task_operator_<groups>_<name>, with a key-value group as a label.
+// weir_taskmanager_job_task_operator_<groups>_<name> (in snake_case; flink_… and the names
+// as given with the flink prefix), with a key-value group as a label.
 //
 // Unlike Flink, weir calls a gauge's function on the subtask's own thread (once per
 // metrics interval, and once more before the operator closes), never concurrently with

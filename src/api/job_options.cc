@@ -17,6 +17,7 @@
 
 #include "api/config_values.h"
 #include "checkpoint/checkpoint_storage.h"
+#include "core/secret_file.h"
 #include "weir/error.h"
 #include "weir/key_group.h"
 #include "weir/stream_execution_environment.h"
@@ -58,6 +59,11 @@ const std::vector<Key>& allKeys() {
       {"rest.address", {}, Type::kString, ""},
       {"weir.rest.enabled", {}, Type::kBool, "--no-rest"},
       {"jobmanager.archive.fs.dir", {}, Type::kString, "--archive-dir"},
+      {"weir.metrics.prometheus.prefix", {}, Type::kEnum, "", 0, 0, 0, 0, {"WEIR", "FLINK"}},
+      {"weir.rest.ssl.certificate", {}, Type::kString, "--rest-ssl-certificate"},
+      {"weir.rest.ssl.private-key", {}, Type::kString, "--rest-ssl-private-key"},
+      {"weir.rest.authentication.token-file", {}, Type::kString, "--rest-token-file"},
+      {"weir.rest.insecure", {}, Type::kBool, "--rest-insecure"},
       {"state.backend.type", {"state.backend"}, Type::kEnum, "--state-backend", 0, 0, 0, 0, {"HASHMAP", "ROCKSDB", "HEAP"}},
       {"state.backend.incremental", {"execution.checkpointing.incremental"}, Type::kBool, "--incremental-checkpoints"},
       {"state.backend.rocksdb.localdir", {}, Type::kString, "--rocksdb-local-dir"},
@@ -270,6 +276,13 @@ struct JobOptions::Impl {
     bindFlag("--no-rest", "weir.rest.enabled", "false", "Do not serve the REST API and Web UI");
     bind("--archive-dir", "jobmanager.archive.fs.dir",
          "Folder to archive the job's REST answers in when it ends, for `weir history`");
+    bind("--rest-ssl-certificate", "weir.rest.ssl.certificate",
+         "PEM certificate (chain) to serve the REST API over TLS with, beside --rest-ssl-private-key");
+    bind("--rest-ssl-private-key", "weir.rest.ssl.private-key", "PEM private key of --rest-ssl-certificate");
+    bind("--rest-token-file", "weir.rest.authentication.token-file",
+         "File holding the token that cancelling, stopping and savepoints need (else $WEIR_REST_TOKEN; none: not asked)");
+    bindFlag("--rest-insecure", "weir.rest.insecure", "true",
+             "Allow a --rest-address beyond loopback without TLS and a token (anyone reaching it may cancel the job)");
     bind("--state-backend", "state.backend.type", "Where keyed state lives: hashmap (default; also heap) or rocksdb");
     bind("--rocksdb-local-dir", "state.backend.rocksdb.localdir",
          "Folder for RocksDB's files (default $TMPDIR or /tmp); each job makes its own folder in it");
@@ -342,6 +355,9 @@ struct JobOptions::Impl {
   // Sets `name` (a key or an alias) from a source; throws naming the origin.
   void put(const std::string& name, const std::string& value, const std::string& origin, const std::string& where) {
     const Key* k = findKey(name);
+    if (name == "rest.authentication.token" || name == "weir.rest.authentication.token")
+      throw bad(name + " is not a key, so that no command line shows the token in ps: put it in a file named by "
+                       "weir.rest.authentication.token-file, or in $WEIR_REST_TOKEN");
     if (k == nullptr) {
       std::string nearest;
       size_t best = 4;
@@ -476,6 +492,19 @@ struct JobOptions::Impl {
     return type && *type == "ROCKSDB";
   }
 
+  // The REST token: the first line of weir.rest.authentication.token-file, else
+  // $WEIR_REST_TOKEN, else none.
+  std::string restToken() const {
+    if (auto file = text("weir.rest.authentication.token-file")) {
+      auto token = core::readSecretFile(*file);
+      if (!token) throw bad(nameOf("weir.rest.authentication.token-file") + " '" + *file + "' cannot be read");
+      if (token->empty()) throw bad(nameOf("weir.rest.authentication.token-file") + " '" + *file + "' holds no token");
+      return *token;
+    }
+    const char* env = std::getenv("WEIR_REST_TOKEN");
+    return env != nullptr ? env : "";
+  }
+
   // Checks the settings together, and finds the checkpoint `--restore latest` means.
   void check() {
     if (auto p = integer("parallelism.default"), m = integer("pipeline.max-parallelism"); p && m && *m > 0 && *p > *m)
@@ -509,6 +538,13 @@ struct JobOptions::Impl {
                   " ms) must not be below " + nameOf("restart-strategy.exponential-delay.initial-backoff") + " (" +
                   std::to_string(initial.count()) + " ms)");
     }
+    if (given("weir.rest.ssl.certificate") != given("weir.rest.ssl.private-key"))
+      throw bad(nameOf(given("weir.rest.ssl.certificate") ? "weir.rest.ssl.certificate"
+                                                               : "weir.rest.ssl.private-key") +
+                " needs " +
+                nameOf(given("weir.rest.ssl.certificate") ? "weir.rest.ssl.private-key"
+                                                               : "weir.rest.ssl.certificate"));
+    restToken();  // a token file that cannot be read, or is empty, fails here
     const bool latest = given("weir.restore");
     if (latest && given("execution.savepoint.path"))
       throw bad("use " + nameOf("weir.restore") + " or " + nameOf("execution.savepoint.path") + ", not both");
@@ -713,6 +749,11 @@ void JobOptions::applyTo(StreamExecutionEnvironment& env) const {
   if (auto v = o.integer("rest.port")) rest.port = static_cast<int>(*v);
   if (auto v = o.text("rest.bind-address")) rest.address = *v;
   if (auto v = o.text("jobmanager.archive.fs.dir")) rest.archiveDir = *v;
+  if (auto v = o.choice("weir.metrics.prometheus.prefix")) rest.prometheusPrefix = *v == "FLINK" ? "flink" : "weir";
+  if (auto v = o.text("weir.rest.ssl.certificate")) rest.sslCertificate = *v;
+  if (auto v = o.text("weir.rest.ssl.private-key")) rest.sslPrivateKey = *v;
+  rest.authenticationToken = o.restToken();
+  rest.insecure = o.boolean("weir.rest.insecure").value_or(false);
   env.setRestOptions(rest);
 
   if (o.rocksdb()) {

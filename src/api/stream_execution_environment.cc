@@ -135,7 +135,7 @@ JobClient StreamExecutionEnvironment::executeAsync(const std::string& jobName) {
     auto& server = rest::RestServer::forOptions(rest_);
     job->setWebInterfaceUrl(server.url());
     job->launch();
-    server.addJob(job, rest_.archiveDir);
+    server.addJob(job, rest_.archiveDir, graph_->graph.executionConfig.hasJobBanner());
   } else {
     job->launch();
   }

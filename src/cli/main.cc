@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,6 +22,7 @@
 #include "cli/interrupt.h"
 #include "cli/rest_commands.h"
 #include "cli/transaction_commands.h"
+#include "core/secret_file.h"
 #include "core/sync_point.h"
 #include "weir/job_client.h"
 
@@ -118,20 +120,40 @@ int run(int argc, char** argv) {
   // $WEIR_REST_ADDRESS, when set, replaces --address's default on every call.
   const char* restAddress = std::getenv("WEIR_REST_ADDRESS");
   std::string address = restAddress != nullptr && *restAddress != '\0' ? restAddress : "127.0.0.1:8081";
-  std::string jobId;
+  std::string jobId, tokenFile, caFile;
   std::function<int()> control;
+  // The endpoint the flags and the environment name; nullopt after a one-line error.
+  auto endpoint = [&address, &tokenFile, &caFile]() -> std::optional<weir::cli::RestEndpoint> {
+    weir::cli::RestEndpoint rest{address, "", caFile};
+    if (const char* token = std::getenv("WEIR_REST_TOKEN")) rest.token = token;
+    if (!tokenFile.empty()) {
+      rest.token = weir::core::readSecretFile(tokenFile).value_or("");
+      if (rest.token.empty()) {
+        usageError("--token-file '" + tokenFile + "' cannot be read or holds no token");
+        return std::nullopt;
+      }
+    }
+    return rest;
+  };
   auto addControl = [&](const char* name, const char* help, bool needsJob, auto action) {
     auto* sub = app.add_subcommand(name, help);
-    sub->add_option("--address", address, "host:port of the REST API (default $WEIR_REST_ADDRESS, else 127.0.0.1:8081)");
+    sub->add_option("--address", address,
+                    "host:port (or https://host:port) of the REST API (default $WEIR_REST_ADDRESS, else 127.0.0.1:8081)");
+    sub->add_option("--token-file", tokenFile,
+                    "File holding the token the REST API asks for to change a job (default $WEIR_REST_TOKEN)");
+    sub->add_option("--ca-file", caFile, "PEM certificates to trust for an https address (default: the system's)");
     if (needsJob) sub->add_option("jobid", jobId, "The job's id, as `weir list` prints it")->required();
-    sub->callback([&control, action, &address, &jobId] {
-      if (!control) control = [action, &address, &jobId] { return action(address, jobId); };
+    sub->callback([&control, action, &endpoint, &jobId] {
+      if (!control) control = [action, &endpoint, &jobId] {
+        auto rest = endpoint();
+        return rest ? action(*rest, jobId) : 2;
+      };
     });
     return sub;
   };
   bool listRunning = false, listAll = false;
   auto* listCommand = addControl("list", "List the jobs a REST API serves that have not ended (-a: all of them)", false,
-                                 [&listRunning, &listAll](const std::string& a, const std::string&) {
+                                 [&listRunning, &listAll](const weir::cli::RestEndpoint& a, const std::string&) {
                                    return weir::cli::listJobs(a, listAll       ? weir::cli::ListFilter::kAll
                                                                  : listRunning ? weir::cli::ListFilter::kRunning
                                                                                : weir::cli::ListFilter::kNotEnded);
@@ -145,7 +167,7 @@ int run(int argc, char** argv) {
       "stop",
       "Stop a running job: with --savepoint-path (or the job's --savepoint-dir) take a savepoint and end it, "
       "else let its sources end and every operator drain",
-      true, [&stop](const std::string& a, const std::string& j) { return weir::cli::stopJob(a, j, stop); });
+      true, [&stop](const weir::cli::RestEndpoint& a, const std::string& j) { return weir::cli::stopJob(a, j, stop); });
   stopCommand->add_option("-p,--savepoint-path", stop.savepointPath, "Folder to write the savepoint into");
   stopCommand->add_flag("-d,--drain", stop.drain,
                         "End the sources' input first: event time advances to its end, every timer and window fires");
@@ -156,7 +178,7 @@ int run(int argc, char** argv) {
   auto* savepointCommand = addControl(
       "savepoint",
       "Take a savepoint of a running job: weir savepoint <jobid> [dir]; or weir savepoint inspect|dump|dispose PATH", false,
-      [&savepointDir, &savepointType, &jobId](const std::string& a, const std::string&) {
+      [&savepointDir, &savepointType, &jobId](const weir::cli::RestEndpoint& a, const std::string&) {
         if (jobId.empty()) return usageError("weir savepoint needs a job id, or inspect|dump|dispose PATH (see --help)");
         return weir::cli::triggerSavepoint(a, jobId, savepointDir, savepointType);
       });
@@ -336,6 +358,9 @@ void crashAtSyncPointIfAsked() {
 }
 
 int main(int argc, char** argv) {
+  // A server that answers and closes before the whole request is sent (an https one
+  // refusing it) must be an error of that call, not the end of the program.
+  std::signal(SIGPIPE, SIG_IGN);
   weir::cli::installInterruptHandler();
   crashAtSyncPointIfAsked();
   try {

@@ -12,6 +12,7 @@
 #include <optional>
 #include <thread>
 
+#include "core/loopback.h"
 #include "weir/savepoint_format_type.h"
 
 namespace weir::cli {
@@ -32,40 +33,62 @@ int fail(const std::string& message) {
   return 1;
 }
 
-// A client for "host:port"; nullopt (after a message) when the address is malformed.
-std::optional<httplib::Client> client(const std::string& address) {
-  auto colon = address.rfind(':');
+// A client for "host:port", "http://host:port" or "https://host:port" that sends the
+// token and trusts the CA file, when given; nullopt when the address is malformed.
+std::optional<httplib::Client> client(const RestEndpoint& rest) {
+  std::string scheme = "http", hostPort = rest.address;
+  for (const char* s : {"http", "https"})
+    if (rest.address.starts_with(std::string(s) + "://")) scheme = s, hostPort = rest.address.substr(scheme.size() + 3);
+  auto colon = hostPort.rfind(':');
   int port = 0;
   if (colon == std::string::npos || colon == 0) return std::nullopt;
   try {
     size_t used = 0;
-    port = std::stoi(address.substr(colon + 1), &used);
-    if (used != address.size() - colon - 1) return std::nullopt;
+    port = std::stoi(hostPort.substr(colon + 1), &used);
+    if (used != hostPort.size() - colon - 1) return std::nullopt;
   } catch (...) {
     return std::nullopt;
   }
   if (port < 1 || port > 65535) return std::nullopt;
-  std::optional<httplib::Client> c(std::in_place, address.substr(0, colon), port);
+  std::optional<httplib::Client> c(std::in_place, scheme + "://" + hostPort);
+  if (!c->is_valid()) return std::nullopt;
   c->set_connection_timeout(3, 0);
   c->set_read_timeout(10, 0);
+  if (!rest.caFile.empty()) c->set_ca_cert_path(rest.caFile);
   return c;
+}
+
+// Whether the token may go to `rest`: over https, or to this machine.
+bool tokenStaysPrivate(const RestEndpoint& rest) {
+  if (rest.address.starts_with("https://")) return true;
+  std::string hostPort = rest.address.starts_with("http://") ? rest.address.substr(7) : rest.address;
+  return core::isLoopbackAddress(hostPort.substr(0, hostPort.rfind(':')));
 }
 
 // The JSON answer of a request, or nullopt after printing why there is none. A refusal
 // (4xx) exits with `refusedCode`.
-std::optional<json> call(const std::string& address, const std::string& method, const std::string& path,
+std::optional<json> call(const RestEndpoint& rest, const std::string& method, const std::string& path,
                          int* exitCode, const std::string& body = "", int refusedCode = 1) {
-  auto c = client(address);
+  auto c = client(rest);
   if (!c) {
     *exitCode = 2;
-    std::fprintf(stderr, "weir: --address must be host:port, got '%s'\n", address.c_str());
+    std::fprintf(stderr, "weir: --address must be host:port or https://host:port, got '%s'\n", rest.address.c_str());
     return std::nullopt;
+  }
+  // Only a request that changes a job carries the token, and never in clear text to
+  // another machine.
+  if (method != "GET" && !rest.token.empty()) {
+    if (!tokenStaysPrivate(rest)) {
+      *exitCode = fail("not sending the REST token in clear text to " + rest.address + "; use https://");
+      return std::nullopt;
+    }
+    c->set_bearer_token_auth(rest.token);
   }
   httplib::Result r = method == "GET"     ? c->Get(path)
                       : method == "PATCH" ? c->Patch(path)
                                           : c->Post(path, body, "application/json");
   if (!r) {
-    *exitCode = fail("cannot reach the REST API at " + address + ": " + httplib::to_string(r.error()) +
+    *exitCode = fail("cannot reach the REST API at " + rest.address + ": " + httplib::to_string(r.error()) +
                      " (is a job running with --rest-port?)");
     return std::nullopt;
   }
@@ -75,25 +98,27 @@ std::optional<json> call(const std::string& address, const std::string& method, 
     if (answer.is_object() && answer.contains("errors") && answer["errors"].is_array() && !answer["errors"].empty() &&
         answer["errors"][0].is_string())
       why = printable(answer["errors"][0].get<std::string>());
+    if (r->status == 401 && rest.token.empty()) why += " Give it with --token-file or $WEIR_REST_TOKEN.";
     *exitCode = fail(why);
-    if (r->status < 500 && r->status != 404) *exitCode = refusedCode;
+    // Refused by the job (2 where the caller says so); not allowed (401) is as unreachable.
+    if (r->status < 500 && r->status != 404 && r->status != 401) *exitCode = refusedCode;
     return std::nullopt;
   }
   if (answer.is_discarded()) {
-    *exitCode = fail("the REST API at " + address + " answered something that is not JSON");
+    *exitCode = fail("the REST API at " + rest.address + " answered something that is not JSON");
     return std::nullopt;
   }
   return answer;
 }
 
 // Waits for savepoint operation `trigger` of the job and prints where it went.
-int awaitSavepoint(const std::string& address, const std::string& jobId, const std::string& trigger) {
+int awaitSavepoint(const RestEndpoint& rest, const std::string& jobId, const std::string& trigger) {
   for (;;) {
     int code = 0;
-    auto status = call(address, "GET", "/jobs/" + jobId + "/savepoints/" + trigger, &code);
+    auto status = call(rest, "GET", "/jobs/" + jobId + "/savepoints/" + trigger, &code);
     if (!status) return code;
     if (!status->is_object() || !(*status)["status"].is_object())
-      return fail("the REST API at " + address + " answered an unexpected document");
+      return fail("the REST API at " + rest.address + " answered an unexpected document");
     if ((*status)["status"].value("id", "") != "COMPLETED") {
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
       continue;
@@ -138,9 +163,9 @@ std::string duration(int64_t ms) {
 
 }  // namespace
 
-int listJobs(const std::string& address, ListFilter filter) {
+int listJobs(const RestEndpoint& rest, ListFilter filter) {
   int code = 0;
-  auto body = call(address, "GET", "/jobs/overview", &code);
+  auto body = call(rest, "GET", "/jobs/overview", &code);
   if (!body) return code;
   json jobs = body->is_object() ? body->value("jobs", json::array()) : json::array();
   if (!jobs.is_array()) jobs = json::array();
@@ -164,12 +189,12 @@ int listJobs(const std::string& address, ListFilter filter) {
   return 0;
 }
 
-int jobStatus(const std::string& address, const std::string& jobId) {
+int jobStatus(const RestEndpoint& rest, const std::string& jobId) {
   if (!validJobId(jobId)) return badJobId(jobId);
   int code = 0;
-  auto body = call(address, "GET", "/jobs/" + jobId, &code);
+  auto body = call(rest, "GET", "/jobs/" + jobId, &code);
   if (!body) return code;
-  if (!body->is_object()) return fail("the REST API at " + address + " answered an unexpected document");
+  if (!body->is_object()) return fail("the REST API at " + rest.address + " answered an unexpected document");
   auto& j = *body;
   std::printf("%s  %s  %s  %s\n", printable(j.value("jid", "?")).c_str(), printable(j.value("state", "?")).c_str(),
               duration(j.value("duration", int64_t{0})).c_str(), printable(j.value("name", "")).c_str());
@@ -181,7 +206,7 @@ int jobStatus(const std::string& address, const std::string& jobId) {
     std::string watermark = "-";
     if (v["id"].is_string()) {
       int ignored = 0;
-      auto marks = call(address, "GET", "/jobs/" + jobId + "/vertices/" + v["id"].get<std::string>() + "/watermarks",
+      auto marks = call(rest, "GET", "/jobs/" + jobId + "/vertices/" + v["id"].get<std::string>() + "/watermarks",
                         &ignored);
       std::optional<int64_t> least;
       bool all = marks && marks->is_array() && !marks->empty();
@@ -202,7 +227,7 @@ int jobStatus(const std::string& address, const std::string& jobId) {
                 watermark.c_str());
   }
   int ignored = 0;
-  if (auto cps = call(address, "GET", "/jobs/" + jobId + "/checkpoints", &ignored); cps && cps->is_object()) {
+  if (auto cps = call(rest, "GET", "/jobs/" + jobId + "/checkpoints", &ignored); cps && cps->is_object()) {
     json counts = cps->value("counts", json::object());
     json latest = cps->value("latest", json::object());
     std::string last = "none yet";
@@ -216,22 +241,22 @@ int jobStatus(const std::string& address, const std::string& jobId) {
                   static_cast<long long>(counts.value("in_progress", int64_t{0})), last.c_str());
   }
   // Flink's job metric: a list of {id, value}, the value a string.
-  if (auto metrics = call(address, "GET", "/jobs/" + jobId + "/metrics?get=numRestarts", &ignored);
+  if (auto metrics = call(rest, "GET", "/jobs/" + jobId + "/metrics?get=numRestarts", &ignored);
       metrics && metrics->is_array() && !metrics->empty() && (*metrics)[0].value("value", json()).is_string()) {
     std::printf("restarts: %.0f\n", std::strtod((*metrics)[0]["value"].get<std::string>().c_str(), nullptr));
   }
   return 0;
 }
 
-int cancelJob(const std::string& address, const std::string& jobId) {
+int cancelJob(const RestEndpoint& rest, const std::string& jobId) {
   if (!validJobId(jobId)) return badJobId(jobId);
   int code = 0;
-  if (!call(address, "PATCH", "/jobs/" + jobId + "?mode=cancel", &code)) return code;
+  if (!call(rest, "PATCH", "/jobs/" + jobId + "?mode=cancel", &code)) return code;
   std::printf("cancelling %s\n", jobId.c_str());
   return 0;
 }
 
-int stopJob(const std::string& address, const std::string& jobId, const StopOptions& stop) {
+int stopJob(const RestEndpoint& rest, const std::string& jobId, const StopOptions& stop) {
   if (!validJobId(jobId)) return badJobId(jobId);
   int code = 0;
   auto format = formatOf(stop.type, &code);
@@ -239,18 +264,18 @@ int stopJob(const std::string& address, const std::string& jobId, const StopOpti
   json request = {{"drain", stop.drain}, {"formatType", toString(*format)}};
   if (!stop.savepointPath.empty())
     request["targetDirectory"] = std::filesystem::absolute(stop.savepointPath).lexically_normal().string();
-  auto answer = call(address, "POST", "/jobs/" + jobId + "/stop", &code, request.dump(), 2);
+  auto answer = call(rest, "POST", "/jobs/" + jobId + "/stop", &code, request.dump(), 2);
   if (!answer) return code;
   if (answer->is_object() && (*answer)["request-id"].is_string()) {
     std::fprintf(stderr, "weir: stopping %s with a savepoint%s\n", jobId.c_str(),
                  stop.drain ? " after draining" : "");
-    return awaitSavepoint(address, jobId, (*answer)["request-id"].get<std::string>());
+    return awaitSavepoint(rest, jobId, (*answer)["request-id"].get<std::string>());
   }
   std::printf("stopping %s: its sources end and every operator drains\n", jobId.c_str());
   return 0;
 }
 
-int triggerSavepoint(const std::string& address, const std::string& jobId, const std::string& directory,
+int triggerSavepoint(const RestEndpoint& rest, const std::string& jobId, const std::string& directory,
                      const std::string& type) {
   if (!validJobId(jobId)) return badJobId(jobId);
   int code = 0;
@@ -258,12 +283,12 @@ int triggerSavepoint(const std::string& address, const std::string& jobId, const
   if (!format) return code;
   json request = {{"cancel-job", false}, {"formatType", toString(*format)}};
   if (!directory.empty()) request["target-directory"] = std::filesystem::absolute(directory).lexically_normal().string();
-  auto answer = call(address, "POST", "/jobs/" + jobId + "/savepoints", &code, request.dump(), 2);
+  auto answer = call(rest, "POST", "/jobs/" + jobId + "/savepoints", &code, request.dump(), 2);
   if (!answer) return code;
   if (!answer->is_object() || !(*answer)["request-id"].is_string())
-    return fail("the REST API at " + address + " answered an unexpected document");
+    return fail("the REST API at " + rest.address + " answered an unexpected document");
   std::fprintf(stderr, "weir: triggering a savepoint of %s\n", jobId.c_str());
-  return awaitSavepoint(address, jobId, (*answer)["request-id"].get<std::string>());
+  return awaitSavepoint(rest, jobId, (*answer)["request-id"].get<std::string>());
 }
 
 }  // namespace weir::cli

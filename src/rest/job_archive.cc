@@ -155,35 +155,46 @@ bool ArchiveFolder::hasJob(const std::string& jobId) const {
   return it != files_.end() && it->second.archive.has_value();
 }
 
+std::optional<json> JobArchive::overview() const {
+  auto it = answers.find("/jobs/overview");
+  if (it == answers.end()) return std::nullopt;
+  const json overview = json::parse(it->second, nullptr, false);
+  if (!overview.is_object() || !overview.contains("jobs") || !overview["jobs"].is_array()) return std::nullopt;
+  for (const auto& job : overview["jobs"])
+    if (job.is_object() && job.contains("jid") && job["jid"] == jobId && job.value("state", json("")).is_string())
+      return job;
+  return std::nullopt;
+}
+
+JobArchive::Answer JobArchive::answer(const std::string& path, const std::optional<std::string>& get) const {
+  auto it = answers.find(path);
+  if (it == answers.end()) return Answer{404, notFound("Not found in the archive of job " + jobId + ": " + path)};
+  if (path.ends_with("/metrics")) return Answer{200, metricsAnswer(it->second, get)};
+  return Answer{200, it->second};
+}
+
+std::string jobIdOfPath(const std::string& path) {
+  if (!path.starts_with("/jobs/")) return "";
+  const size_t end = path.find('/', 6);
+  return path.substr(6, end == std::string::npos ? std::string::npos : end - 6);
+}
+
 std::vector<json> ArchiveFolder::overviews() const {
   std::lock_guard lock(mutex_);
   std::vector<json> out;
-  for (const auto& [name, file] : files_) {
-    if (!file.archive) continue;
-    auto it = file.archive->answers.find("/jobs/overview");
-    if (it == file.archive->answers.end()) continue;
-    const json overview = json::parse(it->second, nullptr, false);
-    if (!overview.is_object() || !overview.contains("jobs") || !overview["jobs"].is_array()) continue;
-    for (const auto& job : overview["jobs"])
-      if (job.is_object() && job.contains("jid") && job["jid"] == name && job.value("state", json("")).is_string())
-        out.push_back(job);
-  }
+  for (const auto& [name, file] : files_)
+    if (file.archive)
+      if (auto overview = file.archive->overview()) out.push_back(std::move(*overview));
   return out;
 }
 
 std::optional<ArchiveFolder::Answer> ArchiveFolder::answer(const std::string& path,
                                                            const std::optional<std::string>& get) const {
-  if (!path.starts_with("/jobs/")) return std::nullopt;
-  const size_t end = path.find('/', 6);
-  const std::string jobId = path.substr(6, end == std::string::npos ? std::string::npos : end - 6);
+  const std::string jobId = jobIdOfPath(path);
   std::lock_guard lock(mutex_);
   auto file = files_.find(jobId);
-  if (file == files_.end() || !file->second.archive) return std::nullopt;
-  const auto& answers = file->second.archive->answers;
-  auto it = answers.find(path);
-  if (it == answers.end()) return Answer{404, notFound("Not found in the archive of job " + jobId + ": " + path)};
-  if (path.ends_with("/metrics")) return Answer{200, metricsAnswer(it->second, get)};
-  return Answer{200, it->second};
+  if (jobId.empty() || file == files_.end() || !file->second.archive) return std::nullopt;
+  return file->second.archive->answer(path, get);
 }
 
 }  // namespace weir::rest

@@ -18,7 +18,20 @@ namespace weir::rest {
 struct JobArchive {
   std::string jobId;
   std::map<std::string, std::string> answers;  // path -> JSON text; a metrics path holds every id and value
+
+  // The job's entry of /jobs/overview; nullopt when the archive holds none of its shape.
+  std::optional<nlohmann::json> overview() const;
+  struct Answer {
+    int status;
+    std::string body;
+  };
+  // The answer to GET `path` of this job (with `get`, a metrics query): 404 for a path
+  // the archive does not hold.
+  Answer answer(const std::string& path, const std::optional<std::string>& get) const;
 };
+
+// The job id a REST path names ("/jobs/<id>/..."); empty for another path.
+std::string jobIdOfPath(const std::string& path);
 
 // Writes `archive` to <folder>/<jobId>, whole or not at all (a hidden temporary file,
 // renamed); makes the folder. Returns the file's path; throws weir::Error (kIo) naming it.
@@ -40,10 +53,7 @@ class ArchiveFolder {
   // Each archived job's entry of /jobs/overview.
   std::vector<nlohmann::json> overviews() const;
 
-  struct Answer {
-    int status;
-    std::string body;
-  };
+  using Answer = JobArchive::Answer;
   // The answer to GET `path` (with `get`, a metrics query) of a job this folder holds;
   // nullopt for a path of no archived job.
   std::optional<Answer> answer(const std::string& path, const std::optional<std::string>& get) const;

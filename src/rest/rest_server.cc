@@ -1,16 +1,12 @@
 #include "rest/rest_server.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
+#include <signal.h>
 #include <httplib.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
-#include <prometheus/check_names.h>
-#include <prometheus/counter.h>
-#include <prometheus/gauge.h>
-#include <prometheus/metric_family.h>
-#include <prometheus/registry.h>
-#include <prometheus/text_serializer.h>
 
 #include <algorithm>
 #include <atomic>
@@ -32,10 +28,13 @@
 #include <nlohmann/json.hpp>
 #include <thread>
 
+#include "core/loopback.h"
 #include "core/thread_name.h"
 #include "rest/assets.h"
 #include "rest/job_archive.h"
 #include "rest/metrics_sampler.h"
+#include "rest/process_figures.h"
+#include "rest/prometheus_exposition.h"
 
 namespace weir::rest {
 
@@ -48,6 +47,7 @@ constexpr size_t kMaxBodyBytes = 1 << 20;    // larger requests get 413
 constexpr size_t kMaxEndedJobs = 100;        // ended jobs kept for the UI
 constexpr int kWorkerThreads = 256;          // a silent client holds one for a second at most
 constexpr int kReadTimeoutMillis = 300;      // for a request to arrive on loopback
+constexpr int kRemoteReadTimeoutMillis = 3000;  // from elsewhere, or with TLS
 
 const char* stateName(JobStatus s) { return toString(s); }
 
@@ -116,19 +116,77 @@ void raiseListenBacklog(int port) {
   }
 }
 
+// A file the server must read, named when it cannot.
+void mustRead(const std::string& what, const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw Error(ErrorCode::kInvalidArgument, "REST server: cannot read the TLS " + what + " '" + path + "'");
+}
+
+// What every job's options must satisfy to be served: a known Prometheus prefix, and
+// beyond loopback TLS and a token, unless the options say insecure.
+void checkPolicy(const RestOptions& options) {
+  if (!PrometheusExposition::validPrefix(options.prometheusPrefix))
+    throw Error(ErrorCode::kInvalidArgument,
+                "the Prometheus prefix must be weir or flink, got '" + options.prometheusPrefix + "'");
+  const bool tls = !options.sslCertificate.empty() || !options.sslPrivateKey.empty();
+  if (!core::isLoopbackAddress(options.address) && !options.insecure && (!tls || options.authenticationToken.empty()))
+    throw Error(ErrorCode::kInvalidArgument,
+                "REST server: listening on " + options.address +
+                    " lets whoever reaches it cancel and stop jobs; give it TLS (weir.rest.ssl.certificate and "
+                    "weir.rest.ssl.private-key) and a token (weir.rest.authentication.token-file), or say "
+                    "--rest-insecure");
+}
+
+// The HTTP server, or the HTTPS one with the options' certificate and key.
+std::unique_ptr<httplib::Server> makeServer(const RestOptions& options) {
+  const bool tls = !options.sslCertificate.empty() || !options.sslPrivateKey.empty();
+  if (!tls) return std::make_unique<httplib::Server>();
+  if (options.sslCertificate.empty() || options.sslPrivateKey.empty())
+    throw Error(ErrorCode::kInvalidArgument, "REST server: TLS needs both a certificate and a private key");
+  mustRead("certificate", options.sslCertificate);
+  mustRead("private key", options.sslPrivateKey);
+  auto server = std::make_unique<httplib::SSLServer>(options.sslCertificate.c_str(), options.sslPrivateKey.c_str());
+  if (!server->is_valid())
+    throw Error(ErrorCode::kInvalidArgument, "REST server: '" + options.sslCertificate + "' and '" +
+                                                 options.sslPrivateKey +
+                                                 "' are not a PEM certificate and its private key");
+  return server;
+}
+
+// Whether `given` is `expected`, in a time that does not depend on where they differ.
+bool sameSecret(const std::string& given, const std::string& expected) {
+  unsigned char differ = given.size() == expected.size() ? 0 : 1;
+  for (size_t i = 0; i < given.size(); ++i)
+    differ |= static_cast<unsigned char>(given[i] ^ expected[i % std::max<size_t>(1, expected.size())]);
+  return differ == 0;
+}
+
+// Whether an Authorization header carries `token` as a bearer token (the scheme's case
+// does not matter, RFC 7235).
+bool bearerIs(const std::string& authorization, const std::string& token) {
+  const size_t space = authorization.find(' ');
+  if (space == std::string::npos) return false;
+  std::string scheme = authorization.substr(0, space);
+  for (char& c : scheme) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  const size_t start = authorization.find_first_not_of(' ', space);
+  return scheme == "bearer" && start != std::string::npos && sameSecret(authorization.substr(start), token);
+}
+
 }  // namespace
 
 class RestServer::Impl {
  public:
-  explicit Impl(const RestOptions& options) : options_(options) {
-    http_.new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
-    http_.set_read_timeout(0, kReadTimeoutMillis * 1000);
-    http_.set_write_timeout(2, 0);
-    http_.set_keep_alive_timeout(1);
-    http_.set_payload_max_length(kMaxBodyBytes);
+  explicit Impl(const RestOptions& options) : options_(options), http_(makeServer(options)) {
+    http_->new_task_queue = [] { return new httplib::ThreadPool(kWorkerThreads); };
+    // Beyond loopback, or with a TLS handshake first, a request may take longer to come.
+    const bool near = core::isLoopbackAddress(options.address) && !tls();
+    http_->set_read_timeout(0, (near ? kReadTimeoutMillis : kRemoteReadTimeoutMillis) * 1000);
+    http_->set_write_timeout(2, 0);
+    http_->set_keep_alive_timeout(1);
+    http_->set_payload_max_length(kMaxBodyBytes);
     routes();
-    if (options.port == 0) port_ = http_.bind_to_any_port(options.address);
-    else port_ = http_.bind_to_port(options.address, options.port) ? options.port : -1;
+    if (options.port == 0) port_ = http_->bind_to_any_port(options.address);
+    else port_ = http_->bind_to_port(options.address, options.port) ? options.port : -1;
     if (port_ <= 0)
       throw Error(ErrorCode::kIo, "REST server: cannot listen on " + options.address + ":" +
                                       std::to_string(options.port) +
@@ -136,11 +194,18 @@ class RestServer::Impl {
     raiseListenBacklog(port_);
     listener_ = std::thread([this] {
       core::nameThisThread("weir REST");
+      // OpenSSL write()s without MSG_NOSIGNAL: a client gone in the middle of an answer
+      // would raise SIGPIPE and end the process with its jobs. Blocked here, on this
+      // thread and the workers it makes, the write fails with EPIPE instead.
+      sigset_t pipe;
+      sigemptyset(&pipe);
+      sigaddset(&pipe, SIGPIPE);
+      pthread_sigmask(SIG_BLOCK, &pipe, nullptr);
       // The API can fail after the port was bound (its threads cannot be made): the jobs
       // run on without it, and stderr says so.
       std::string why;
       try {
-        http_.listen_after_bind();
+        http_->listen_after_bind();
       } catch (const std::exception& e) {
         why = e.what();
       } catch (...) {
@@ -153,7 +218,7 @@ class RestServer::Impl {
     });
     // httplib's stop() is ignored until the listener runs: wait for it, so that a server
     // destroyed right away still stops.
-    while (!http_.is_running() && !listenerDone_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    while (!http_->is_running() && !listenerDone_) std::this_thread::sleep_for(std::chrono::milliseconds(1));
     sampler_ = std::thread([this] {
       core::nameThisThread("weir sampler");
       sampleLoop();
@@ -177,12 +242,12 @@ class RestServer::Impl {
       stopping_ = true;
     }
     cv_.notify_all();
-    http_.stop();
+    http_->stop();
     if (listener_.joinable()) listener_.join();
     if (sampler_.joinable()) sampler_.join();
   }
 
-  void addJob(const std::shared_ptr<JobExecution>& job, const std::string& archiveFolder) {
+  void addJob(const std::shared_ptr<JobExecution>& job, const std::string& archiveFolder, bool announceEnd) {
     {
       std::lock_guard lock(mutex_);
       auto entry = std::make_unique<Entry>();
@@ -192,9 +257,8 @@ class RestServer::Impl {
       jobs_.push_back(std::move(entry));
       forgetOldJobs();
     }
-    if (archiveFolder.empty()) return;
     // Outside the lock: a job that has ended already is archived right here.
-    job->onEnd([gate = gate_, archiveFolder](JobExecution& ended) {
+    job->onEnd([gate = gate_, archiveFolder, announceEnd](JobExecution& ended) {
       Impl* server = nullptr;
       {
         std::lock_guard lock(gate->mutex);
@@ -204,7 +268,7 @@ class RestServer::Impl {
       }
       // Not under the gate's lock: archiving this job may end another (by dropping its
       // last owner), whose archive must not wait for this one's.
-      server->archive(ended, archiveFolder);  // never throws: it runs on the job's supervisor
+      server->archive(ended, archiveFolder, announceEnd);  // never throws: it runs on the job's supervisor
       std::lock_guard lock(gate->mutex);
       if (--gate->active == 0) gate->done.notify_all();
     });
@@ -224,7 +288,11 @@ class RestServer::Impl {
   }
 
   int port() const { return port_; }
-  std::string url() const { return "http://" + options_.address + ":" + std::to_string(port_); }
+  const RestOptions& options() const { return options_; }
+  bool tls() const { return !options_.sslCertificate.empty(); }
+  std::string url() const {
+    return (tls() ? "https://" : "http://") + options_.address + ":" + std::to_string(port_);
+  }
 
  private:
   // The server watches a job but does not own it: dropping the last JobClient still
@@ -624,20 +692,10 @@ class RestServer::Impl {
   // CPU time (user and system, ms), resident memory (bytes) and threads of this process.
   static std::map<std::string, double> processMetrics() {
     std::map<std::string, double> out;
-    std::ifstream stat("/proc/self/stat");
-    std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-    // Fields after the command (in parentheses, which may hold spaces): state is field 3.
-    const size_t close = text.rfind(')');
-    if (close != std::string::npos) {
-      std::istringstream fields(text.substr(close + 2));
-      std::vector<std::string> f((std::istream_iterator<std::string>(fields)), std::istream_iterator<std::string>());
-      // utime 14, stime 15, num_threads 20, rss 24 (1-based, as proc(5) numbers them).
-      if (f.size() > 21) {
-        const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
-        out["Status.Process.CPU.Time"] = (std::stod(f[11]) + std::stod(f[12])) * 1000.0 / ticks;
-        out["Status.Process.Threads.Count"] = std::stod(f[17]);
-        out["Status.Process.Memory.RSS"] = std::stod(f[21]) * static_cast<double>(::sysconf(_SC_PAGESIZE));
-      }
+    if (auto f = readProcessFigures()) {
+      out["Status.Process.CPU.Time"] = f->cpuSeconds * 1000.0;
+      out["Status.Process.Threads.Count"] = f->threads;
+      out["Status.Process.Memory.RSS"] = f->residentBytes;
     }
     return out;
   }
@@ -656,7 +714,7 @@ class RestServer::Impl {
     sendJson(res, out);
   }
 
-  // Prometheus rejects a whole scrape for one label that is not UTF-8: keep ASCII only.
+  // Printable ASCII only, for a message that quotes what a client sent.
   static std::string label(const std::string& s) {
     std::string out;
     for (char c : s) out += (static_cast<unsigned char>(c) < 0x80 && c >= 0x20) ? c : '?';
@@ -850,192 +908,143 @@ class RestServer::Impl {
             {"history", history}};
   }
 
-  // What operators registered (MetricGroup), as Flink's Prometheus reporter names them:
-  // weir_taskmanager_job_task_operator_<groups>_<name>, a key-value group a label; a
-  // counter is a counter whose name ends in _total, a meter a gauge of its rate, and a
-  // histogram a summary of its quantiles.
-  struct OperatorMetricFamilies {
-    prometheus::Registry& registry;
-    std::map<std::string, prometheus::Family<prometheus::Counter>*> counters{};
-    std::map<std::string, prometheus::Family<prometheus::Gauge>*> gauges{};
-    std::map<std::string, prometheus::MetricFamily> summaries{};  // not in `registry`: see families()
-    std::set<std::pair<std::string, std::map<std::string, std::string>>> summarySeries{};  // name, labels
-    std::set<std::string> sampleNames{};  // every name a family above writes its samples under
-
-    // Prometheus allows [a-zA-Z0-9_:] in names (not a digit first), [a-zA-Z0-9_] in labels.
-    static std::string sanitize(const std::string& s, bool label) {
-      std::string out;
-      for (char c : s)
-        out += std::isalnum(static_cast<unsigned char>(c)) || c == '_' || (c == ':' && !label) ? c : '_';
-      return out;
-    }
-
-    // Whether a new family of this name may write samples under `names`.
-    bool free(std::initializer_list<std::string> names) const {
-      return std::none_of(names.begin(), names.end(), [&](const std::string& n) { return sampleNames.count(n) > 0; });
-    }
-
-    // Adds one metric; one that cannot be named as Prometheus wants, or whose name another
-    // kind of metric has, is left out, not the whole page.
-    void add(std::map<std::string, std::string> labels, const detail::MetricValue& metric) {
-      std::string name = "weir_taskmanager_job_task_operator";
-      for (const auto& [key, value] : metric.groups) {
-        name += "_" + sanitize(key, false);
-        if (value.empty()) continue;
-        // A key that is not a label name, is reserved (__*) or is one of ours gets a prefix.
-        std::string labelName = sanitize(key, true);
-        if (!prometheus::CheckLabelName(labelName) || labels.count(labelName) || labelName == "operator_name" ||
-            labelName == "quantile")
-          labelName = "group_" + labelName;
-        labels[labelName] = label(value);
-      }
-      name += "_" + sanitize(metric.name, false);
-      if (metric.kind == detail::MetricKind::kCounter) name += "_total";  // Prometheus's suffix (promtool asks for it)
-      labels["operator_name"] = label(metric.operatorName);
-      if (!prometheus::CheckMetricName(name)) return;
-      const std::string help = "Operator metric " + metric.name;
-      try {
-        switch (metric.kind) {
-          case detail::MetricKind::kCounter: {
-            auto family = counters.find(name);
-            if (family == counters.end()) {
-              if (!free({name})) return;
-              family = counters.emplace(name, &prometheus::BuildCounter().Name(name).Help(help).Register(registry)).first;
-              sampleNames.insert(name);
-            }
-            family->second->Add(labels).Increment(metric.value);
-            return;
-          }
-          case detail::MetricKind::kGauge:
-          case detail::MetricKind::kMeter: {
-            auto family = gauges.find(name);
-            if (family == gauges.end()) {
-              if (!free({name})) return;
-              family = gauges.emplace(name, &prometheus::BuildGauge().Name(name).Help(help).Register(registry)).first;
-              sampleNames.insert(name);
-            }
-            family->second->Add(labels).Set(metric.value);
-            return;
-          }
-          case detail::MetricKind::kHistogram: {
-            if (!summaries.count(name)) {
-              if (!free({name, name + "_count", name + "_sum"})) return;
-              summaries[name] = {name, help, prometheus::MetricType::Summary, {}};
-              sampleNames.insert({name, name + "_count", name + "_sum"});
-            }
-            if (!summarySeries.insert({name, labels}).second) return;  // a series of this name and labels is there
-            const auto& h = metric.histogram;
-            prometheus::ClientMetric m;
-            for (const auto& [key, value] : labels) m.label.push_back({key, value});
-            m.summary.sample_count = h.count;
-            m.summary.sample_sum = h.sum;
-            // Flink's reporter's quantiles.
-            m.summary.quantile = {{0.5, h.p50}, {0.75, h.p75}, {0.95, h.p95}, {0.98, h.p98}, {0.99, h.p99}, {0.999, h.p999}};
-            summaries[name].metric.push_back(std::move(m));
-            return;
-          }
-        }
-      } catch (const std::exception&) {
-        // prometheus-cpp refused the name or the labels: this metric is not exported
-      }
-    }
-
-    // Every family: the registry's and the summaries.
-    std::vector<prometheus::MetricFamily> families() const {
-      auto out = registry.Collect();
-      for (const auto& [name, family] : summaries) out.push_back(family);
-      return out;
-    }
-  };
-
+  // Flink's PrometheusReporter's scopes, names and labels (prometheus_exposition.h).
   std::string prometheusText() const {
-    prometheus::Registry registry;
-    auto family = [&](const std::string& name, const std::string& help) -> prometheus::Family<prometheus::Gauge>& {
-      return prometheus::BuildGauge().Name(name).Help(help).Register(registry);
-    };
-    auto gauge = [&](const std::string& name, const std::string& help) -> auto& { return family("weir_task_" + name, help); };
-    auto jobGauge = [&](const std::string& name, const std::string& help) -> auto& { return family("weir_job_" + name, help); };
-    auto& in = gauge("numRecordsIn", "Records a subtask received from its input channels");
-    auto& out = gauge("numRecordsOut", "Records a subtask emitted");
-    auto& bytesIn = gauge("numBytesIn", "Bytes a source subtask read from outside the job");
-    auto& bytesOut = gauge("numBytesOut", "Bytes a sink subtask wrote outside the job");
-    auto& bytesInRate = gauge("numBytesInPerSecond", "Bytes a source subtask read per second");
-    auto& bytesOutRate = gauge("numBytesOutPerSecond", "Bytes a sink subtask wrote per second");
-    auto& inRate = gauge("numRecordsInPerSecond", "Records received per second");
-    auto& outRate = gauge("numRecordsOutPerSecond", "Records emitted per second");
-    auto& busy = gauge("busyTimeMsPerSecond", "Milliseconds per second spent processing");
-    auto& idle = gauge("idleTimeMsPerSecond", "Milliseconds per second spent waiting for input");
-    auto& bp = gauge("backPressuredTimeMsPerSecond", "Milliseconds per second spent waiting for output credit");
-    auto& inWatermark = gauge("currentInputWatermark", "Event-time watermark a subtask received (ms)");
-    auto& outWatermark = gauge("currentOutputWatermark", "Event-time watermark a source subtask emitted (ms)");
-    auto& lateDropped = gauge("numLateRecordsDropped", "Records too late for every window they belonged to");
-    auto& inErrors = gauge("numRecordsInErrors", "Records a source could not read, skipped or sent to dead letters");
-    auto& lag = gauge("watermarkLag", "Milliseconds a subtask's watermark is behind the wall clock");
-    auto& restarts = jobGauge("numRestarts", "Restarts of the job");
-    auto& completed = jobGauge("numberOfCompletedCheckpoints", "Checkpoints completed");
-    auto& failed = jobGauge("numberOfFailedCheckpoints", "Checkpoints that failed or expired");
-    auto& inProgress = jobGauge("numberOfInProgressCheckpoints", "Checkpoints in progress");
-    auto& lastDuration = jobGauge("lastCheckpointDuration", "Milliseconds the last completed checkpoint took");
-    auto& lastSize = jobGauge("lastCheckpointSize", "Bytes the last completed checkpoint wrote (incremental: new files)");
-    auto& lastFullSize = jobGauge("lastCheckpointFullSize", "Bytes of every file the last completed checkpoint holds");
-    auto& alignment = jobGauge("checkpointAlignmentTime", "Milliseconds the last checkpoint waited for barriers");
-    auto& uptime = jobGauge("uptime", "Milliseconds the job has run");
-    OperatorMetricFamilies operatorMetrics{registry};
+    using Scope = PrometheusExposition::Scope;
+    PrometheusExposition out(options_.prometheusPrefix);
+    static const std::string host = [] {
+      char name[256] = {};
+      return ::gethostname(name, sizeof name - 1) == 0 ? PrometheusExposition::labelValue(name) : std::string("localhost");
+    }();
+    constexpr double kSeconds = 0.001;  // weir's spelling: milliseconds to seconds
+    constexpr double kRatio = 0.001;    // and milliseconds per second to a share of time
     for (const auto& e : jobs_) {
       const auto& job = *e->job;
-      std::map<std::string, std::string> jobLabels{{"job_id", job.jobId()}, {"job_name", label(job.jobName())}};
-      restarts.Add(jobLabels).Set(job.metrics().numRestarts);
-      if (auto stats = job.checkpointStats()) {
-        completed.Add(jobLabels).Set(static_cast<double>(stats->completed));
-        failed.Add(jobLabels).Set(static_cast<double>(stats->failed));
-        inProgress.Add(jobLabels).Set(static_cast<double>(stats->inProgress));
-        lastDuration.Add(jobLabels).Set(static_cast<double>(stats->lastDurationMillis));
-        lastSize.Add(jobLabels).Set(static_cast<double>(stats->lastSizeBytes));
-        lastFullSize.Add(jobLabels).Set(static_cast<double>(stats->lastFullSizeBytes));
-        alignment.Add(jobLabels).Set(static_cast<double>(stats->lastAlignmentMillis));
-      }
+      const PrometheusExposition::Labels jobLabels{
+          {"host", host}, {"job_id", job.jobId()}, {"job_name", PrometheusExposition::labelValue(job.jobName())}};
+      const int restarts = job.metrics().numRestarts;
+      out.counter(Scope::kJob, {"numRestarts", "num_restarts"}, "Restarts of the job", jobLabels, restarts);
       int64_t end = job.endTimeMillis();
-      uptime.Add(jobLabels).Set(static_cast<double>((end < 0 ? nowMillis() : end) - job.startTimeMillis()));
+      out.gauge(Scope::kJob, {"uptime", "uptime_seconds", kSeconds}, "Time the job has run",
+                jobLabels, static_cast<double>((end < 0 ? nowMillis() : end) - job.startTimeMillis()));
+      std::optional<checkpoint::CheckpointCoordinator::Stats> stats = job.checkpointStats();
+      if (stats) {
+        out.counter(Scope::kJob, {"numberOfCompletedCheckpoints", "number_of_completed_checkpoints"},
+                    "Checkpoints completed", jobLabels, static_cast<double>(stats->completed));
+        out.counter(Scope::kJob, {"numberOfFailedCheckpoints", "number_of_failed_checkpoints"},
+                    "Checkpoints that failed or expired", jobLabels, static_cast<double>(stats->failed));
+        out.gauge(Scope::kJob, {"numberOfInProgressCheckpoints", "number_of_in_progress_checkpoints"},
+                  "Checkpoints in progress", jobLabels, static_cast<double>(stats->inProgress));
+        out.counter(Scope::kJob, {"totalNumberOfCheckpoints", "number_of_checkpoints"},
+                    "Checkpoints triggered", jobLabels,
+                    static_cast<double>(stats->completed + stats->failed + stats->inProgress));
+        if (stats->latestCompleted) {
+          out.gauge(Scope::kJob, {"lastCompletedCheckpointId", "last_completed_checkpoint_id"},
+                    "Id of the last completed checkpoint", jobLabels, static_cast<double>(stats->latestId));
+          out.gauge(Scope::kJob, {"lastCheckpointDuration", "last_checkpoint_duration_seconds", kSeconds},
+                    "Time the last completed checkpoint took", jobLabels, static_cast<double>(stats->lastDurationMillis));
+          out.gauge(Scope::kJob, {"lastCheckpointSize", "last_checkpoint_size_bytes"},
+                    "Bytes the last completed checkpoint wrote (incremental: new files)", jobLabels,
+                    static_cast<double>(stats->lastSizeBytes));
+          out.gauge(Scope::kJob, {"lastCheckpointFullSize", "last_checkpoint_full_size_bytes"},
+                    "Bytes of every file the last completed checkpoint holds", jobLabels,
+                    static_cast<double>(stats->lastFullSizeBytes));
+          out.gauge(Scope::kJob, {"lastCheckpointPersistedData", "last_checkpoint_persisted_data_bytes"},
+                    "Bytes of records in flight the last completed checkpoint holds (unaligned)", jobLabels,
+                    static_cast<double>(std::max<int64_t>(0, stats->lastPersistedDataBytes)));
+        }
+        if (stats->latestRestored)
+          out.gauge(Scope::kJob, {"lastCheckpointRestoreTimestamp", "last_checkpoint_restore_timestamp_seconds", kSeconds},
+                    "When the job last restored a checkpoint or savepoint, since the Unix epoch", jobLabels,
+                    static_cast<double>(stats->latestRestored->timestampMillis));
+      }
       const auto& vs = job.vertices();
       const auto& latest = e->sampler.latest();
       const auto& rates = e->sampler.rates();
+      // Flink's task scope variables.
+      auto taskLabels = [&](size_t v, int subtask) {
+        auto labels = jobLabels;
+        labels["tm_id"] = "embedded";  // as /taskmanagers names this process
+        labels["task_id"] = vs[v].id;
+        labels["task_name"] = PrometheusExposition::labelValue(vs[v].name);
+        labels["subtask_index"] = std::to_string(subtask);
+        labels["task_attempt_num"] = std::to_string(restarts);
+        // Flink's ExecutionAttemptID: <graph>_<vertex>_<subtask>_<attempt>.
+        labels["task_attempt_id"] = job.jobId() + "_" + vs[v].id + "_" + labels["subtask_index"] + "_" +
+                                    labels["task_attempt_num"];
+        return labels;
+      };
       for (size_t v = 0; v < vs.size() && v < latest.size(); ++v) {
         for (size_t s = 0; s < latest[v].size(); ++s) {
-          auto labels = jobLabels;
-          labels["task_id"] = vs[v].id;
-          labels["task_name"] = label(vs[v].name);
-          labels["subtask_index"] = std::to_string(s);
-          in.Add(labels).Set(static_cast<double>(latest[v][s].numRecordsIn));
-          lateDropped.Add(labels).Set(static_cast<double>(latest[v][s].numLateRecordsDropped));
-          inErrors.Add(labels).Set(static_cast<double>(latest[v][s].numRecordsInErrors));
-          if (auto l = watermarkLag(*e, v, latest[v][s])) lag.Add(labels).Set(static_cast<double>(*l));
-          bytesIn.Add(labels).Set(static_cast<double>(latest[v][s].numBytesIn));
-          bytesOut.Add(labels).Set(static_cast<double>(latest[v][s].numBytesOut));
-          if (latest[v][s].currentInputWatermark != INT64_MIN)
-            inWatermark.Add(labels).Set(static_cast<double>(latest[v][s].currentInputWatermark));
-          if (latest[v][s].currentOutputWatermark != INT64_MIN)
-            outWatermark.Add(labels).Set(static_cast<double>(latest[v][s].currentOutputWatermark));
-          out.Add(labels).Set(static_cast<double>(std::max(latest[v][s].numRecordsOut, latest[v][s].numSourceRecords)));
-          for (const auto& metric : latest[v][s].operatorMetrics) operatorMetrics.add(labels, metric);
+          const auto& sub = latest[v][s];
+          const auto labels = taskLabels(v, static_cast<int>(s));
+          auto count = [&](PrometheusExposition::Name name, const char* help, int64_t value) {
+            out.counter(Scope::kTask, name, help, labels, static_cast<double>(value));
+          };
+          count({"numRecordsIn", "num_records_in"}, "Records a subtask received from its input channels", sub.numRecordsIn);
+          count({"numRecordsOut", "num_records_out"}, "Records a subtask emitted",
+                std::max(sub.numRecordsOut, sub.numSourceRecords));
+          count({"numBytesIn", "num_bytes_in"}, "Bytes a source subtask read from outside the job", sub.numBytesIn);
+          count({"numBytesOut", "num_bytes_out"}, "Bytes a sink subtask wrote outside the job", sub.numBytesOut);
+          count({"numLateRecordsDropped", "num_late_records_dropped"},
+                "Records too late for every window they belonged to", sub.numLateRecordsDropped);
+          count({"numRecordsInErrors", "num_records_in_errors"},
+                "Records a source could not read, skipped or sent to dead letters", sub.numRecordsInErrors);
+          if (sub.currentInputWatermark != INT64_MIN)
+            out.gauge(Scope::kTask, {"currentInputWatermark", "current_input_watermark"},
+                      "Event-time watermark a subtask received (the job's timestamps, ms)", labels,
+                      static_cast<double>(sub.currentInputWatermark));
+          if (sub.currentOutputWatermark != INT64_MIN)
+            out.gauge(Scope::kTask, {"currentOutputWatermark", "current_output_watermark"},
+                      "Event-time watermark a source subtask emitted (the job's timestamps, ms)", labels,
+                      static_cast<double>(sub.currentOutputWatermark));
+          if (auto lag = watermarkLag(*e, v, sub))
+            out.gauge(Scope::kTask, {"watermarkLag", "watermark_lag_seconds", kSeconds},
+                      "How far a subtask's watermark is behind the wall clock", labels, static_cast<double>(*lag));
           if (v < rates.size() && s < rates[v].size()) {
-            inRate.Add(labels).Set(rates[v][s].numRecordsInPerSecond);
-            outRate.Add(labels).Set(rates[v][s].numRecordsOutPerSecond);
-            bytesInRate.Add(labels).Set(rates[v][s].numBytesInPerSecond);
-            bytesOutRate.Add(labels).Set(rates[v][s].numBytesOutPerSecond);
-            busy.Add(labels).Set(rates[v][s].busyTimeMsPerSecond);
-            idle.Add(labels).Set(rates[v][s].idleTimeMsPerSecond);
-            bp.Add(labels).Set(rates[v][s].backPressuredTimeMsPerSecond);
+            const auto& r = rates[v][s];
+            auto rate = [&](PrometheusExposition::Name name, const char* help, double value) {
+              out.gauge(Scope::kTask, name, help, labels, value);
+            };
+            rate({"numRecordsInPerSecond", "num_records_in_per_second"}, "Records received per second",
+                 r.numRecordsInPerSecond);
+            rate({"numRecordsOutPerSecond", "num_records_out_per_second"}, "Records emitted per second",
+                 r.numRecordsOutPerSecond);
+            rate({"numBytesInPerSecond", "num_bytes_in_per_second"}, "Bytes a source subtask read per second",
+                 r.numBytesInPerSecond);
+            rate({"numBytesOutPerSecond", "num_bytes_out_per_second"}, "Bytes a sink subtask wrote per second",
+                 r.numBytesOutPerSecond);
+            rate({"busyTimeMsPerSecond", "busy_time_ratio", kRatio}, "Share of time spent processing",
+                 r.busyTimeMsPerSecond);
+            rate({"idleTimeMsPerSecond", "idle_time_ratio", kRatio}, "Share of time spent waiting for input",
+                 r.idleTimeMsPerSecond);
+            rate({"backPressuredTimeMsPerSecond", "back_pressured_time_ratio", kRatio},
+                 "Share of time spent waiting for output credit", r.backPressuredTimeMsPerSecond);
           }
+          for (const auto& metric : sub.operatorMetrics) out.add(labels, metric);
         }
+        // Of the last completed checkpoint, per subtask (Flink's task metrics, in ns).
+        if (stats && stats->latestCompleted)
+          for (const auto& sub : stats->latestCompleted->subtasks) {
+            if (sub.vertex != static_cast<int>(v)) continue;
+            const auto labels = taskLabels(v, sub.subtask);
+            out.gauge(Scope::kTask, {"checkpointAlignmentTime", "checkpoint_alignment_time_seconds", 1e-9},
+                      "Time the last completed checkpoint waited for barriers", labels,
+                      static_cast<double>(sub.alignmentMillis) * 1e6);
+            out.gauge(Scope::kTask, {"checkpointStartDelayNanos", "checkpoint_start_delay_seconds", 1e-9},
+                      "Time from the last completed checkpoint's trigger to the subtask's start of it", labels,
+                      static_cast<double>(sub.startDelayMillis) * 1e6);
+          }
       }
     }
-    return prometheus::TextSerializer().Serialize(operatorMetrics.families());
+    out.addProcess();
+    return out.text();
   }
 
   // Registers a GET route, with HTTP and for render().
   void get(const std::string& pattern, httplib::Server::Handler handler) {
     getRoutes_.emplace_back(std::regex(pattern), handler);
-    http_.Get(pattern, std::move(handler));
+    http_->Get(pattern, std::move(handler));
   }
 
   // What GET `path` answers, by the route that answers it over HTTP; nullopt for an
@@ -1061,14 +1070,20 @@ class RestServer::Impl {
     return nullptr;
   }
 
-  // The job has ended: writes what the API answers for each of its paths to
-  // <folder>/<job id> (Flink's archive), and says so on stderr, a failure too (the job's
-  // result stands). On the thread that ended the job, before its wait() returns.
-  void archive(JobExecution& job, const std::string& folder) noexcept {
+  // The job has ended: keeps what the API answers for each of its paths, so that the
+  // job is served after its last JobClient is gone, until the process exits; with a
+  // folder, also writes it to <folder>/<job id> (Flink's archive) and says so on stderr,
+  // a failure too (the job's result stands). On the thread that ended the job, before
+  // its wait() returns.
+  void archive(JobExecution& job, const std::string& folder, bool announceEnd) noexcept {
     std::string id, written, failure;
+    bool rendered = false;
     try {
       id = job.jobId();
-      written = writeJobArchive(folder, jobArchiveOf(job));
+      JobArchive archive = jobArchiveOf(job);
+      rendered = true;
+      if (!folder.empty()) written = writeJobArchive(folder, archive);
+      keepEnded(std::move(archive));
     } catch (const std::exception& ex) {
       failure = ex.what();
     } catch (...) {
@@ -1080,8 +1095,28 @@ class RestServer::Impl {
     } catch (...) {
       // a lock that cannot be taken leaves the job pinned: it stays listed, nothing worse
     }
-    if (failure.empty()) std::fprintf(stderr, "weir: job %s archived to %s\n", id.c_str(), written.c_str());
-    else std::fprintf(stderr, "weir: job %s was not archived: %s\n", id.c_str(), failure.c_str());
+    if (!folder.empty() && failure.empty())
+      std::fprintf(stderr, "weir: job %s archived to %s\n", id.c_str(), written.c_str());
+    else if (!folder.empty())
+      std::fprintf(stderr, "weir: job %s was not archived: %s\n", id.c_str(), failure.c_str());
+    else if (!failure.empty())
+      std::fprintf(stderr, "weir: the REST API will not show job %s once its client is gone: %s\n", id.c_str(),
+                   failure.c_str());
+    if (announceEnd && rendered)
+      std::fprintf(stderr, "weir: job %s ended %s; its REST API and Web UI stay at %s until this process exits\n",
+                   id.c_str(), toString(job.status()), url().c_str());
+  }
+
+  // Keeps an ended job's answers, the newest kMaxEndedJobs.
+  void keepEnded(JobArchive archive) {
+    std::lock_guard lock(mutex_);
+    const std::string id = archive.jobId;
+    if (!ended_.count(id)) endedOrder_.push_back(id);
+    ended_[id] = std::move(archive);
+    while (endedOrder_.size() > kMaxEndedJobs) {
+      ended_.erase(endedOrder_.front());
+      endedOrder_.pop_front();
+    }
   }
 
   // Pins the ended job, takes its final sample and renders its archive.
@@ -1160,27 +1195,60 @@ class RestServer::Impl {
     return archive;
   }
 
-  // The answer to a GET of a job that only an archive holds (`weir history`).
+  // The answer to a GET of a job that only an archive holds: one of this process that
+  // ended and whose last JobClient is gone, or one of the folder `weir history` serves.
   std::optional<ArchiveFolder::Answer> archivedAnswer(const httplib::Request& req) {
+    const std::string id = jobIdOfPath(req.path);
+    if (id.empty()) return std::nullopt;
+    const auto get = req.has_param("get") ? std::optional(req.get_param_value("get")) : std::nullopt;
     std::shared_ptr<ArchiveFolder> archives;
     {
       std::lock_guard lock(mutex_);
-      if (!archives_ || !req.path.starts_with("/jobs/")) return std::nullopt;
-      const std::string id = req.path.substr(6, req.path.find('/', 6) == std::string::npos ? std::string::npos
-                                                                                            : req.path.find('/', 6) - 6);
-      if (entryOf(id) != nullptr) return std::nullopt;  // a job of this process
+      if (live(id)) return std::nullopt;
+      if (auto it = ended_.find(id); it != ended_.end()) return it->second.answer(req.path, get);
+      if (!archives_) return std::nullopt;
       archives = archives_;
     }
-    return archives->answer(req.path, req.has_param("get") ? std::optional(req.get_param_value("get")) : std::nullopt);
+    return archives->answer(req.path, get);
   }
 
-  // The archived jobs' overviews, but those of jobs of this process. Under mutex_.
+  // The overviews of the ended jobs no JobClient holds any more, then of the archived
+  // ones, but of jobs served otherwise. Under mutex_.
   std::vector<json> archivedOverviews() {
     std::vector<json> out;
+    for (const auto& id : endedOrder_)
+      if (!live(id))
+        if (auto o = ended_.at(id).overview()) out.push_back(std::move(*o));
     if (!archives_) return out;
-    for (auto& o : archives_->overviews())
-      if (entryOf(o.value("jid", "")) == nullptr) out.push_back(std::move(o));
+    for (auto& o : archives_->overviews()) {
+      const std::string id = o.value("jid", "");
+      if (!live(id) && !ended_.count(id)) out.push_back(std::move(o));
+    }
     return out;
+  }
+
+  // Whether job `id` is served live: an entry whose job is pinned or still owned. Under
+  // mutex_.
+  bool live(const std::string& id) {
+    const Entry* e = entryOf(id);
+    return e != nullptr && (e->pinned || e->job || !e->handle.expired());
+  }
+
+  // A handler of a request that changes a job: with a token, only a request that
+  // carries it gets there; the others get 401. Checked once the body is read, so that the
+  // connection stays clean for the answer.
+  httplib::Server::Handler guarded(httplib::Server::Handler handler) {
+    return [this, handler](const httplib::Request& req, httplib::Response& res) {
+      if (!options_.authenticationToken.empty() &&
+          !bearerIs(req.get_header_value("Authorization"), options_.authenticationToken)) {
+        res.set_header("WWW-Authenticate", "Bearer realm=\"weir\"");
+        sendError(res, 401,
+                  req.has_header("Authorization") ? "The REST token is not this server's."
+                                                  : "Changing a job needs the REST token (Authorization: Bearer <token>).");
+        return;
+      }
+      handler(req, res);
+    };
   }
 
   // Registers a handler that runs under the server's lock, with every job locked.
@@ -1208,13 +1276,12 @@ class RestServer::Impl {
     if (!host.empty() && host[0] == '[') host = host.substr(0, host.find(']') + 1);
     else host = host.substr(0, host.find(':'));
     if (host == options_.address) return true;
-    bool loopback = options_.address == "127.0.0.1" || options_.address == "localhost" || options_.address == "::1";
-    if (!loopback) return true;
-    return host == "127.0.0.1" || host == "localhost" || host == "[::1]";
+    if (!core::isLoopbackAddress(options_.address)) return true;
+    return core::isLoopbackAddress(host);
   }
 
   void routes() {
-    http_.set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
+    http_->set_pre_routing_handler([this](const httplib::Request& req, httplib::Response& res) {
       res.set_header("X-Content-Type-Options", "nosniff");
       res.set_header("Content-Security-Policy", "default-src 'self'; style-src 'self' 'unsafe-inline'; script-src 'self' 'unsafe-inline'; frame-ancestors 'none'");
       if (!hostAllowed(req.get_header_value("Host"))) {
@@ -1297,7 +1364,7 @@ class RestServer::Impl {
     get(R"(/jobs/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
       if (auto* e = job(req, res)) sendJson(res, jobDetail(*e));
     }));
-    http_.Patch(R"(/jobs/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
+    http_->Patch(R"(/jobs/([^/]+))", guarded(locked([this](const httplib::Request& req, httplib::Response& res) {
       auto* e = job(req, res);
       if (!e || !validBody(req, res)) return;
       std::string mode = req.has_param("mode") ? req.get_param_value("mode") : "cancel";
@@ -1305,8 +1372,8 @@ class RestServer::Impl {
       if (endedJob(*e, res)) return;
       e->job->cancel();
       sendJson(res, json::object(), 202);
-    }));
-    http_.Post(R"(/jobs/([^/]+)/stop)", locked([this](const httplib::Request& req, httplib::Response& res) {
+    })));
+    http_->Post(R"(/jobs/([^/]+)/stop)", guarded(locked([this](const httplib::Request& req, httplib::Response& res) {
       auto* e = job(req, res);
       if (!e || !validBody(req, res) || endedJob(*e, res)) return;
       // With a savepoint when a folder is given or configured (Flink's stop); else weir's
@@ -1318,12 +1385,12 @@ class RestServer::Impl {
       if (savepoint) return requestSavepoint(*e, req, res, true);
       if (!e->job->stop()) return sendError(res, 409, "Job " + e->job->jobId() + " is being stopped with a savepoint.");
       sendJson(res, json::object(), 202);
-    }));
-    http_.Post(R"(/jobs/([^/]+)/savepoints)", locked([this](const httplib::Request& req, httplib::Response& res) {
+    })));
+    http_->Post(R"(/jobs/([^/]+)/savepoints)", guarded(locked([this](const httplib::Request& req, httplib::Response& res) {
       auto* e = job(req, res);
       if (!e || !validBody(req, res)) return;
       requestSavepoint(*e, req, res, false);
-    }));
+    })));
     get(R"(/jobs/([^/]+)/savepoints/([^/]+))", locked([this](const httplib::Request& req, httplib::Response& res) {
       savepointStatus(req, res);
     }));
@@ -1532,7 +1599,7 @@ class RestServer::Impl {
     get("/metrics", locked([this](const httplib::Request&, httplib::Response& res) {
       res.set_content(prometheusText(), "text/plain; version=0.0.4; charset=utf-8");
     }));
-    http_.set_error_handler([](const httplib::Request& req, httplib::Response& res) {
+    http_->set_error_handler([](const httplib::Request& req, httplib::Response& res) {
       if (!res.body.empty()) return;
       std::string what = res.status == 404   ? "Not found: " + req.path
                          : res.status == 413 ? "Request body larger than 1 MB."
@@ -1541,7 +1608,7 @@ class RestServer::Impl {
                                              : "Request failed.";
       sendError(res, res.status, what);
     });
-    http_.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    http_->set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
       std::string what = "internal error";
       try {
         std::rethrow_exception(ep);
@@ -1554,7 +1621,9 @@ class RestServer::Impl {
   }
 
   RestOptions options_;
-  httplib::Server http_;
+  std::unique_ptr<httplib::Server> http_;  // an SSLServer with TLS
+  std::map<std::string, JobArchive> ended_;  // guarded by mutex_: jobs of this process that ended
+  std::deque<std::string> endedOrder_;       // guarded by mutex_: their ids, oldest first
   int port_ = -1;
   std::thread listener_;
   std::atomic<bool> listenerDone_{false};
@@ -1586,17 +1655,32 @@ RestServer::~RestServer() = default;
 RestServer& RestServer::forOptions(const RestOptions& options) {
   static std::mutex mutex;
   static std::vector<std::pair<std::string, std::unique_ptr<RestServer>>> servers;
+  checkPolicy(options);
   std::lock_guard lock(mutex);
   // Port 0 means "any port": the first such request picks one, later ones share it.
   std::string key = options.address + ":" + std::to_string(options.port);
-  for (auto& [k, server] : servers)
-    if (k == key) return *server;
+  for (auto& [k, server] : servers) {
+    if (k != key) continue;
+    // A job never gets less protection than it asked for from a server made before it.
+    const RestOptions& made = server->impl_->options();
+    if (made.sslCertificate != options.sslCertificate || made.sslPrivateKey != options.sslPrivateKey ||
+        made.authenticationToken != options.authenticationToken)
+      throw Error(ErrorCode::kInvalidArgument, "REST server at " + key +
+                                                   " already serves other jobs with another TLS certificate or token; "
+                                                   "give this job the same ones, or another port");
+    if (made.prometheusPrefix != options.prometheusPrefix)
+      throw Error(ErrorCode::kInvalidArgument, "REST server at " + key + " already names its metrics with the " +
+                                                   made.prometheusPrefix + " prefix; give this job the same, or "
+                                                   "another port");
+    return *server;
+  }
   servers.emplace_back(key, std::unique_ptr<RestServer>(new RestServer(options)));
   return *servers.back().second;
 }
 
-void RestServer::addJob(const std::shared_ptr<runtime::JobExecution>& job, const std::string& archiveFolder) {
-  impl_->addJob(job, archiveFolder);
+void RestServer::addJob(const std::shared_ptr<runtime::JobExecution>& job, const std::string& archiveFolder,
+                        bool announceEnd) {
+  impl_->addJob(job, archiveFolder, announceEnd);
 }
 void RestServer::serveArchives(const std::string& folder, std::chrono::milliseconds refresh) {
   impl_->serveArchives(folder, refresh);

@@ -16,13 +16,19 @@ class RestServer {
  public:
   // The server for `options` in this process, started on first use: one per address and
   // port (port 0: one on a free port, shared by every later request for port 0). Throws
-  // weir::Error (kIo) naming the address when it cannot listen.
+  // weir::Error (kIo) naming the address when it cannot listen, and (kInvalidArgument)
+  // for an address beyond loopback without TLS and a token (unless `insecure`), a
+  // certificate or key that cannot be used, or a server already made there with another
+  // certificate or token.
   static RestServer& forOptions(const RestOptions& options);
 
-  // Serves `job` (running or ended) while a JobClient of it exists; the server does not
-  // keep a job alive. With `archiveFolder`, what the API answers for the job when it
-  // ends is written there before its wait() returns (job_archive.h), and stderr says so.
-  void addJob(const std::shared_ptr<runtime::JobExecution>& job, const std::string& archiveFolder = {});
+  // Serves `job`; the server does not keep a job alive (dropping its last JobClient
+  // still cancels it). When the job ends, what the API answers for it is kept, before
+  // its wait() returns, and served once no JobClient holds the job, until the process
+  // exits (the newest 100 ended jobs); with `announceEnd` stderr says so. With
+  // `archiveFolder` it is also written there (job_archive.h), and stderr says so.
+  void addJob(const std::shared_ptr<runtime::JobExecution>& job, const std::string& archiveFolder = {},
+              bool announceEnd = false);
   // Also serves the jobs archived in `folder`, read again every `refresh` (Flink's
   // HistoryServer). Throws weir::Error (kIo) when it is not an existing folder.
   void serveArchives(const std::string& folder, std::chrono::milliseconds refresh);

@@ -17,7 +17,9 @@
 #include <map>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <numeric>
 #include <optional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <thread>
@@ -26,6 +28,8 @@
 
 #include "support/gated_map.h"
 #include "support/operator_metrics.h"
+#include "support/promtool.h"
+#include "support/tls_files.h"
 #include "support/refusing_snapshot.h"
 #include "support/slow_sink.h"
 #include "rest/job_archive.h"
@@ -41,13 +45,40 @@ using namespace std::chrono_literals;
 
 RestOptions testOptions() { return test::restOnAnyPort(); }
 
+// The value of every sample of `metric` in a Prometheus text page whose labels include
+// all of `labels`.
+std::vector<double> prometheusSamples(const std::string& page, const std::string& metric,
+                                      const std::vector<std::string>& labels) {
+  std::vector<double> out;
+  size_t at = 0;
+  while ((at = page.find("\n" + metric + "{", at)) != std::string::npos) {
+    const size_t end = page.find('\n', at + 1);
+    const std::string line = page.substr(at + 1, end - at - 1);
+    at = end;
+    if (std::all_of(labels.begin(), labels.end(), [&](const std::string& l) { return line.find(l) != std::string::npos; }))
+      out.push_back(std::stod(line.substr(line.rfind(' ') + 1)));
+  }
+  return out;
+}
+
+// Their sum; -1 when there is none.
+double prometheusSum(const std::string& page, const std::string& metric, const std::vector<std::string>& labels) {
+  const auto samples = prometheusSamples(page, metric, labels);
+  return samples.empty() ? -1 : std::accumulate(samples.begin(), samples.end(), 0.0);
+}
+
+bool prometheusHas(const std::string& page, const std::string& metric, const std::vector<std::string>& labels) {
+  return !prometheusSamples(page, metric, labels).empty();
+}
+
 using testing::startSlowJob;
 
 struct Server {
   explicit Server(const JobClient& job) {
     std::string url = job.getWebInterfaceURL();
     port = std::stoi(url.substr(url.rfind(':') + 1));
-    client = std::make_unique<httplib::Client>("127.0.0.1", port);
+    const size_t host = url.find("//") + 2;
+    client = std::make_unique<httplib::Client>(url.substr(host, url.rfind(':') - host), port);
     client->set_read_timeout(10, 0);
   }
   json get(const std::string& path, int expectStatus = 200) {
@@ -107,7 +138,15 @@ TEST(RestServer, ShowsCheckpointCountsHistoryConfigAndMetrics) {
   EXPECT_GE(std::stod(metrics[0]["value"].get<std::string>()), 2);
   auto prometheus = server.client->Get("/metrics");
   ASSERT_TRUE(prometheus);
-  EXPECT_NE(prometheus->body.find("weir_job_numberOfCompletedCheckpoints{job_id=\"" + jid + "\""), std::string::npos);
+  EXPECT_GE(prometheusSum(prometheus->body, "weir_jobmanager_job_number_of_completed_checkpoints_total",
+                          {"job_id=\"" + jid + "\""}),
+            2);
+  EXPECT_GT(prometheusSum(prometheus->body, "weir_jobmanager_job_last_checkpoint_duration_seconds",
+                          {"job_id=\"" + jid + "\""}),
+            0);
+  auto [code, said] = test::promtoolCheck(prometheus->body);
+  EXPECT_EQ(code, 0) << said;
+  EXPECT_EQ(said, "");
   job.cancel();
   job.wait();
 }
@@ -372,10 +411,9 @@ TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
 
   auto overview = server.get("/overview");
   EXPECT_EQ(overview["jobs-running"], 1);
-  auto jobs = server.get("/jobs");
-  ASSERT_EQ(jobs["jobs"].size(), 1u);
-  EXPECT_EQ(jobs["jobs"][0]["id"], jid);
-  EXPECT_EQ(jobs["jobs"][0]["status"], "RUNNING");
+  // Ended jobs of earlier tests are listed too (the server keeps their answers).
+  const json jobs = server.get("/jobs")["jobs"];
+  EXPECT_NE(std::find(jobs.begin(), jobs.end(), json{{"id", jid}, {"status", "RUNNING"}}), jobs.end()) << jobs.dump();
 
   auto detail = server.get("/jobs/" + jid);
   EXPECT_EQ(detail["name"], "slow job");
@@ -429,8 +467,9 @@ TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
 
   auto prometheus = server.client->Get("/metrics");
   ASSERT_TRUE(prometheus);
-  EXPECT_NE(prometheus->body.find("weir_task_numRecordsIn{job_id=\"" + jid + "\""), std::string::npos);
-  EXPECT_NE(prometheus->body.find("weir_task_backPressuredTimeMsPerSecond"), std::string::npos);
+  EXPECT_TRUE(prometheusHas(prometheus->body, "weir_taskmanager_job_task_num_records_in_total", {"job_id=\"" + jid + "\""}));
+  EXPECT_TRUE(
+      prometheusHas(prometheus->body, "weir_taskmanager_job_task_back_pressured_time_ratio", {"job_id=\"" + jid + "\""}));
 
   // PATCH cancels (here under /v1/).
   auto r = server.client->Patch("/v1/jobs/" + jid + "?mode=cancel");
@@ -514,8 +553,8 @@ TEST(RestServer, AnswersFlinksConfigTaskManagerAndJobManagerRoutes) {
   job.wait();
 }
 
-TEST(RestServer, ShowsTheWatermarkOfEveryVertex) {
-  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+// Keyed sums of event-timed pairs (key, 1,000,000 + i) at 20,000 records per second.
+JobClient startWatermarkedJob(StreamExecutionEnvironment& env, const std::string& name) {
   env.setAutoWatermarkInterval(10ms);
   env.fromSource(DataGeneratorSource([](int64_t i) { return std::pair<int64_t, int64_t>{i % 10, 1'000'000 + i}; },
                                      kUnboundedCount, RateLimiterStrategy::perSecond(20000)),
@@ -526,7 +565,12 @@ TEST(RestServer, ShowsTheWatermarkOfEveryVertex) {
       .sum<1>()
       .name("sum")
       .sinkTo(DiscardingSink<std::pair<int64_t, int64_t>>());
-  auto job = env.executeAsync("watermarked");
+  return env.executeAsync(name);
+}
+
+TEST(RestServer, ShowsTheWatermarkOfEveryVertex) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  auto job = startWatermarkedJob(env, "watermarked");
   Server server(job);
   const std::string jid = job.getJobID();
   json detail;
@@ -551,7 +595,51 @@ TEST(RestServer, ShowsTheWatermarkOfEveryVertex) {
   EXPECT_NEAR(clock, static_cast<double>(now), 60'000.0);
   auto prometheus = server.client->Get("/metrics");
   ASSERT_TRUE(prometheus);
-  EXPECT_NE(prometheus->body.find("weir_task_watermarkLag{job_id=\"" + jid + "\""), std::string::npos);
+  EXPECT_TRUE(prometheusHas(prometheus->body, "weir_taskmanager_job_task_watermark_lag_seconds", {"job_id=\"" + jid + "\""}));
+  job.cancel();
+  job.wait();
+}
+
+// docs/grafana/weir-dashboard.json asks only for what /metrics serves: every metric its
+// queries name is a family of a job with watermarks and checkpoints, and that page is
+// clean under promtool.
+TEST(RestServer, TheGrafanaDashboardQueriesWhatMetricsServes) {
+  std::ifstream file(std::string(WEIR_DOCS_DIR) + "/grafana/weir-dashboard.json");
+  ASSERT_TRUE(file) << "no docs/grafana/weir-dashboard.json";
+  const json dashboard = json::parse(file);
+  std::set<std::string> asked;
+  const std::regex name(R"(\b(weir_[a-z0-9_]+|process_[a-z0-9_]+))");
+  auto collect = [&](const std::string& query) {
+    for (std::sregex_iterator it(query.begin(), query.end(), name), end; it != end; ++it) asked.insert((*it)[1]);
+  };
+  size_t queries = 0;
+  for (const auto& panel : dashboard.at("panels"))
+    for (const auto& target : panel.at("targets")) {
+      collect(target.at("expr").get<std::string>());
+      ++queries;
+    }
+  for (const auto& variable : dashboard.at("templating").at("list"))
+    if (variable.contains("definition")) collect(variable.at("definition").get<std::string>());
+  ASSERT_GE(queries, 10u);
+  ASSERT_GE(asked.size(), 10u);
+
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.enableCheckpointing(50ms);
+  auto job = startWatermarkedJob(env, "dashboard");
+  Server server(job);
+  const std::string ofJob = "job_id=\"" + job.getJobID() + "\"";
+  std::string page;
+  EXPECT_TRUE(eventually([&] {
+    auto r = server.client->Get("/metrics");
+    page = r ? r->body : "";
+    return prometheusHas(page, "weir_taskmanager_job_task_checkpoint_alignment_time_seconds", {ofJob}) &&
+           prometheusHas(page, "weir_taskmanager_job_task_watermark_lag_seconds", {ofJob});
+  })) << page;
+  for (const auto& metric : asked)
+    EXPECT_NE(page.find("# TYPE " + metric + " "), std::string::npos) << metric << " is not in /metrics";
+  auto [code, said] = test::promtoolCheck(page);
+  EXPECT_EQ(code, 0) << said;
+  EXPECT_EQ(said, "");
   job.cancel();
   job.wait();
 }
@@ -616,31 +704,13 @@ TEST(RestServer, ShowsTheBytesSourcesReadAndSinksWrote) {
   auto prometheus = server.client->Get("/metrics");
   ASSERT_TRUE(prometheus);
   auto line = [&](const std::string& metric, const std::string& vertex) {
-    std::string prefix = "weir_task_" + metric + "{job_id=\"" + jid + "\",job_name=\"bytes\",subtask_index=\"0\",task_id=\"" + vertex;
-    auto at = prometheus->body.find(prefix);
-    if (at == std::string::npos) return std::string("absent");
-    auto end = prometheus->body.find('\n', at);
-    return prometheus->body.substr(prometheus->body.rfind(' ', end) + 1, end - prometheus->body.rfind(' ', end) - 1);
+    return prometheusSum(prometheus->body, "weir_taskmanager_job_task_" + metric,
+                         {"job_id=\"" + jid + "\"", "job_name=\"bytes\"", "subtask_index=\"0\"", "task_id=\"" + vertex + "\""});
   };
-  EXPECT_EQ(line("numBytesIn", source), std::to_string(input.size())) << prometheus->body;
-  EXPECT_EQ(line("numBytesOut", detail["vertices"][1]["id"]), std::to_string(written));
-  EXPECT_EQ(line("numRecordsInErrors", source), "4");
+  EXPECT_EQ(line("num_bytes_in_total", source), static_cast<double>(input.size())) << prometheus->body;
+  EXPECT_EQ(line("num_bytes_out_total", detail["vertices"][1]["id"]), static_cast<double>(written));
+  EXPECT_EQ(line("num_records_in_errors_total", source), 4);
   fs::remove_all(dir);
-}
-
-// The value of every sample of `metric` in a Prometheus text page whose labels include
-// all of `labels`, summed; -1 when there is none.
-double prometheusSum(const std::string& page, const std::string& metric, const std::vector<std::string>& labels) {
-  double sum = -1;
-  size_t at = 0;
-  while ((at = page.find("\n" + metric + "{", at)) != std::string::npos) {
-    const size_t end = page.find('\n', at + 1);
-    const std::string line = page.substr(at + 1, end - at - 1);
-    at = end;
-    if (std::all_of(labels.begin(), labels.end(), [&](const std::string& l) { return line.find(l) != std::string::npos; }))
-      sum = std::max(sum, 0.0) + std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return sum;
 }
 
 TEST(RestServer, MetricsThatOperatorsRegisterShowPerSubtaskAndInPrometheus) {
@@ -684,14 +754,14 @@ TEST(RestServer, MetricsThatOperatorsRegisterShowPerSubtaskAndInPrometheus) {
   ASSERT_TRUE(prometheus);
   const std::string& page = prometheus->body;
   EXPECT_NE(page.find("# TYPE weir_taskmanager_job_task_operator_evens_total counter"), std::string::npos) << page;
-  EXPECT_NE(page.find("# TYPE weir_taskmanager_job_task_operator_maxSeen gauge"), std::string::npos);
+  EXPECT_NE(page.find("# TYPE weir_taskmanager_job_task_operator_max_seen gauge"), std::string::npos);
   const std::string ofJob = "job_id=\"" + jid + "\"";
   EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_evens_total", {ofJob, "operator_name=\"counting map\""}), evens);
   // A key-value group is a label, its key a part of the name.
   EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_parity_records_total", {ofJob, "parity=\"odd\""}), odds);
   EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_kept_total", {ofJob, "operator_name=\"keeping filter\""}),
             kept);
-  EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_maxSeen", {ofJob, "subtask_index=\"0\""}),
+  EXPECT_EQ(prometheusSum(page, "weir_taskmanager_job_task_operator_max_seen", {ofJob, "subtask_index=\"0\""}),
             value("0.counting map.maxSeen"));
   // A group key that is one of weir's labels, or no label name, gets a prefix; the job's
   // own job_id stands.
@@ -730,11 +800,48 @@ TEST(RestServer, MetricsThatOperatorsRegisterShowPerSubtaskAndInPrometheus) {
     // The meter: every number of the subtask marked between its open and its last read,
     // which the job's run holds, so at least that many per second of the run.
     EXPECT_GE(value(std::to_string(s) + ".counting map.numbersPerSecond"), kCount / 2 / ranSeconds);
-    EXPECT_GE(prometheusSum(page, "weir_taskmanager_job_task_operator_numbersPerSecond", {ofJob, subtask}),
+    EXPECT_GE(prometheusSum(page, "weir_taskmanager_job_task_operator_numbers_per_second", {ofJob, subtask}),
               kCount / 2 / ranSeconds);
   }
   EXPECT_NE(page.find("# TYPE weir_taskmanager_job_task_operator_values summary"), std::string::npos);
-  EXPECT_NE(page.find("# TYPE weir_taskmanager_job_task_operator_numbersPerSecond gauge"), std::string::npos);
+  EXPECT_NE(page.find("# TYPE weir_taskmanager_job_task_operator_numbers_per_second gauge"), std::string::npos);
+  // Every name and label, the user's included, as Prometheus's linter wants them.
+  auto [code, said] = test::promtoolCheck(page);
+  EXPECT_EQ(code, 0) << said;
+  EXPECT_EQ(said, "");
+}
+
+// weir.metrics.prometheus.prefix: flink gives Flink's PrometheusReporter's names, scopes
+// and labels (Flink's metrics documentation), so that a Flink dashboard reads weir.
+TEST(RestServer, TheFlinkPrefixExportsWhatFlinksReporterWould) {
+  constexpr int64_t kCount = 20000;
+  RestOptions options = testOptions();
+  options.address = "127.0.0.2";  // a server of its own: jobs that share one share its names
+  options.prometheusPrefix = "flink";
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(options);
+  auto job = testing::startUserMetricsJob(env, kCount, "flink names");
+  job.wait();
+  Server server(job);
+  const std::string ofJob = "job_id=\"" + job.getJobID() + "\"";
+  int64_t evens = 0, odds = 0;
+  for (int64_t i = 0; i < kCount; ++i) (i % 2 == 0 ? evens : odds) += 1;
+  std::string page;
+  EXPECT_TRUE(eventually([&] {
+    auto r = server.client->Get("/metrics");
+    page = r ? r->body : "";
+    return prometheusSum(page, "flink_taskmanager_job_task_operator_evens", {ofJob}) == evens;
+  })) << page;
+  EXPECT_EQ(prometheusSum(page, "flink_taskmanager_job_task_operator_parity_records", {ofJob, "parity=\"odd\""}), odds);
+  EXPECT_NE(page.find("# TYPE flink_taskmanager_job_task_operator_evens counter"), std::string::npos);
+  EXPECT_EQ(prometheusSum(page, "flink_taskmanager_job_task_numRecordsOut", {ofJob}), kCount);
+  // Flink's reporter filters label values as names: "flink names" is flink_names.
+  EXPECT_EQ(prometheusSum(page, "flink_jobmanager_job_numRestarts", {ofJob, "job_name=\"flink_names\""}), 0);
+  EXPECT_GT(prometheusSum(page, "flink_jobmanager_job_uptime", {ofJob}), 0);
+  // Flink's task scope variables.
+  for (const char* label : {"host=\"", "tm_id=\"embedded\"", "task_attempt_num=\"0\"", "task_attempt_id=\"",
+                            "subtask_index=\"1\"", "task_name=\"Source:_numbers____counting_map"})
+    EXPECT_TRUE(prometheusHas(page, "flink_taskmanager_job_task_numRecordsOut", {ofJob, label})) << label;
+  EXPECT_EQ(page.find("weir_"), std::string::npos);
 }
 
 // `value` without the members that say when it was asked ("now", "end-timestamp").
@@ -1140,17 +1247,52 @@ TEST(RestServer, RequestsForAnotherHostAndCrossOriginChangesAreRefused) {
   job.wait();
 }
 
-TEST(RestServer, TheServerDoesNotKeepAJobAlive) {
+// The server does not keep a job alive: dropping the last JobClient cancels the job, as
+// without a server. What the API answered for it stays, until the process exits.
+TEST(RestServer, TheServerDoesNotKeepAJobAliveButKeepsItsAnswers) {
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
-  std::string url;
+  std::string url, jid;
   {
     auto job = startSlowJob(env);
     url = job.getWebInterfaceURL();
-  }  // the last JobClient is gone: the job is cancelled, as without a server
+    jid = job.getJobID();
+  }
   httplib::Client client("127.0.0.1", std::stoi(url.substr(url.rfind(':') + 1)));
   auto r = client.Get("/jobs");
   ASSERT_TRUE(r);
-  EXPECT_EQ(json::parse(r->body)["jobs"].size(), 0u);
+  const json jobs = json::parse(r->body)["jobs"];
+  EXPECT_NE(std::find(jobs.begin(), jobs.end(), json{{"id", jid}, {"status", "CANCELED"}}), jobs.end()) << r->body;
+}
+
+// A job that ended and whose last JobClient is gone is served as it was when it ended:
+// every path the Web UI reads answers as before, and the overviews still list it.
+TEST(RestServer, AnEndedJobIsServedAfterItsLastClientIsGone) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  std::optional<Server> server;
+  std::string jid;
+  std::map<std::string, json> before;
+  {
+    auto job = testing::startUserMetricsJob(env, 10000, "ended and dropped");
+    job.wait();
+    server.emplace(job);
+    jid = job.getJobID();
+    const json detail = server->get("/jobs/" + jid);
+    ASSERT_EQ(detail["state"], "FINISHED");
+    std::vector<std::string> paths{"/jobs/" + jid, "/jobs/" + jid + "/plan", "/jobs/" + jid + "/exceptions",
+                                   "/jobs/" + jid + "/checkpoints"};
+    for (const auto& v : detail["vertices"]) {
+      paths.push_back("/jobs/" + jid + "/vertices/" + v["id"].get<std::string>());
+      paths.push_back("/jobs/" + jid + "/vertices/" + v["id"].get<std::string>() + "/metrics?get=0.counting%20map.evens");
+    }
+    ASSERT_GE(paths.size(), 6u);
+    for (const auto& p : paths) before[p] = withoutClock(server->get(p));
+  }  // the last JobClient is gone
+  for (const auto& [path, answer] : before) EXPECT_EQ(withoutClock(server->get(path)), answer) << path;
+  bool listed = false;
+  const json overview = server->get("/jobs/overview");
+  for (const auto& j : overview["jobs"]) listed = listed || (j["jid"] == jid && j["state"] == "FINISHED");
+  EXPECT_TRUE(listed) << overview.dump();
+  EXPECT_GE(server->get("/overview")["jobs-finished"].get<int>(), 1);
 }
 
 TEST(RestServer, APortInUseIsAClearErrorBeforeTheJobStarts) {
@@ -1182,6 +1324,116 @@ TEST(RestServer, APortInUseIsAClearErrorBeforeTheJobStarts) {
     EXPECT_NE(std::string(e.what()).find(std::to_string(taken.port)), std::string::npos) << e.what();
   }
   ::close(fd);
+}
+
+// What executeAsync throws for a job with these REST options, or "" when it starts.
+std::string refusalOf(const RestOptions& options) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(options);
+  env.fromElements(1).sinkTo(DiscardingSink<int>());
+  try {
+    env.executeAsync().wait();
+    return "";
+  } catch (const Error& e) {
+    return e.what();
+  }
+}
+
+// security.ssl.rest.*: with a certificate and its key the API speaks https only; a client
+// that trusts the certificate reads the job, one that does not refuses the server.
+TEST(RestServer, WithACertificateTheApiIsServedOverTls) {
+  const fs::path dir = fs::temp_directory_path() / ("weir-rest-tls-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const auto tls = test::makeSelfSignedCertificate(dir, "127.0.0.3");
+  RestOptions options = testOptions();
+  options.address = "127.0.0.3";  // a server of its own
+  options.sslCertificate = tls.certificate;
+  options.sslPrivateKey = tls.privateKey;
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(options);
+  auto job = startSlowJob(env);
+  const std::string url = job.getWebInterfaceURL();
+  ASSERT_EQ(url.rfind("https://127.0.0.3:", 0), 0u) << url;
+  httplib::Client trusting(url);
+  trusting.set_ca_cert_path(tls.certificate);
+  auto r = trusting.Get("/jobs/" + job.getJobID());
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
+  EXPECT_EQ(json::parse(r->body)["jid"], job.getJobID());
+  httplib::Client doubting(url);  // the system's CAs only
+  EXPECT_FALSE(doubting.Get("/jobs"));
+  httplib::Client plain("http://127.0.0.3:" + url.substr(url.rfind(':') + 1));
+  plain.set_read_timeout(2, 0);
+  EXPECT_FALSE(plain.Get("/jobs")) << "plain http got an answer";
+  job.cancel();
+  job.wait();
+  fs::remove_all(dir);
+}
+
+// rest.authentication.token: reading needs no token; cancelling, stopping and savepoints
+// need it as Authorization: Bearer, and a wrong one is refused as a missing one is.
+TEST(RestServer, WithATokenChangingAJobNeedsIt) {
+  RestOptions options = testOptions();
+  options.address = "127.0.0.4";  // a server of its own
+  options.authenticationToken = "s3cret-token";
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(options);
+  auto job = startSlowJob(env);
+  Server server(job);
+  const std::string jid = job.getJobID();
+  EXPECT_EQ(server.get("/jobs/" + jid)["state"], "RUNNING");
+  auto head = server.client->Head("/jobs/" + jid);  // a read too
+  ASSERT_TRUE(head);
+  EXPECT_EQ(head->status, 200);
+  auto refused = [&](httplib::Result r, const std::string& why) {
+    ASSERT_TRUE(r);
+    EXPECT_EQ(r->status, 401) << r->body;
+    EXPECT_EQ(r->get_header_value("WWW-Authenticate"), "Bearer realm=\"weir\"");
+    EXPECT_NE(json::parse(r->body)["errors"][0].get<std::string>().find(why), std::string::npos) << r->body;
+  };
+  refused(server.client->Patch("/jobs/" + jid + "?mode=cancel"), "needs the REST token");
+  refused(server.client->Post("/jobs/" + jid + "/stop", "{}", "application/json"), "needs the REST token");
+  refused(server.client->Post("/jobs/" + jid + "/savepoints", "{}", "application/json"), "needs the REST token");
+  server.client->set_bearer_token_auth("s3cret-tokeN");
+  refused(server.client->Patch("/jobs/" + jid + "?mode=cancel"), "not this server's");
+  EXPECT_EQ(server.get("/jobs/" + jid)["state"], "RUNNING");
+  // Another job cannot share the server without the token.
+  RestOptions without = options;
+  without.authenticationToken.clear();
+  EXPECT_NE(refusalOf(without).find("another TLS certificate or token"), std::string::npos);
+  // The scheme's case does not matter (RFC 7235).
+  auto r = server.client->Patch("/jobs/" + jid + "?mode=cancel", {{"Authorization", "bEaReR s3cret-token"}}, std::string(), "");
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 202) << r->body;
+  EXPECT_EQ(job.wait().status, JobStatus::CANCELED);
+}
+
+TEST(RestServer, AnAddressBeyondLoopbackNeedsTlsAndATokenUnlessInsecure) {
+  RestOptions open = testOptions();
+  open.address = "0.0.0.0";
+  std::string e = refusalOf(open);
+  EXPECT_NE(e.find("listening on 0.0.0.0"), std::string::npos) << e;
+  EXPECT_NE(e.find("--rest-insecure"), std::string::npos) << e;
+  open.authenticationToken = "t";
+  EXPECT_NE(refusalOf(open).find("listening on 0.0.0.0"), std::string::npos);
+  // Insecure, it gets past the check: this address (TEST-NET-1) is no local one.
+  RestOptions insecure = testOptions();
+  insecure.address = "192.0.2.1";
+  insecure.insecure = true;
+  e = refusalOf(insecure);
+  EXPECT_NE(e.find("cannot listen on 192.0.2.1"), std::string::npos) << e;
+  // A certificate that is not there, or is not one, is named.
+  const fs::path dir = fs::temp_directory_path() / ("weir-rest-badtls-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  RestOptions tls = testOptions();
+  tls.address = "127.0.0.5";
+  tls.sslCertificate = (dir / "absent.pem").string();
+  tls.sslPrivateKey = (dir / "absent-key.pem").string();
+  e = refusalOf(tls);
+  EXPECT_NE(e.find("cannot read the TLS certificate '" + tls.sslCertificate + "'"), std::string::npos) << e;
+  std::ofstream(dir / "junk.pem") << "not a certificate\n";
+  tls.sslCertificate = tls.sslPrivateKey = (dir / "junk.pem").string();
+  e = refusalOf(tls);
+  EXPECT_NE(e.find("are not a PEM certificate and its private key"), std::string::npos) << e;
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -19,6 +19,7 @@
 #include <thread>
 #include <sstream>
 
+#include "support/tls_files.h"
 #include "support/weir_process.h"
 #include "support/word_counts.h"
 
@@ -387,6 +388,19 @@ std::string fileText(const fs::path& path) {
   return std::string((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
 }
 
+// The first group of `pattern` in `file` once a process has written it there (10 s at
+// most; "" if never), and in `text` what the file then held.
+std::string awaitInFile(const fs::path& file, const std::string& pattern, std::string& text) {
+  const std::regex re(pattern);
+  for (int i = 0; i < 500; ++i) {
+    text = fileText(file);
+    std::smatch m;
+    if (std::regex_search(text, m, re)) return m[1];
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return "";
+}
+
 // Flink's HistoryServer: a run with --archive-dir leaves its REST answers behind, and
 // `weir history` serves them to `weir list` and `weir status` as the run's server did.
 TEST(Cli, HistoryServesWhatARunThatEndedArchived) {
@@ -402,15 +416,10 @@ TEST(Cli, HistoryServesWhatARunThatEndedArchived) {
   EXPECT_NE(run.err.find("weir: job " + jid + " archived to " + (archive / jid).string()), std::string::npos) << run.err;
 
   pid_t history = spawnWeir("history --port 0 --archive-dir " + archive.string(), dir / "history.out", dir / "history.err");
-  std::smatch at;
   std::string said;
-  for (int i = 0; i < 500 && !std::regex_search(said, at, std::regex("Web UI at http://(127\\.0\\.0\\.1:[0-9]+)")); ++i) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    said = fileText(dir / "history.err");
-  }
-  ASSERT_FALSE(at.empty()) << said;
+  const std::string address = awaitInFile(dir / "history.err", "Web UI at http://(127\\.0\\.0\\.1:[0-9]+)", said);
+  ASSERT_FALSE(address.empty()) << said;
   EXPECT_NE(said.find("weir: 1 job archive(s) from " + archive.string()), std::string::npos) << said;
-  const std::string address = at[1];
   auto list = weir::test::runWeir("list -a --address " + address, dir);
   EXPECT_EQ(list.exitCode, 0) << list.err;
   EXPECT_TRUE(std::regex_search(list.out, std::regex(jid + "  FINISHED  .*click count"))) << list.out;
@@ -428,6 +437,63 @@ TEST(Cli, HistoryServesWhatARunThatEndedArchived) {
   auto missing = weir::test::runWeir("history --port 0 --archive-dir " + (dir / "none").string(), dir);
   EXPECT_EQ(missing.exitCode, 2);
   EXPECT_EQ(missing.err, "weir: the archive folder " + (dir / "none").string() + " does not exist\n");
+  fs::remove_all(dir);
+}
+
+// A job served over TLS with a token: `weir list` needs the certificate trusted
+// (--ca-file), `weir cancel` the token too ($WEIR_REST_TOKEN or --token-file), and each
+// missing piece is one line that says what is missing.
+TEST(Cli, JobControlOverTlsWithAToken) {
+  const fs::path dir = fs::temp_directory_path() / ("weir-cli-tls-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const auto tls = weir::test::makeSelfSignedCertificate(dir);
+  {
+    std::ofstream(dir / "token") << "s3cret\n";
+  }
+  pid_t job = spawnWeir("run clicks --events 1000000000 --rate 100000 --rest-port 0 --rest-ssl-certificate " +
+                            tls.certificate + " --rest-ssl-private-key " + tls.privateKey + " --rest-token-file " +
+                            (dir / "token").string(),
+                        dir / "job.out", dir / "job.err");
+  std::string said;
+  const std::string address = awaitInFile(dir / "job.err", "Web UI at (https://127\\.0\\.0\\.1:[0-9]+)", said);
+  ASSERT_FALSE(address.empty()) << said;
+  const std::string trust = " --ca-file " + tls.certificate;
+  std::smatch id;
+  ASSERT_TRUE(std::regex_search(said, id, std::regex("started with id ([0-9a-f]{32})"))) << said;
+  const std::string jid = id[1];
+
+  auto untrusted = weir::test::runWeir("list --address " + address, dir);
+  EXPECT_EQ(untrusted.exitCode, 1);
+  EXPECT_NE(untrusted.err.find("cannot reach the REST API at " + address), std::string::npos) << untrusted.err;
+  auto list = weir::test::runWeir("list --address " + address + trust, dir);
+  EXPECT_EQ(list.exitCode, 0) << list.err;
+  EXPECT_NE(list.out.find(jid), std::string::npos) << list.out;
+  auto noToken = weir::test::runWeir("cancel " + jid + " --address " + address + trust, dir);
+  EXPECT_EQ(noToken.exitCode, 1);
+  EXPECT_EQ(noToken.err,
+            "weir: Changing a job needs the REST token (Authorization: Bearer <token>). Give it with --token-file or "
+            "$WEIR_REST_TOKEN.\n");
+  auto stopWithout = weir::test::runWeir("stop " + jid + " --address " + address + trust, dir);
+  EXPECT_EQ(stopWithout.exitCode, 1) << stopWithout.err;
+  // Over plain http to another machine the token is not sent at all.
+  ::setenv("WEIR_REST_TOKEN", "s3cret", 1);
+  auto clear = weir::test::runWeir("cancel " + jid + " --address 192.0.2.1:8081", dir);
+  ::unsetenv("WEIR_REST_TOKEN");
+  EXPECT_EQ(clear.exitCode, 1);
+  EXPECT_EQ(clear.err, "weir: not sending the REST token in clear text to 192.0.2.1:8081; use https://\n");
+  {
+    std::ofstream(dir / "wrong") << "s3cre7\n";
+  }
+  auto wrong = weir::test::runWeir("cancel " + jid + " --address " + address + trust + " --token-file " +
+                                       (dir / "wrong").string(),
+                                   dir);
+  EXPECT_EQ(wrong.exitCode, 1);
+  EXPECT_EQ(wrong.err, "weir: The REST token is not this server's.\n");
+  ::setenv("WEIR_REST_TOKEN", "s3cret", 1);
+  auto cancel = weir::test::runWeir("cancel " + jid + " --address " + address + trust, dir);
+  ::unsetenv("WEIR_REST_TOKEN");
+  EXPECT_EQ(cancel.exitCode, 0) << cancel.err;
+  EXPECT_EQ(exitCodeWithin(job, 30), 130) << fileText(dir / "job.err");  // cancelled
   fs::remove_all(dir);
 }
 

@@ -110,6 +110,7 @@ TEST(JobOptions, NothingGivenLeavesTheEnvironmentsDefaultsButServesRest) {
   EXPECT_EQ(env.getStateBackend().getName(), "hashmap");
   EXPECT_TRUE(env.getRestOptions().enabled);
   EXPECT_EQ(env.getRestOptions().port, 8081);
+  EXPECT_EQ(env.getRestOptions().prometheusPrefix, "weir");
   EXPECT_TRUE(env.getConfig().hasJobBanner());
 }
 
@@ -127,6 +128,7 @@ TEST(JobOptions, FlagsBeatDynamicPropertiesWhichBeatTheConfigFile) {
                         "    timeout: 1 min\n"
                         "    mode: AT_LEAST_ONCE\n"
                         "state.backend.type: hashmap\n"
+                        "weir.metrics.prometheus.prefix: flink\n"
                         "rest.port: 0\n");
   JobOptions options;
   ASSERT_TRUE(parseInto(options, {"job", "--config", file.string(), "-D", "execution.checkpointing.interval=5s",
@@ -139,6 +141,7 @@ TEST(JobOptions, FlagsBeatDynamicPropertiesWhichBeatTheConfigFile) {
   EXPECT_EQ(env.getCheckpointConfig().getCheckpointTimeout(), milliseconds(30000));
   EXPECT_EQ(env.getCheckpointConfig().getCheckpointingMode(), CheckpointingMode::AT_LEAST_ONCE);
   EXPECT_EQ(env.getRestOptions().port, 0);
+  EXPECT_EQ(env.getRestOptions().prometheusPrefix, "flink");
   EXPECT_EQ(options.get("execution.checkpointing.interval"), "5s");
   EXPECT_EQ(options.get("rest.port"), "0");
   EXPECT_EQ(options.get("state.checkpoints.dir"), std::nullopt);
@@ -222,6 +225,8 @@ TEST(JobOptions, BadKeysAndValuesAreOneLineNamingThemAndWhereTheyWereSet) {
   EXPECT_NE(e.find("--unaligned needs --checkpointing-mode exactly-once"), std::string::npos) << e;
   e = parseError({"job", "-D", "restart-strategy.type=sometimes"});
   EXPECT_NE(e.find("-D restart-strategy.type: 'sometimes' is not one of"), std::string::npos) << e;
+  e = parseError({"job", "-D", "weir.metrics.prometheus.prefix=prom"});
+  EXPECT_NE(e.find("-D weir.metrics.prometheus.prefix: 'prom' is not one of"), std::string::npos) << e;
   e = parseError({"job", "--restore", "latest"});
   EXPECT_NE(e.find("--restore latest needs --checkpoint-dir"), std::string::npos) << e;
   e = parseError({"job", "--no-such-option"});
@@ -379,7 +384,7 @@ TEST(JobOptions, RestoringFromACheckpointOrSavepoint) {
   EXPECT_FALSE(latest.restores());
 }
 
-// A job that is its own program: fromArgs, and the line it prints when it starts.
+// A job that is its own program: fromArgs, and the lines it prints when it starts and ends.
 TEST(JobOptions, AJobFromArgsRunsAndAnnouncesItsIdAndRestAddress) {
   std::vector<const char*> argv{"job", "-p", "2", "--rest-port", "0", "--checkpoint-interval", "20"};
   StreamExecutionEnvironment env = StreamExecutionEnvironment::fromArgs(static_cast<int>(argv.size()), argv.data());
@@ -398,6 +403,45 @@ TEST(JobOptions, AJobFromArgsRunsAndAnnouncesItsIdAndRestAddress) {
   EXPECT_TRUE(std::regex_search(err, std::regex("weir: job 'from args' started with id " + id +
                                                  "; REST API and Web UI at http://127\\.0\\.0\\.1:[1-9][0-9]*")))
       << err;
+  // Once it ended, it says that the API stays (the program may go on).
+  EXPECT_TRUE(std::regex_search(err, std::regex("weir: job " + id + " ended FINISHED; its REST API and Web UI stay at "
+                                                 "http://127\\.0\\.0\\.1:[1-9][0-9]* until this process exits\n")))
+      << err;
+}
+
+// Who may drive the job through its REST API: TLS from PEM files, a token from a file or
+// $WEIR_REST_TOKEN (never from a command line, where ps shows it), and the insecure flag.
+TEST(JobOptions, TheRestApisTlsTokenAndInsecureFlag) {
+  TempDir dir;
+  auto token = dir.write("token", "s3cret \n");
+  JobOptions options;
+  ASSERT_TRUE(parseInto(options, {"job", "--rest-ssl-certificate", "/c.pem", "--rest-ssl-private-key", "/k.pem",
+                                  "--rest-token-file", token.string(), "--rest-insecure"}));
+  StreamExecutionEnvironment env;
+  options.applyTo(env);
+  EXPECT_EQ(env.getRestOptions().sslCertificate, "/c.pem");
+  EXPECT_EQ(env.getRestOptions().sslPrivateKey, "/k.pem");
+  EXPECT_EQ(env.getRestOptions().authenticationToken, "s3cret");
+  EXPECT_TRUE(env.getRestOptions().insecure);
+
+  ::setenv("WEIR_REST_TOKEN", "from-the-environment", 1);
+  JobOptions fromEnvironment;
+  ASSERT_TRUE(parseInto(fromEnvironment, {"job"}));
+  StreamExecutionEnvironment env2;
+  fromEnvironment.applyTo(env2);
+  ::unsetenv("WEIR_REST_TOKEN");
+  EXPECT_EQ(env2.getRestOptions().authenticationToken, "from-the-environment");
+  EXPECT_FALSE(env2.getRestOptions().insecure);
+
+  std::string e = parseError({"job", "-D", "rest.authentication.token=s3cret"});
+  EXPECT_NE(e.find("rest.authentication.token is not a key"), std::string::npos) << e;
+  EXPECT_EQ(e.find("s3cret"), std::string::npos) << "the token is not repeated: " << e;
+  e = parseError({"job", "--rest-ssl-certificate", "/c.pem"});
+  EXPECT_NE(e.find("--rest-ssl-certificate needs --rest-ssl-private-key"), std::string::npos) << e;
+  e = parseError({"job", "--rest-token-file", (dir.path() / "absent").string()});
+  EXPECT_NE(e.find("--rest-token-file '" + (dir.path() / "absent").string() + "' cannot be read"), std::string::npos) << e;
+  e = parseError({"job", "--rest-token-file", dir.write("empty", "\n").string()});
+  EXPECT_NE(e.find("holds no token"), std::string::npos) << e;
 }
 
 // docs/configuration.md lists every key JobOptions knows.

@@ -18,6 +18,7 @@
 #include "support/operator_metrics.h"
 #include "support/refusing_snapshot.h"
 #include "support/slow_sink.h"
+#include "support/tls_files.h"
 #include "support/user_metrics_job.h"
 #include "support/weir_process.h"
 #include "weir/weir.h"
@@ -277,6 +278,29 @@ TEST(WebUi, TheHistoryServerShowsAnArchivedJobsOperatorMetrics) {
   EXPECT_EQ(evensInTable(dom), kCount / 2) << dom.substr(dom.find("vertex-metric-table"), 3000);
   // The histogram's figures, as Flink's REST API names them.
   EXPECT_NE(dom.find(R"(<tr data-metric="counting map.values_p99">)"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// With a certificate the Web UI is served over https and reads the API there too.
+TEST(WebUi, ServedOverTlsItShowsTheJob) {
+  WEIR_REQUIRE_CHROMIUM();
+  const fs::path dir = fs::temp_directory_path() / ("weir-web-ui-tls-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  const auto tls = test::makeSelfSignedCertificate(dir, "127.0.0.6");
+  RestOptions options = test::restOnAnyPort();
+  options.address = "127.0.0.6";  // a server of its own
+  options.sslCertificate = tls.certificate;
+  options.sslPrivateKey = tls.privateKey;
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(options);
+  auto job = testing::startSlowJob(env, "tls job");
+  ASSERT_EQ(job.getWebInterfaceURL().rfind("https://", 0), 0u);
+  // The certificate is self-signed: Chromium is told to take it.
+  std::string dom = runChromium(job.getWebInterfaceURL() + "/#" + job.getJobID(), "--ignore-certificate-errors --dump-dom");
+  ASSERT_FALSE(dom.empty()) << "chromium printed nothing";
+  EXPECT_NE(dom.find(R"(id="job-name">tls job<)"), std::string::npos) << dom.substr(0, 3000);
+  EXPECT_NE(dom.find(R"(id="job-status" class="state state-RUNNING">RUNNING<)"), std::string::npos);
+  job.cancel();
+  job.wait();
   fs::remove_all(dir);
 }
 

@@ -1,0 +1,23 @@
+#include "core/secret_file.h"
+
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+namespace weir::core {
+namespace {
+
+TEST(SecretFile, TheFirstLineWithoutTrailingWhiteSpace) {
+  const auto path = std::filesystem::temp_directory_path() / ("weir-secret-" + std::to_string(::getpid()));
+  std::ofstream(path) << "s3cret \t\r\nsecond line\n";
+  EXPECT_EQ(readSecretFile(path.string()), "s3cret");
+  std::ofstream(path) << "\n";
+  EXPECT_EQ(readSecretFile(path.string()), "");
+  std::filesystem::remove(path);
+  EXPECT_EQ(readSecretFile(path.string()), std::nullopt);
+}
+
+}  // namespace
+}  // namespace weir::core
