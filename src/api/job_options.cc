@@ -501,8 +501,7 @@ struct JobOptions::Impl {
       if (token->empty()) throw bad(nameOf("weir.rest.authentication.token-file") + " '" + *file + "' holds no token");
       return *token;
     }
-    const char* env = std::getenv("WEIR_REST_TOKEN");
-    return env != nullptr ? env : "";
+    return core::readSecretEnvironment("WEIR_REST_TOKEN");
   }
 
   // Checks the settings together, and finds the checkpoint `--restore latest` means.

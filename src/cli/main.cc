@@ -124,8 +124,11 @@ int run(int argc, char** argv) {
   std::function<int()> control;
   // The endpoint the flags and the environment name; nullopt after a one-line error.
   auto endpoint = [&address, &tokenFile, &caFile]() -> std::optional<weir::cli::RestEndpoint> {
-    weir::cli::RestEndpoint rest{address, "", caFile};
-    if (const char* token = std::getenv("WEIR_REST_TOKEN")) rest.token = token;
+    // A server that answers and closes before the whole request is sent (an https one
+    // refusing it) must be an error of that call, not the end of the program. Only
+    // here: `weir run … | head` still ends with its pipe.
+    std::signal(SIGPIPE, SIG_IGN);
+    weir::cli::RestEndpoint rest{address, weir::core::readSecretEnvironment("WEIR_REST_TOKEN"), caFile};
     if (!tokenFile.empty()) {
       rest.token = weir::core::readSecretFile(tokenFile).value_or("");
       if (rest.token.empty()) {
@@ -358,9 +361,6 @@ void crashAtSyncPointIfAsked() {
 }
 
 int main(int argc, char** argv) {
-  // A server that answers and closes before the whole request is sent (an https one
-  // refusing it) must be an error of that call, not the end of the program.
-  std::signal(SIGPIPE, SIG_IGN);
   weir::cli::installInterruptHandler();
   crashAtSyncPointIfAsked();
   try {

@@ -1,9 +1,19 @@
 #include "core/secret_file.h"
 
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 
 namespace weir::core {
+
+namespace {
+
+std::string withoutTrailingSpace(std::string s) {
+  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back()))) s.pop_back();
+  return s;
+}
+
+}  // namespace
 
 std::optional<std::string> readSecretFile(const std::string& path) {
   std::ifstream in(path);
@@ -11,8 +21,12 @@ std::optional<std::string> readSecretFile(const std::string& path) {
   std::string line;
   std::getline(in, line);
   if (in.bad()) return std::nullopt;
-  while (!line.empty() && std::isspace(static_cast<unsigned char>(line.back()))) line.pop_back();
-  return line;
+  return withoutTrailingSpace(std::move(line));
+}
+
+std::string readSecretEnvironment(const char* name) {
+  const char* value = std::getenv(name);
+  return withoutTrailingSpace(value != nullptr ? value : "");
 }
 
 }  // namespace weir::core

@@ -1,6 +1,7 @@
 #include "core/secret_file.h"
 
 #include <gtest/gtest.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #include <filesystem>
@@ -17,6 +18,10 @@ TEST(SecretFile, TheFirstLineWithoutTrailingWhiteSpace) {
   EXPECT_EQ(readSecretFile(path.string()), "");
   std::filesystem::remove(path);
   EXPECT_EQ(readSecretFile(path.string()), std::nullopt);
+  ::setenv("WEIR_SECRET_FILE_TEST", "s3cret\n", 1);
+  EXPECT_EQ(readSecretEnvironment("WEIR_SECRET_FILE_TEST"), "s3cret");
+  ::unsetenv("WEIR_SECRET_FILE_TEST");
+  EXPECT_EQ(readSecretEnvironment("WEIR_SECRET_FILE_TEST"), "");
 }
 
 }  // namespace

@@ -173,10 +173,18 @@ JobArchive::Answer JobArchive::answer(const std::string& path, const std::option
   return Answer{200, it->second};
 }
 
+size_t JobArchive::bytes() const {
+  size_t n = jobId.size();
+  for (const auto& [path, answer] : answers) n += path.size() + answer.size();
+  return n;
+}
+
 std::string jobIdOfPath(const std::string& path) {
   if (!path.starts_with("/jobs/")) return "";
   const size_t end = path.find('/', 6);
-  return path.substr(6, end == std::string::npos ? std::string::npos : end - 6);
+  std::string id = path.substr(6, end == std::string::npos ? std::string::npos : end - 6);
+  const bool jobId = id.size() == 32 && id.find_first_not_of("0123456789abcdef") == std::string::npos;
+  return jobId ? id : "";
 }
 
 std::vector<json> ArchiveFolder::overviews() const {

@@ -28,9 +28,11 @@ struct JobArchive {
   // The answer to GET `path` of this job (with `get`, a metrics query): 404 for a path
   // the archive does not hold.
   Answer answer(const std::string& path, const std::optional<std::string>& get) const;
+  // What its paths and answers take.
+  size_t bytes() const;
 };
 
-// The job id a REST path names ("/jobs/<id>/..."); empty for another path.
+// The job id a REST path names ("/jobs/<32 hex digits>/..."); empty for another path.
 std::string jobIdOfPath(const std::string& path);
 
 // Writes `archive` to <folder>/<jobId>, whole or not at all (a hidden temporary file,

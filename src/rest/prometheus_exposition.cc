@@ -87,10 +87,14 @@ prometheus::MetricFamily* PrometheusExposition::family(const std::string& name, 
 
 void PrometheusExposition::sample(const std::string& name, const std::string& help, Kind kind, const Labels& labels,
                                   prometheus::ClientMetric m) {
+  // Flink's reporter filters label values as it filters names (filterLabelValueCharacters);
+  // two values that filter alike are one series.
+  Labels shown = labels;
+  if (flink_)
+    for (auto& [key, v] : shown) v = filtered(v, true);
   auto* f = family(name, help, kind);
-  if (!f || !series_.insert({name, labels}).second) return;
-  // Flink's reporter filters label values as it filters names (filterLabelValueCharacters).
-  for (const auto& [key, v] : labels) m.label.push_back({key, flink_ ? filtered(v, true) : v});
+  if (!f || !series_.insert({name, shown}).second) return;
+  for (const auto& [key, v] : shown) m.label.push_back({key, v});
   f->metric.push_back(std::move(m));
 }
 

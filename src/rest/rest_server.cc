@@ -45,6 +45,7 @@ using runtime::JobExecution;
 
 constexpr size_t kMaxBodyBytes = 1 << 20;    // larger requests get 413
 constexpr size_t kMaxEndedJobs = 100;        // ended jobs kept for the UI
+constexpr size_t kMaxEndedBytes = 64 << 20;  // and the most their kept answers take
 constexpr int kWorkerThreads = 256;          // a silent client holds one for a second at most
 constexpr int kReadTimeoutMillis = 300;      // for a request to arrive on loopback
 constexpr int kRemoteReadTimeoutMillis = 3000;  // from elsewhere, or with TLS
@@ -1077,43 +1078,51 @@ class RestServer::Impl {
   // its wait() returns.
   void archive(JobExecution& job, const std::string& folder, bool announceEnd) noexcept {
     std::string id, written, failure;
-    bool rendered = false;
+    std::shared_ptr<const JobArchive> answers;
     try {
       id = job.jobId();
-      JobArchive archive = jobArchiveOf(job);
-      rendered = true;
-      if (!folder.empty()) written = writeJobArchive(folder, archive);
-      keepEnded(std::move(archive));
+      answers = std::make_shared<const JobArchive>(jobArchiveOf(job));
     } catch (const std::exception& ex) {
       failure = ex.what();
     } catch (...) {
       failure = "an exception that is not a std::exception";
     }
-    try {
+    {
+      // std::mutex::lock throws only on a system error, which in this noexcept function
+      // ends the process: better than leaving `pinned` on a job about to be freed.
       std::lock_guard lock(mutex_);
+      if (answers) keepEnded(answers);
       if (Entry* e = entryOf(id)) e->pinned.reset();
-    } catch (...) {
-      // a lock that cannot be taken leaves the job pinned: it stays listed, nothing worse
     }
-    if (!folder.empty() && failure.empty())
-      std::fprintf(stderr, "weir: job %s archived to %s\n", id.c_str(), written.c_str());
-    else if (!folder.empty())
-      std::fprintf(stderr, "weir: job %s was not archived: %s\n", id.c_str(), failure.c_str());
-    else if (!failure.empty())
-      std::fprintf(stderr, "weir: the REST API will not show job %s once its client is gone: %s\n", id.c_str(),
-                   failure.c_str());
-    if (announceEnd && rendered)
+    if (!answers)
+      std::fprintf(stderr, "weir: the REST API cannot show job %s once its client is gone%s: %s\n", id.c_str(),
+                   folder.empty() ? "" : ", and did not archive it", failure.c_str());
+    if (answers && !folder.empty()) {
+      try {
+        written = writeJobArchive(folder, *answers);
+        std::fprintf(stderr, "weir: job %s archived to %s\n", id.c_str(), written.c_str());
+      } catch (const std::exception& ex) {
+        std::fprintf(stderr, "weir: job %s was not archived: %s\n", id.c_str(), ex.what());
+      }
+    }
+    if (announceEnd && answers)
       std::fprintf(stderr, "weir: job %s ended %s; its REST API and Web UI stay at %s until this process exits\n",
                    id.c_str(), toString(job.status()), url().c_str());
   }
 
-  // Keeps an ended job's answers, the newest kMaxEndedJobs.
-  void keepEnded(JobArchive archive) {
-    std::lock_guard lock(mutex_);
-    const std::string id = archive.jobId;
-    if (!ended_.count(id)) endedOrder_.push_back(id);
-    ended_[id] = std::move(archive);
-    while (endedOrder_.size() > kMaxEndedJobs) {
+  // Keeps an ended job's answers: the newest kMaxEndedJobs, in kMaxEndedBytes. Under
+  // mutex_.
+  void keepEnded(const std::shared_ptr<const JobArchive>& archive) {
+    const std::string& id = archive->jobId;
+    if (auto old = ended_.find(id); old != ended_.end()) {
+      endedBytes_ -= old->second->bytes();
+      std::erase(endedOrder_, id);
+    }
+    ended_[id] = archive;
+    endedOrder_.push_back(id);
+    endedBytes_ += archive->bytes();
+    while (endedOrder_.size() > 1 && (endedOrder_.size() > kMaxEndedJobs || endedBytes_ > kMaxEndedBytes)) {
+      endedBytes_ -= ended_.at(endedOrder_.front())->bytes();
       ended_.erase(endedOrder_.front());
       endedOrder_.pop_front();
     }
@@ -1199,16 +1208,20 @@ class RestServer::Impl {
   // ended and whose last JobClient is gone, or one of the folder `weir history` serves.
   std::optional<ArchiveFolder::Answer> archivedAnswer(const httplib::Request& req) {
     const std::string id = jobIdOfPath(req.path);
-    if (id.empty()) return std::nullopt;
+    // A savepoint's outcome is kept apart from the job (triggers_): its route answers it.
+    if (id.empty() || req.path.find("/savepoints/") != std::string::npos) return std::nullopt;
     const auto get = req.has_param("get") ? std::optional(req.get_param_value("get")) : std::nullopt;
+    std::shared_ptr<const JobArchive> kept;
     std::shared_ptr<ArchiveFolder> archives;
     {
       std::lock_guard lock(mutex_);
       if (live(id)) return std::nullopt;
-      if (auto it = ended_.find(id); it != ended_.end()) return it->second.answer(req.path, get);
-      if (!archives_) return std::nullopt;
+      if (auto it = ended_.find(id); it != ended_.end()) kept = it->second;
+      else if (!archives_) return std::nullopt;
       archives = archives_;
     }
+    // Outside the server's lock: a metrics query over a large archive holds no one up.
+    if (kept) return kept->answer(req.path, get);
     return archives->answer(req.path, get);
   }
 
@@ -1218,7 +1231,7 @@ class RestServer::Impl {
     std::vector<json> out;
     for (const auto& id : endedOrder_)
       if (!live(id))
-        if (auto o = ended_.at(id).overview()) out.push_back(std::move(*o));
+        if (auto o = ended_.at(id)->overview()) out.push_back(std::move(*o));
     if (!archives_) return out;
     for (auto& o : archives_->overviews()) {
       const std::string id = o.value("jid", "");
@@ -1303,7 +1316,7 @@ class RestServer::Impl {
         const_cast<httplib::Request&>(req).set_header("Content-Length", "0");  // httplib's own, not const
       // Flink's REST API is version 1 and answers under /v1/ too: routed as without it.
       if (req.path.starts_with("/v1/")) const_cast<httplib::Request&>(req).path.erase(0, 3);
-      if (req.method == "GET") {
+      if (req.method == "GET" || req.method == "HEAD") {
         if (auto archived = archivedAnswer(req)) {
           res.status = archived->status;
           res.set_content(archived->body, "application/json");
@@ -1622,8 +1635,11 @@ class RestServer::Impl {
 
   RestOptions options_;
   std::unique_ptr<httplib::Server> http_;  // an SSLServer with TLS
-  std::map<std::string, JobArchive> ended_;  // guarded by mutex_: jobs of this process that ended
-  std::deque<std::string> endedOrder_;       // guarded by mutex_: their ids, oldest first
+  // Guarded by mutex_: what the API answered for jobs of this process that ended, their
+  // ids oldest first, and the bytes of those answers.
+  std::map<std::string, std::shared_ptr<const JobArchive>> ended_;
+  std::deque<std::string> endedOrder_;
+  size_t endedBytes_ = 0;
   int port_ = -1;
   std::thread listener_;
   std::atomic<bool> listenerDone_{false};

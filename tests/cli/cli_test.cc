@@ -450,10 +450,20 @@ TEST(Cli, JobControlOverTlsWithAToken) {
   {
     std::ofstream(dir / "token") << "s3cret\n";
   }
+  ::unsetenv("WEIR_REST_TOKEN");  // the cases without a token must have none
   pid_t job = spawnWeir("run clicks --events 1000000000 --rate 100000 --rest-port 0 --rest-ssl-certificate " +
                             tls.certificate + " --rest-ssl-private-key " + tls.privateKey + " --rest-token-file " +
                             (dir / "token").string(),
                         dir / "job.out", dir / "job.err");
+  // A failed assertion must not leave the job running for hours.
+  struct KillAtExit {
+    pid_t& pid;
+    ~KillAtExit() {
+      if (pid <= 0) return;
+      ::kill(pid, SIGKILL);
+      ::waitpid(pid, nullptr, 0);
+    }
+  } killAtExit{job};
   std::string said;
   const std::string address = awaitInFile(dir / "job.err", "Web UI at (https://127\\.0\\.0\\.1:[0-9]+)", said);
   ASSERT_FALSE(address.empty()) << said;
@@ -475,6 +485,7 @@ TEST(Cli, JobControlOverTlsWithAToken) {
             "$WEIR_REST_TOKEN.\n");
   auto stopWithout = weir::test::runWeir("stop " + jid + " --address " + address + trust, dir);
   EXPECT_EQ(stopWithout.exitCode, 1) << stopWithout.err;
+  EXPECT_EQ(stopWithout.err, noToken.err);
   // Over plain http to another machine the token is not sent at all.
   ::setenv("WEIR_REST_TOKEN", "s3cret", 1);
   auto clear = weir::test::runWeir("cancel " + jid + " --address 192.0.2.1:8081", dir);
@@ -494,6 +505,7 @@ TEST(Cli, JobControlOverTlsWithAToken) {
   ::unsetenv("WEIR_REST_TOKEN");
   EXPECT_EQ(cancel.exitCode, 0) << cancel.err;
   EXPECT_EQ(exitCodeWithin(job, 30), 130) << fileText(dir / "job.err");  // cancelled
+  job = -1;
   fs::remove_all(dir);
 }
 
