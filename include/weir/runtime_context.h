@@ -160,7 +160,8 @@ template <class K>
 std::unique_ptr<KeyedStateBackend<K>> makeKeyedStateBackend(RuntimeContext& context) {
   return std::make_unique<KeyedStateBackend<K>>(
       context.stateBackend(), context.getMaxNumberOfParallelSubtasks(),
-      context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock());
+      context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock(),
+      context.getMetricGroup());
 }
 }  // namespace detail
 

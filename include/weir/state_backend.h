@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace weir {
 
@@ -53,10 +54,23 @@ class EmbeddedRocksDBStateBackend final : public StateBackend {
     // checkpoint directory's shared/ folder. Off (the default): each checkpoint writes
     // every entry. Also `weir run --incremental-checkpoints`.
     bool incrementalCheckpoints = false;
+    // RocksDB's own figures to show as gauges of each keyed operator, one per state
+    // (column family): `<operator>.<state>.rocksdb.<name>`, names as Flink's
+    // state.backend.rocksdb.metrics.<name> keys give them ("estimate-num-keys",
+    // "block-cache-usage"; nativeMetricNames() lists them). Each costs a property read
+    // per metrics sample. Default: none.
+    std::vector<std::string> nativeMetrics;
+    // Shows the state as the variable column_family (a Prometheus label) instead of a
+    // group in each name (Flink's state.backend.rocksdb.metrics.column-family-as-variable).
+    // Default false.
+    bool metricsColumnFamilyAsVariable = false;
   };
 
   EmbeddedRocksDBStateBackend() = default;
-  explicit EmbeddedRocksDBStateBackend(Options options) : options_(std::move(options)) {}
+  // Throws weir::Error (kInvalidArgument) for a native metric it does not know.
+  explicit EmbeddedRocksDBStateBackend(Options options);
+  // The RocksDB properties Options::nativeMetrics may name.
+  static const std::vector<std::string>& nativeMetricNames();
   // Flink's constructor: default options, incremental checkpoints on or off.
   explicit EmbeddedRocksDBStateBackend(bool enableIncrementalCheckpointing) {
     options_.incrementalCheckpoints = enableIncrementalCheckpointing;

@@ -45,8 +45,18 @@ struct Key {
 constexpr int64_t kIntMax = std::numeric_limits<int>::max();
 constexpr int64_t kForever = int64_t{1} << 40;  // ms: some 35 years, far below what timed waits overflow at
 
+// Flink's state.backend.rocksdb.metrics.<name> keys: one per RocksDB native metric.
+constexpr const char* kNativeMetricPrefix = "state.backend.rocksdb.metrics.";
+
+std::vector<Key> withNativeMetricKeys(std::vector<Key> keys) {
+  for (const auto& name : EmbeddedRocksDBStateBackend::nativeMetricNames())
+    keys.push_back({kNativeMetricPrefix + name, {}, Type::kBool, ""});
+  keys.push_back({std::string(kNativeMetricPrefix) + "column-family-as-variable", {}, Type::kBool, ""});
+  return keys;
+}
+
 const std::vector<Key>& allKeys() {
-  static const std::vector<Key> keys{
+  static const std::vector<Key> keys = withNativeMetricKeys({
       {"parallelism.default", {}, Type::kInt, "--parallelism", 1, kUpperBoundMaxParallelism},
       {"pipeline.max-parallelism", {}, Type::kInt, "--max-parallelism", -1, kUpperBoundMaxParallelism},
       {"pipeline.auto-watermark-interval", {}, Type::kDuration, "", 1, kForever},
@@ -104,7 +114,7 @@ const std::vector<Key>& allKeys() {
       {"restart-strategy.failure-rate.max-failures-per-interval", {}, Type::kInt, "", 1, kIntMax},
       {"restart-strategy.failure-rate.failure-rate-interval", {}, Type::kDuration, "", 1, kForever},
       {"restart-strategy.failure-rate.delay", {}, Type::kDuration, "", 0, kForever},
-  };
+  });
   return keys;
 }
 
@@ -372,6 +382,7 @@ struct JobOptions::Impl {
     validate(*k, value, origin);
     settings[k->name] = {value, origin};
     latestChecked = false;
+    tokenFileChecked = false;
   }
 
   void putAll(const std::vector<std::pair<std::string, std::string>>& entries, const std::string& where) {
@@ -523,6 +534,9 @@ struct JobOptions::Impl {
                                  "state.backend.rocksdb.writebuffer.size", "state.backend.rocksdb.writebuffer.count",
                                  "state.backend.rocksdb.compaction.style"})
       if (explicitlySet(rocksKey) && !rocksdb()) throw bad(nameOf(rocksKey) + " needs " + nameOf("state.backend.type") + " rocksdb");
+    for (const auto& [name, setting] : settings)
+      if (name.starts_with(kNativeMetricPrefix) && explicitlySet(name) && !rocksdb())
+        throw bad(nameOf(name) + " needs " + nameOf("state.backend.type") + " rocksdb");
     if (auto dir = text("state.backend.rocksdb.localdir")) {
       std::error_code ec;
       if (!std::filesystem::is_directory(*dir, ec))
@@ -544,6 +558,12 @@ struct JobOptions::Impl {
                 nameOf(given("weir.rest.ssl.certificate") ? "weir.rest.ssl.private-key"
                                                                : "weir.rest.ssl.certificate"));
     restToken();  // a token file that cannot be read, or is empty, fails here
+    if (auto file = text("weir.rest.authentication.token-file"); file && !tokenFileChecked) {
+      if (auto open = core::secretFileExposure(*file))
+        std::fprintf(stderr, "%s: warning: %s '%s' %s\n", programName.c_str(),
+                     nameOf("weir.rest.authentication.token-file").c_str(), file->c_str(), open->c_str());
+      tokenFileChecked = true;
+    }
     const bool latest = given("weir.restore");
     if (latest && given("execution.savepoint.path"))
       throw bad("use " + nameOf("weir.restore") + " or " + nameOf("execution.savepoint.path") + ", not both");
@@ -602,6 +622,7 @@ struct JobOptions::Impl {
   std::string programName = "weir";
   bool programNamed = false;
   bool latestChecked = false;
+  bool tokenFileChecked = false;  // its permissions were judged
   std::string latestPath;
 };
 
@@ -766,6 +787,10 @@ void JobOptions::applyTo(StreamExecutionEnvironment& env) const {
         static_cast<int>(o.integer("state.backend.rocksdb.writebuffer.count").value_or(rocks.maxWriteBufferNumber));
     if (o.choice("state.backend.rocksdb.compaction.style").value_or("LEVEL") == "UNIVERSAL")
       rocks.compactionStyle = EmbeddedRocksDBStateBackend::CompactionStyle::UNIVERSAL;
+    for (const auto& name : EmbeddedRocksDBStateBackend::nativeMetricNames())
+      if (o.boolean(kNativeMetricPrefix + name).value_or(false)) rocks.nativeMetrics.push_back(name);
+    rocks.metricsColumnFamilyAsVariable =
+        o.boolean(std::string(kNativeMetricPrefix) + "column-family-as-variable").value_or(false);
     env.setStateBackend(std::make_shared<EmbeddedRocksDBStateBackend>(rocks));
   } else if (o.given("state.backend.type")) {
     env.setStateBackend(std::make_shared<HashMapStateBackend>());

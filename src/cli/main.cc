@@ -135,6 +135,8 @@ int run(int argc, char** argv) {
         usageError("--token-file '" + tokenFile + "' cannot be read or holds no token");
         return std::nullopt;
       }
+      if (auto open = weir::core::secretFileExposure(tokenFile))
+        std::fprintf(stderr, "weir: warning: --token-file '%s' %s\n", tokenFile.c_str(), open->c_str());
     }
     return rest;
   };

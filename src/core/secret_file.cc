@@ -1,6 +1,9 @@
 #include "core/secret_file.h"
 
+#include <sys/stat.h>
+
 #include <cctype>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 
@@ -22,6 +25,14 @@ std::optional<std::string> readSecretFile(const std::string& path) {
   std::getline(in, line);
   if (in.bad()) return std::nullopt;
   return withoutTrailingSpace(std::move(line));
+}
+
+std::optional<std::string> secretFileExposure(const std::string& path) {
+  struct stat st {};
+  if (::stat(path.c_str(), &st) != 0 || (st.st_mode & 077) == 0) return std::nullopt;
+  char mode[8];
+  std::snprintf(mode, sizeof mode, "%04o", static_cast<unsigned>(st.st_mode & 07777));
+  return std::string("is open to others (mode ") + mode + "); chmod 600 it";
 }
 
 std::string readSecretEnvironment(const char* name) {

@@ -20,30 +20,7 @@ Error notAnArchive(const fs::path& file, const std::string& why) {
   return Error(ErrorCode::kInvalidArgument, file.string() + " is not a job archive: " + why);
 }
 
-// The metrics ids and values an archived metrics path holds, answered as the live API
-// does: without `get` the ids, with it the values asked for.
-std::string metricsAnswer(const std::string& all, const std::optional<std::string>& get) {
-  const json values = json::parse(all, nullptr, false);
-  json out = json::array();
-  if (!values.is_array()) return out.dump();
-  std::vector<std::string> wanted;
-  if (get) {
-    std::stringstream list(*get);
-    for (std::string id; std::getline(list, id, ',');)
-      if (!id.empty()) wanted.push_back(id);
-  }
-  if (!get) {
-    for (const auto& v : values)
-      if (v.is_object() && v.contains("id")) out.push_back({{"id", v["id"]}});
-    return out.dump(-1, ' ', false, json::error_handler_t::replace);
-  }
-  for (const auto& id : wanted)
-    for (const auto& v : values)
-      if (v.is_object() && v.contains("id") && v["id"] == id) out.push_back(v);
-  return out.dump(-1, ' ', false, json::error_handler_t::replace);
-}
-
-std::string notFound(const std::string& what) {
+std::string errorBody(const std::string& what) {
   return json{{"errors", json::array({what})}}.dump(-1, ' ', false, json::error_handler_t::replace);
 }
 
@@ -166,11 +143,21 @@ std::optional<json> JobArchive::overview() const {
   return std::nullopt;
 }
 
-JobArchive::Answer JobArchive::answer(const std::string& path, const std::optional<std::string>& get) const {
-  auto it = answers.find(path);
-  if (it == answers.end()) return Answer{404, notFound("Not found in the archive of job " + jobId + ": " + path)};
-  if (path.ends_with("/metrics")) return Answer{200, metricsAnswer(it->second, get)};
-  return Answer{200, it->second};
+JobArchive::Answer JobArchive::answer(const std::string& path, const MetricsQuery& query) const {
+  // A vertex's subtasks/metrics aggregates what its metrics path holds, as the live API.
+  static const std::string kSubtaskMetrics = "/subtasks/metrics";
+  const bool aggregated = path.ends_with(kSubtaskMetrics) && path.find("/vertices/") != std::string::npos;
+  const std::string stored = aggregated ? path.substr(0, path.size() - kSubtaskMetrics.size()) + "/metrics" : path;
+  auto it = answers.find(stored);
+  if (it == answers.end()) return Answer{404, errorBody("Not found in the archive of job " + jobId + ": " + path)};
+  if (!path.ends_with("/metrics")) return Answer{200, it->second};
+  const auto values = parseMetricValues(json::parse(it->second, nullptr, false));
+  try {
+    const json out = aggregated ? aggregatedSubtaskMetrics(values, query) : metricValues(values, query.get);
+    return Answer{200, out.dump(-1, ' ', false, json::error_handler_t::replace)};
+  } catch (const BadMetricsQuery& e) {
+    return Answer{400, errorBody(e.what())};
+  }
 }
 
 size_t JobArchive::bytes() const {
@@ -197,12 +184,12 @@ std::vector<json> ArchiveFolder::overviews() const {
 }
 
 std::optional<ArchiveFolder::Answer> ArchiveFolder::answer(const std::string& path,
-                                                           const std::optional<std::string>& get) const {
+                                                           const MetricsQuery& query) const {
   const std::string jobId = jobIdOfPath(path);
   std::lock_guard lock(mutex_);
   auto file = files_.find(jobId);
   if (jobId.empty() || file == files_.end() || !file->second.archive) return std::nullopt;
-  return file->second.archive->answer(path, get);
+  return file->second.archive->answer(path, query);
 }
 
 }  // namespace weir::rest

@@ -13,6 +13,8 @@
 #include <string>
 #include <vector>
 
+#include "rest/metrics_query.h"
+
 namespace weir::rest {
 
 struct JobArchive {
@@ -25,9 +27,10 @@ struct JobArchive {
     int status;
     std::string body;
   };
-  // The answer to GET `path` of this job (with `get`, a metrics query): 404 for a path
-  // the archive does not hold.
-  Answer answer(const std::string& path, const std::optional<std::string>& get) const;
+  // The answer to GET `path` of this job, a metrics path's to `query` (a vertex's
+  // subtasks/metrics from its metrics): 404 for a path the archive does not hold, 400 for
+  // a query the live API refuses.
+  Answer answer(const std::string& path, const MetricsQuery& query) const;
   // What its paths and answers take.
   size_t bytes() const;
 };
@@ -56,9 +59,9 @@ class ArchiveFolder {
   std::vector<nlohmann::json> overviews() const;
 
   using Answer = JobArchive::Answer;
-  // The answer to GET `path` (with `get`, a metrics query) of a job this folder holds;
+  // The answer to GET `path` (a metrics path's to `query`) of a job this folder holds;
   // nullopt for a path of no archived job.
-  std::optional<Answer> answer(const std::string& path, const std::optional<std::string>& get) const;
+  std::optional<Answer> answer(const std::string& path, const MetricsQuery& query) const;
 
  private:
   struct File {

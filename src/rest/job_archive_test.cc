@@ -54,7 +54,7 @@ TEST(ArchiveFolder, ServesEachArchiveAndNamesWhatIsNone) {
             std::string::npos);
   EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 3) << err;
 
-  auto detail = folder.answer(std::string("/jobs/") + kJob, std::nullopt);
+  auto detail = folder.answer(std::string("/jobs/") + kJob, {});
   ASSERT_TRUE(detail);
   EXPECT_EQ(detail->status, 200);
   EXPECT_EQ(json::parse(detail->body)["state"], "FINISHED");
@@ -62,17 +62,25 @@ TEST(ArchiveFolder, ServesEachArchiveAndNamesWhatIsNone) {
   EXPECT_EQ(folder.overviews()[0]["jid"], kJob);
   // A metrics path answers as the live API: the ids, or the values asked for.
   const std::string metrics = std::string("/jobs/") + kJob + "/vertices/v1/metrics";
-  EXPECT_EQ(json::parse(folder.answer(metrics, std::nullopt)->body),
+  EXPECT_EQ(json::parse(folder.answer(metrics, {})->body),
             json::parse(R"([{"id": "0.numRecordsIn"}, {"id": "1.numRecordsIn"}])"));
-  EXPECT_EQ(json::parse(folder.answer(metrics, "1.numRecordsIn,nothing")->body),
+  EXPECT_EQ(json::parse(folder.answer(metrics, {"1.numRecordsIn,nothing"})->body),
             json::parse(R"([{"id": "1.numRecordsIn", "value": "7"}])"));
+  // The vertex's subtasks/metrics aggregates them, as Flink's route does for a live job.
+  const std::string aggregated = std::string("/jobs/") + kJob + "/vertices/v1/subtasks/metrics";
+  EXPECT_EQ(json::parse(folder.answer(aggregated, {"numRecordsIn", "min,max,sum"})->body),
+            json::parse(R"([{"id": "numRecordsIn", "min": 7.0, "max": 10.0, "sum": 17.0}])"));
+  auto refused = folder.answer(aggregated, {"numRecordsIn", "median"});
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 400);
+  EXPECT_NE(json::parse(refused->body)["errors"][0].get<std::string>().find("'median'"), std::string::npos);
   // A path the archive lacks is Flink's 404; a job it does not hold is not its to answer.
-  auto missing = folder.answer(std::string("/jobs/") + kJob + "/vertices/v2", std::nullopt);
+  auto missing = folder.answer(std::string("/jobs/") + kJob + "/vertices/v2", {});
   ASSERT_TRUE(missing);
   EXPECT_EQ(missing->status, 404);
   EXPECT_TRUE(json::parse(missing->body)["errors"].is_array());
-  EXPECT_FALSE(folder.answer("/jobs/ffffffffffffffffffffffffffffffff", std::nullopt));
-  EXPECT_FALSE(folder.answer("/overview", std::nullopt));
+  EXPECT_FALSE(folder.answer("/jobs/ffffffffffffffffffffffffffffffff", {}));
+  EXPECT_FALSE(folder.answer("/overview", {}));
 
   // An archive of another shape (valid JSON, odd members) is served, never an error.
   const std::string odd = "00000000000000000000000000000001";
@@ -83,10 +91,10 @@ TEST(ArchiveFolder, ServesEachArchiveAndNamesWhatIsNone) {
   folder.refresh();
   EXPECT_TRUE(folder.hasJob(odd));
   EXPECT_EQ(folder.overviews().size(), 1u);  // the first job's; the odd one's entry is left out
-  EXPECT_EQ(json::parse(folder.answer("/jobs/" + odd + "/metrics", "a")->body),
+  EXPECT_EQ(json::parse(folder.answer("/jobs/" + odd + "/metrics", {"a"})->body),
             json::parse(R"([{"id": "a", "value": "1"}])"));
-  EXPECT_EQ(json::parse(folder.answer("/jobs/" + odd + "/metrics", std::nullopt)->body),
-            json::parse(R"([{"id": 2}, {"id": "a"}])"));
+  EXPECT_EQ(json::parse(folder.answer("/jobs/" + odd + "/metrics", {})->body),  // what is no metric is left out
+            json::parse(R"([{"id": "a"}])"));
   fs::remove(dir / odd);
   folder.refresh();
 

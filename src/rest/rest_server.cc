@@ -32,6 +32,7 @@
 #include "core/thread_name.h"
 #include "rest/assets.h"
 #include "rest/job_archive.h"
+#include "rest/metrics_query.h"
 #include "rest/metrics_sampler.h"
 #include "rest/process_figures.h"
 #include "rest/prometheus_exposition.h"
@@ -84,18 +85,6 @@ uint64_t random64() {
   static std::mt19937_64 rng{std::random_device{}()};
   std::lock_guard lock(mutex);
   return rng();
-}
-
-std::vector<std::string> splitList(const std::string& s) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= s.size()) {
-    size_t comma = s.find(',', start);
-    if (comma == std::string::npos) comma = s.size();
-    if (comma > start) out.push_back(s.substr(start, comma - start));
-    start = comma + 1;
-  }
-  return out;
 }
 
 // Debian's libcpp-httplib listens with a backlog of 5: a burst of connections (a browser,
@@ -451,12 +440,23 @@ class RestServer::Impl {
     }
   }
 
-  // Looks up the job of path parameter 1; answers 404 itself when there is none.
+  // The job of path parameter 1; else it answers 404 itself, or to a request that would
+  // change a job that ended and is only kept, 409 naming its final state (GETs of such a
+  // job are answered from what is kept before routing).
   Entry* job(const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
     for (auto& e : jobs_)
       if (e->job->jobId() == id) return e.get();
-    sendError(res, 404, "Job " + id + " not found.");
+    std::optional<json> overview;
+    const bool change = req.method != "GET" && req.method != "HEAD";
+    if (auto it = ended_.find(id); change && it != ended_.end()) overview = it->second->overview();
+    if (change && !overview && archives_)
+      for (auto& o : archives_->overviews())
+        if (o.value("jid", "") == id) overview = std::move(o);
+    if (overview)
+      sendError(res, 409, "Job " + id + " has already ended: it is " + overview->value("state", "ended") + ".");
+    else
+      sendError(res, 404, "Job " + id + " not found.");
     return nullptr;
   }
 
@@ -517,6 +517,20 @@ class RestServer::Impl {
             {"duration", (end < 0 ? nowMillis() : end) - start}};
   }
 
+  // The records per second that cross the edge into input `i` of vertex `v`: what `v`
+  // receives when it has that input alone, else what the upstream sends when this is its
+  // only edge; null when neither holds (inputs are not counted apart).
+  json edgeRate(const Entry& e, size_t v, size_t i) const {
+    const auto& vs = e.job->vertices();
+    if (vs[v].inputs.size() == 1) return vertexRates(e, v).in;
+    const int upstream = vs[v].inputs[i].vertex;
+    size_t edges = 0;
+    for (const auto& w : vs)
+      for (const auto& in : w.inputs) edges += in.vertex == upstream ? 1 : 0;
+    if (edges == 1) return vertexRates(e, static_cast<size_t>(upstream)).out;
+    return nullptr;
+  }
+
   json plan(const Entry& e) const {
     json nodes = json::array();
     const auto& vs = e.job->vertices();
@@ -528,7 +542,7 @@ class RestServer::Impl {
                           {"id", vs[static_cast<size_t>(in.vertex)].id},
                           {"ship_strategy", in.shipStrategy},
                           {"exchange", "pipelined_bounded"},
-                          {"records-per-second", vertexRates(e, static_cast<size_t>(in.vertex)).out}});
+                          {"records-per-second", edgeRate(e, v, i)}});
       }
       nodes.push_back({{"id", vs[v].id},
                        {"parallelism", vs[v].parallelism},
@@ -703,16 +717,14 @@ class RestServer::Impl {
 
   static void answerMetrics(const std::map<std::string, double>& all, const httplib::Request& req,
                             httplib::Response& res) {
-    json out = json::array();
-    if (!req.has_param("get")) {
-      for (auto& [id, value] : all) out.push_back({{"id", id}});
-    } else {
-      for (auto& id : splitList(req.get_param_value("get"))) {
-        auto it = all.find(id);
-        if (it != all.end()) out.push_back({{"id", id}, {"value", std::to_string(it->second)}});
-      }
-    }
-    sendJson(res, out);
+    sendJson(res, metricValues(all, metricsQuery(req).get));
+  }
+
+  static MetricsQuery metricsQuery(const httplib::Request& req) {
+    auto param = [&](const char* name) {
+      return req.has_param(name) ? std::optional(req.get_param_value(name)) : std::nullopt;
+    };
+    return MetricsQuery{param("get"), param("agg"), param("subtasks")};
   }
 
   // Printable ASCII only, for a message that quotes what a client sent.
@@ -1210,7 +1222,7 @@ class RestServer::Impl {
     const std::string id = jobIdOfPath(req.path);
     // A savepoint's outcome is kept apart from the job (triggers_): its route answers it.
     if (id.empty() || req.path.find("/savepoints/") != std::string::npos) return std::nullopt;
-    const auto get = req.has_param("get") ? std::optional(req.get_param_value("get")) : std::nullopt;
+    const MetricsQuery query = metricsQuery(req);
     std::shared_ptr<const JobArchive> kept;
     std::shared_ptr<ArchiveFolder> archives;
     {
@@ -1221,8 +1233,8 @@ class RestServer::Impl {
       archives = archives_;
     }
     // Outside the server's lock: a metrics query over a large archive holds no one up.
-    if (kept) return kept->answer(req.path, get);
-    return archives->answer(req.path, get);
+    if (kept) return kept->answer(req.path, query);
+    return archives->answer(req.path, query);
   }
 
   // The overviews of the ended jobs no JobClient holds any more, then of the archived
@@ -1476,20 +1488,55 @@ class RestServer::Impl {
       if (v < 0) return;
       const auto& info = e->job->vertices()[static_cast<size_t>(v)];
       auto metrics = vertexMetrics(*e, static_cast<size_t>(v));
+      const auto& latest = e->sampler.latest();
+      const json overview = jobOverview(*e);
+      const int64_t attempt = static_cast<int64_t>(e->job->metrics().numRestarts);
       json subtasks = json::array();
       for (int s = 0; s < info.parallelism; ++s) {
         std::string p = std::to_string(s) + ".";
+        int64_t idle = 0, bp = 0;
+        if (static_cast<size_t>(v) < latest.size() && static_cast<size_t>(s) < latest[static_cast<size_t>(v)].size()) {
+          idle = latest[static_cast<size_t>(v)][static_cast<size_t>(s)].idleTimeNanos / 1000000;
+          bp = latest[static_cast<size_t>(v)][static_cast<size_t>(s)].backPressuredTimeNanos / 1000000;
+        }
+        const int64_t duration = overview["duration"];
         subtasks.push_back({{"subtask", s},
                             {"status", vertexStatus(e->job->status())},
+                            {"attempt", attempt},
+                            {"endpoint", "localhost"},
+                            {"taskmanager-id", "embedded"},
+                            {"start-time", overview["start-time"]},
+                            {"end-time", overview["end-time"]},
+                            {"duration", duration},
                             {"metrics",
                              {{"read-records", metrics[p + "numRecordsIn"]},
+                              {"read-records-complete", true},
                               {"write-records", metrics[p + "numRecordsOut"]},
+                              {"write-records-complete", true},
                               {"read-bytes", metrics[p + "numBytesIn"]},
-                              {"write-bytes", metrics[p + "numBytesOut"]}}}});
+                              {"read-bytes-complete", true},
+                              {"write-bytes", metrics[p + "numBytesOut"]},
+                              {"write-bytes-complete", true},
+                              {"accumulated-idle-time", idle},
+                              {"accumulated-backpressured-time", bp},
+                              {"accumulated-busy-time", std::max<int64_t>(0, duration - idle - bp)}}}});
       }
-      sendJson(res, {{"id", info.id}, {"name", info.name}, {"parallelism", info.parallelism}, {"now", nowMillis()},
-                     {"subtasks", subtasks}});
+      sendJson(res, {{"id", info.id}, {"name", info.name}, {"parallelism", info.parallelism},
+                     {"maxParallelism", info.maxParallelism}, {"now", nowMillis()}, {"subtasks", subtasks}});
     }));
+    // Flink's aggregated subtask metrics: ?get=<names>&agg=min,max,avg,sum,skew&subtasks=0,2-3.
+    get(R"(/jobs/([^/]+)/vertices/([^/]+)/subtasks/metrics)",
+        locked([this](const httplib::Request& req, httplib::Response& res) {
+          auto* e = job(req, res);
+          if (!e) return;
+          int v = vertex(*e, req, res);
+          if (v < 0) return;
+          try {
+            sendJson(res, aggregatedSubtaskMetrics(vertexMetrics(*e, static_cast<size_t>(v)), metricsQuery(req)));
+          } catch (const BadMetricsQuery& bad) {
+            sendError(res, 400, bad.what());
+          }
+        }));
     get(R"(/jobs/([^/]+)/vertices/([^/]+)/backpressure)",
               locked([this](const httplib::Request& req, httplib::Response& res) {
                 auto* e = job(req, res);

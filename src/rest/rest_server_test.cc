@@ -516,6 +516,63 @@ TEST(RestServer, ServesJobsVerticesPlanAndBackpressureWithFlinksNames) {
   }
 }
 
+// A quarter of the numbers go to a side output, the rest on.
+struct QuarterToTheSide : ProcessFunction<int64_t, int64_t> {
+  const OutputTag<int64_t> side{"side"};
+  void processElement(const int64_t& v, Context& ctx, Collector<int64_t>& out) override {
+    if (v % 4 == 0) ctx.output(side, v);
+    else out.collect(v);
+  }
+};
+
+// Each edge of the plan carries what crosses it: what its target receives when that is
+// its one input, what its source sends when that is its one edge. The two edges out of a
+// split into a main and a side output carry three quarters and one quarter.
+TEST(RestServer, EachEdgeCarriesWhatCrossesIt) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.setParallelism(1);
+  auto numbers = [&](const std::string& name, double perSecond) {
+    return env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, kUnboundedCount,
+                                              RateLimiterStrategy::perSecond(perSecond)),
+                          WatermarkStrategy<int64_t>::noWatermarks(), name);
+  };
+  auto split = numbers("numbers", 8000).process(QuarterToTheSide{}).name("split");
+  split.rebalance().sinkTo(DiscardingSink<int64_t>());
+  split.getSideOutput(OutputTag<int64_t>("side")).rebalance().sinkTo(DiscardingSink<int64_t>());
+  numbers("other", 1000).unionWith(numbers("more", 3000)).rebalance().sinkTo(DiscardingSink<int64_t>());
+  auto job = env.executeAsync("edges");
+  Server server(job);
+  const std::string jid = job.getJobID();
+  auto rateOf = [](const json& v, const char* field) { return v["metrics"][field].get<double>(); };
+  bool checked = false;
+  EXPECT_TRUE(eventually([&] {
+    const json detail = server.get("/jobs/" + jid);  // plan and vertices from one sample
+    std::map<std::string, json> vertex;
+    for (const auto& v : detail["vertices"]) vertex[v["id"]] = v;
+    std::string splitId;
+    for (const auto& [id, v] : vertex)
+      if (v["name"].get<std::string>().find("split") != std::string::npos) splitId = id;
+    std::vector<double> outOfSplit;
+    for (const auto& node : detail["plan"]["nodes"]) {
+      const auto& inputs = node["inputs"];
+      for (const auto& in : inputs) {
+        const double rate = in["records-per-second"].get<double>();
+        if (inputs.size() == 1) EXPECT_EQ(rate, rateOf(vertex[node["id"]], "read-records-per-second"));
+        else EXPECT_EQ(rate, rateOf(vertex[in["id"]], "write-records-per-second"));  // a union of sources
+        if (in["id"] == splitId) outOfSplit.push_back(rate);
+      }
+    }
+    EXPECT_EQ(outOfSplit.size(), 2u);
+    if (outOfSplit.size() != 2) return true;
+    checked = true;
+    std::sort(outOfSplit.begin(), outOfSplit.end());
+    return outOfSplit[0] > 500 && outOfSplit[1] > 2 * outOfSplit[0];  // 2,000 and 6,000 a second
+  })) << server.get("/jobs/" + jid + "/plan").dump();
+  EXPECT_TRUE(checked);
+  job.cancel();
+  job.wait();
+}
+
 // The job's configuration, its vertices, the one task manager of the embedded runtime and
 // the process's own metrics, with the fields Flink's REST API documents for each route.
 TEST(RestServer, AnswersFlinksConfigTaskManagerAndJobManagerRoutes) {
@@ -533,6 +590,27 @@ TEST(RestServer, AnswersFlinksConfigTaskManagerAndJobManagerRoutes) {
   auto detail = server.get("/jobs/" + jid)["vertices"];
   ASSERT_EQ(vertices.size(), detail.size());
   for (size_t i = 0; i < vertices.size(); ++i) EXPECT_EQ(vertices[i]["id"], detail[i]["id"]);
+
+  // GET /jobs/:jobid/vertices/:vertexid (Flink: JobVertexDetailsInfo, each subtask a
+  // SubtaskExecutionAttemptDetailsInfo with its IOMetricsInfo).
+  auto vertex = server.get("/jobs/" + jid + "/vertices/" + detail[1]["id"].get<std::string>());
+  EXPECT_EQ(keys(vertex), (std::set<std::string>{"id", "name", "parallelism", "maxParallelism", "now", "subtasks"}));
+  ASSERT_EQ(vertex["subtasks"].size(), 2u);
+  for (const auto& subtask : vertex["subtasks"]) {
+    EXPECT_EQ(keys(subtask), (std::set<std::string>{"subtask", "status", "attempt", "endpoint", "start-time", "end-time",
+                                                    "duration", "metrics", "taskmanager-id"}));
+    EXPECT_EQ(keys(subtask["metrics"]),
+              (std::set<std::string>{"read-bytes", "read-bytes-complete", "write-bytes", "write-bytes-complete",
+                                     "read-records", "read-records-complete", "write-records", "write-records-complete",
+                                     "accumulated-backpressured-time", "accumulated-idle-time", "accumulated-busy-time"}));
+    const auto& m = subtask["metrics"];
+    EXPECT_LE(m["accumulated-backpressured-time"].get<int64_t>() + m["accumulated-idle-time"].get<int64_t>() +
+                  m["accumulated-busy-time"].get<int64_t>(),
+              subtask["duration"].get<int64_t>() + 1);
+  }
+  EXPECT_EQ(vertex["subtasks"][1]["subtask"], 1);
+  EXPECT_EQ(vertex["subtasks"][0]["status"], "RUNNING");
+  EXPECT_EQ(vertex["subtasks"][0]["attempt"], 0);
 
   // GET /jobs/:jobid/config (Flink: JobConfigInfo).
   auto config = server.get("/jobs/" + jid + "/config");
@@ -725,9 +803,29 @@ TEST(RestServer, ShowsTheBytesSourcesReadAndSinksWrote) {
   auto perSubtask =
       server.get("/jobs/" + jid + "/vertices/" + source + "/metrics?get=0.numBytesIn,0.numBytesOut,0.numRecordsInErrors");
   ASSERT_EQ(perSubtask.size(), 3u);
-  EXPECT_EQ(std::stod(perSubtask[0]["value"].get<std::string>()), static_cast<double>(input.size()));
-  EXPECT_EQ(std::stod(perSubtask[1]["value"].get<std::string>()), 0.0);
-  EXPECT_EQ(std::stod(perSubtask[2]["value"].get<std::string>()), 4.0);
+  // Flink writes a count as a whole number: "4", not "4.000000".
+  EXPECT_EQ(perSubtask[0]["value"], std::to_string(input.size()));
+  EXPECT_EQ(perSubtask[1]["value"], "0");
+  EXPECT_EQ(perSubtask[2]["value"], "4");
+  // Flink's aggregated subtask metrics: the sink's subtasks together wrote every byte and
+  // took every good line.
+  const std::string sink = detail["vertices"][1]["id"];
+  const int parallelism = detail["vertices"][1]["parallelism"];
+  auto aggregated = server.get("/jobs/" + jid + "/vertices/" + sink + "/subtasks/metrics?get=numBytesOut,numRecordsIn");
+  ASSERT_EQ(aggregated.size(), 2u) << aggregated.dump();
+  EXPECT_EQ(aggregated[0]["id"], "numBytesOut");
+  EXPECT_EQ(aggregated[0]["sum"], written);
+  EXPECT_EQ(aggregated[1]["sum"], 20000);
+  EXPECT_DOUBLE_EQ(aggregated[1]["avg"].get<double>() * parallelism, 20000);
+  EXPECT_LE(aggregated[1]["min"].get<double>(), aggregated[1]["avg"].get<double>());
+  EXPECT_GE(aggregated[1]["max"].get<double>(), aggregated[1]["avg"].get<double>());
+  EXPECT_TRUE(aggregated[1].contains("skew"));
+  const json subtask0 = server.get("/jobs/" + jid + "/vertices/" + sink + "/subtasks/metrics?get=numRecordsIn&agg=sum&subtasks=0");
+  EXPECT_EQ(subtask0, json::parse(R"([{"id":"numRecordsIn","sum":)" +
+                                  server.get("/jobs/" + jid + "/vertices/" + sink + "/metrics?get=0.numRecordsIn")[0]["value"]
+                                      .get<std::string>() + "}]"));
+  server.get("/jobs/" + jid + "/vertices/" + sink + "/subtasks/metrics?get=numRecordsIn&agg=median", 400);
+  server.get("/jobs/" + jid + "/vertices/" + sink + "/subtasks/metrics?get=numRecordsIn&subtasks=1-0", 400);
   EXPECT_EQ(server.get("/jobs/" + jid + "/vertices/" + source)["subtasks"][0]["metrics"]["read-bytes"], input.size());
 
   auto prometheus = server.client->Get("/metrics");
@@ -740,6 +838,46 @@ TEST(RestServer, ShowsTheBytesSourcesReadAndSinksWrote) {
   EXPECT_EQ(line("num_bytes_out_total", detail["vertices"][1]["id"]), static_cast<double>(written));
   EXPECT_EQ(line("num_records_in_errors_total", source), 4);
   fs::remove_all(dir);
+}
+
+// RocksDB's native metrics (state.backend.rocksdb.metrics.*) show with the operator's
+// metrics: in REST per subtask, and in Prometheus with the state as a label.
+TEST(RestServer, RocksDBNativeMetricsShowAsOperatorMetrics) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  EmbeddedRocksDBStateBackend::Options rocks;
+  rocks.nativeMetrics = {"estimate-num-keys", "block-cache-usage"};
+  rocks.metricsColumnFamilyAsVariable = true;
+  env.setStateBackend(std::make_shared<EmbeddedRocksDBStateBackend>(rocks));
+  env.setParallelism(1);
+  auto job = startKeyedSums(env, 20000, "native metrics");  // 100 keys
+  Server server(job);
+  const std::string jid = job.getJobID();
+  std::string vertex, id;
+  ASSERT_TRUE(eventually([&] {
+    const json detail = server.get("/jobs/" + jid);  // (held: a temporary's member would dangle in the loop)
+    for (const auto& v : detail["vertices"]) {
+      const json ids = server.get("/jobs/" + jid + "/vertices/" + v["id"].get<std::string>() + "/metrics");
+      for (const auto& m : ids) {
+        const std::string name = m["id"];
+        if (name.ends_with(".rocksdb.estimate-num-keys")) vertex = v["id"], id = name;
+      }
+    }
+    if (id.empty()) return false;
+    const json value = server.get("/jobs/" + jid + "/vertices/" + vertex + "/metrics?get=" + httplib::detail::encode_query_param(id));
+    return value.size() == 1 && std::stod(value[0]["value"].get<std::string>()) >= 100;  // each key written once at least
+  })) << "no estimate-num-keys of 100 or more; found: " << id;
+  EXPECT_NE(id.find(".column_family."), std::string::npos) << id;
+  auto prometheus = server.client->Get("/metrics");
+  ASSERT_TRUE(prometheus);
+  EXPECT_TRUE(prometheusHas(prometheus->body, "weir_taskmanager_job_task_operator_column_family_rocksdb_estimate_num_keys",
+                            {"job_id=\"" + jid + "\"", "column_family=\""}))
+      << prometheus->body;
+  EXPECT_TRUE(prometheusHas(prometheus->body, "weir_taskmanager_job_task_operator_column_family_rocksdb_block_cache_usage",
+                            {"job_id=\"" + jid + "\""}));
+  auto [code, said] = test::promtoolCheck(prometheus->body);
+  EXPECT_EQ(code, 0) << said;
+  job.cancel();
+  job.wait();
 }
 
 TEST(RestServer, MetricsThatOperatorsRegisterShowPerSubtaskAndInPrometheus) {
@@ -911,7 +1049,7 @@ TEST(RestServer, AnEndedJobIsArchivedAndTheArchiveAnswersAsTheServerDid) {
   ASSERT_TRUE(archive.hasJob(jid));
   auto same = [&](const std::string& path, const std::optional<std::string>& get = std::nullopt) {
     const json live = server.get(path + (get ? "?get=" + *get : ""));
-    auto archived = archive.answer(path, get);
+    auto archived = archive.answer(path, rest::MetricsQuery{get});
     ASSERT_TRUE(archived) << path;
     EXPECT_EQ(archived->status, 200) << path;
     EXPECT_EQ(withoutClock(json::parse(archived->body)), withoutClock(live)) << path;
@@ -937,6 +1075,8 @@ TEST(RestServer, AnEndedJobIsArchivedAndTheArchiveAnswersAsTheServerDid) {
     std::string all;
     for (const auto& m : server.get(vertex + "/metrics")) all += (all.empty() ? "" : ",") + m["id"].get<std::string>();
     same(vertex + "/metrics", all);
+    same(vertex + "/subtasks/metrics");
+    same(vertex + "/subtasks/metrics", "numRecordsIn,numRecordsOut,currentInputWatermark");
     same(job_ + "/checkpoints/details/" + cid + "/subtasks/" + v["id"].get<std::string>());
   }
   // The overview the archive keeps is this job's alone.
@@ -964,7 +1104,7 @@ TEST(RestServer, AJobWhoseLastClientIsDroppedIsArchivedAsCancelled) {
   }
   ASSERT_TRUE(eventually([&] { return fs::exists(dir / jid); }));
   rest::ArchiveFolder archive(dir.string());
-  auto detail = archive.answer("/jobs/" + jid, std::nullopt);
+  auto detail = archive.answer("/jobs/" + jid, {});
   ASSERT_TRUE(detail);
   EXPECT_EQ(json::parse(detail->body)["state"], "CANCELED");
   fs::remove_all(dir);
@@ -1327,6 +1467,14 @@ TEST(RestServer, AnEndedJobIsServedAfterItsLastClientIsGone) {
   ASSERT_TRUE(head);
   EXPECT_EQ(head->status, 200);
   for (const auto& [path, answer] : before) EXPECT_EQ(withoutClock(server->get(path)), answer) << path;
+  // Nothing is left to cancel or stop: 409 naming its final state, as for a job still held.
+  for (bool cancel : {true, false}) {
+    auto again = cancel ? server->client->Patch("/jobs/" + jid + "?mode=cancel")
+                        : server->client->Post("/jobs/" + jid + "/savepoints", "{}", "application/json");
+    ASSERT_TRUE(again);
+    EXPECT_EQ(again->status, 409);
+    EXPECT_NE(again->body.find("has already ended: it is FINISHED"), std::string::npos) << again->body;
+  }
   bool listed = false;
   const json overview = server->get("/jobs/overview");
   for (const auto& j : overview["jobs"]) listed = listed || (j["jid"] == jid && j["state"] == "FINISHED");

@@ -19,15 +19,37 @@ std::shared_ptr<StateBackend> stateBackendFromName(std::string_view name) {
               "unknown state backend '" + std::string(name) + "': use heap (or hashmap) or rocksdb");
 }
 
+const std::vector<std::string>& EmbeddedRocksDBStateBackend::nativeMetricNames() {
+  // Flink's RocksDBProperty values with an integer value, as its option keys name them.
+  static const std::vector<std::string> names{
+      "num-immutable-mem-table", "mem-table-flush-pending", "compaction-pending", "background-errors",
+      "cur-size-active-mem-table", "cur-size-all-mem-tables", "size-all-mem-tables", "num-entries-active-mem-table",
+      "num-entries-imm-mem-tables", "num-deletes-active-mem-table", "num-deletes-imm-mem-tables", "estimate-num-keys",
+      "estimate-table-readers-mem", "num-snapshots", "num-live-versions", "estimate-live-data-size",
+      "total-sst-files-size", "live-sst-files-size", "estimate-pending-compaction-bytes", "num-running-compactions",
+      "num-running-flushes", "actual-delayed-write-rate", "is-write-stopped", "block-cache-capacity",
+      "block-cache-usage", "block-cache-pinned-usage"};
+  return names;
+}
+
+EmbeddedRocksDBStateBackend::EmbeddedRocksDBStateBackend(Options options) : options_(std::move(options)) {
+  const auto& known = nativeMetricNames();
+  for (const auto& name : options_.nativeMetrics)
+    if (std::find(known.begin(), known.end(), name) == known.end())
+      throw Error(ErrorCode::kInvalidArgument, "RocksDB native metric '" + name +
+                                                   "' is not one weir shows (docs/configuration.md lists "
+                                                   "state.backend.rocksdb.metrics.*)");
+}
+
 }  // namespace weir
 
 namespace weir::detail {
 
 KeyedStateBackendBase::KeyedStateBackendBase(const StateBackend& backend, int maxParallelism, const std::string& owner,
-                                 std::shared_ptr<const Clock> clock)
+                                 std::shared_ptr<const Clock> clock, const MetricGroup& metrics)
     : maxParallelism_(maxParallelism), owner_(owner), clock_(std::move(clock)) {
   if (auto* rocks = dynamic_cast<const EmbeddedRocksDBStateBackend*>(&backend)) {
-    rocksdb_ = openRocksDB(*rocks, owner);
+    rocksdb_ = openRocksDB(*rocks, owner, metrics);
     localDirectory_ = rocks->options().localDirectory;
   }
 }

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "support/state_test_harness.h"
+#include "weir/detail/core/metric_registry.h"
 
 namespace weir {
 namespace {
@@ -576,6 +577,51 @@ namespace {
 
 // A full disk, made real with RLIMIT_FSIZE: RocksDB's flushes fail with EFBIG, and the
 // next write reports it as an error naming the state, never a crash or a lost write.
+// RocksDB's own figures show as gauges of the operator, one per state and property
+// (Flink's state.backend.rocksdb.metrics.*). 1,000 keys written once each are 1,000
+// entries in the memtable, which is what RocksDB's estimate-num-keys counts there.
+TEST(RocksDBStateBackend, NativeMetricsAreGaugesOfEachState) {
+  for (bool asVariable : {false, true}) {
+    EmbeddedRocksDBStateBackend::Options options;
+    options.nativeMetrics = {"estimate-num-keys", "cur-size-all-mem-tables", "num-running-compactions"};
+    options.metricsColumnFamilyAsVariable = asVariable;
+    EmbeddedRocksDBStateBackend backend(options);
+    detail::MetricRegistry registry;
+    auto metrics = std::map<std::string, double>{};
+    {
+      KeyedStateBackend<int64_t> store(backend, 128, "native-metrics", std::make_shared<SystemClock>(),
+                                       MetricGroup(&registry, "counter"));
+      RuntimeContext context("op", 0, 1, 128);
+      context.setKeyedStateBackend(&store);
+      auto& counts = context.getState(ValueStateDescriptor<int64_t>("counts"));
+      auto& other = context.getState(ValueStateDescriptor<int64_t>("other"));
+      for (int64_t key = 0; key < 1000; ++key) {
+        store.setCurrentKey(key);
+        counts.update(key);
+        if (key < 10) other.update(key);
+      }
+      registry.update();
+      for (const auto& v : registry.values()) metrics[v.identifier()] = v.value;
+    }
+    const std::string counts = asVariable ? "counter.column_family.counts." : "counter.counts.";
+    const std::string other = asVariable ? "counter.column_family.other." : "counter.other.";
+    EXPECT_EQ(metrics[counts + "rocksdb.estimate-num-keys"], 1000) << asVariable;
+    EXPECT_EQ(metrics[other + "rocksdb.estimate-num-keys"], 10);
+    EXPECT_GT(metrics[counts + "rocksdb.cur-size-all-mem-tables"], 1000 * 10);  // each entry takes 10 bytes or more
+    EXPECT_EQ(metrics[counts + "rocksdb.num-running-compactions"], 0);
+    EXPECT_EQ(metrics.size(), 6u);  // three per state: the default column family shows none
+  }
+  // A property it does not know is refused when the backend is made.
+  EmbeddedRocksDBStateBackend::Options bad;
+  bad.nativeMetrics = {"estimate-num-keyz"};
+  try {
+    EmbeddedRocksDBStateBackend backend(bad);
+    ADD_FAILURE() << "an unknown native metric was taken";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'estimate-num-keyz' is not one weir shows"), std::string::npos) << e.what();
+  }
+}
+
 TEST(RocksDBStateBackend, AFullDiskIsAnErrorNamingTheState) {
   struct rlimit old {};
   ASSERT_EQ(::getrlimit(RLIMIT_FSIZE, &old), 0);

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <cstdlib>
 #include <exception>
 #include <filesystem>
@@ -12,6 +13,7 @@
 #include <map>
 #include <mutex>
 #include <optional>
+#include <set>
 #include <thread>
 
 #include <rocksdb/cache.h>
@@ -304,10 +306,11 @@ void scanCheckpoint(const RestoredRocksDB& from, KeyGroupRange range, const std:
 
 class Instance final : public RocksDBInstance {
  public:
-  Instance(const EmbeddedRocksDBStateBackend::Options& options, const std::string& owner)
+  Instance(const EmbeddedRocksDBStateBackend::Options& options, const std::string& owner, MetricGroup metrics)
       : memory_(sharedMemory(options)), localDirectory_(options.localDirectory),
         local_(options.localDirectory, owner), directory_(local_.path()),
-        incremental_(options.incrementalCheckpoints) {
+        incremental_(options.incrementalCheckpoints), metrics_(std::move(metrics)),
+        nativeMetrics_(options.nativeMetrics), columnFamilyAsVariable_(options.metricsColumnFamilyAsVariable) {
     writeOptions_.disableWAL = true;  // as for the columns' writes
     RocksDBOptions opened = rocksDBOptions(options, *memory_);
     columnOptions_ = opened.column;
@@ -315,7 +318,10 @@ class Instance final : public RocksDBInstance {
     open({rocksdb::kDefaultColumnFamilyName});  // (local_ removes the folder if it throws)
   }
 
-  ~Instance() override { close(); }  // then local_ removes the folder
+  ~Instance() override {
+    properties_->instance = nullptr;  // a gauge read later shows no value
+    close();                          // then local_ removes the folder
+  }
 
   RocksDBColumn& column(const std::string& name, const RocksDBTtlFilter* ttl) override {
     auto it = columns_.find(name);
@@ -330,6 +336,7 @@ class Instance final : public RocksDBInstance {
                                         directory_ + "': " + s.ToString());
       }
       it = columns_.emplace(name, Open{std::make_unique<Column>(name, db_.get(), handle), filter}).first;
+      showNativeMetrics(name);
     }
     if (ttl != nullptr) it->second.ttl->set(*ttl);
     return *it->second.column;
@@ -638,7 +645,32 @@ class Instance final : public RocksDBInstance {
         defaultColumn_ = handles[i];
       } else {
         columns_.emplace(names[i], Open{std::make_unique<Column>(names[i], db_.get(), handles[i]), filters[i]});
+        showNativeMetrics(names[i]);
       }
+    }
+  }
+
+  // RocksDB's own figures as gauges of the operator (Flink's RocksDBNativeMetricMonitor):
+  // one per column family and property asked for, "<state>.rocksdb.<property>" (or with
+  // the state as the column_family variable). Read on the subtask's thread when sampled,
+  // from whichever database the instance has open then (a restore reopens it).
+  struct PropertyReader {
+    Instance* instance = nullptr;  // null once the instance is gone
+    double read(const std::string& column, const std::string& property) const {
+      if (instance == nullptr || !instance->db_) return std::nan("");
+      auto it = instance->columns_.find(column);
+      if (it == instance->columns_.end()) return std::nan("");
+      uint64_t value = 0;
+      if (!instance->db_->GetIntProperty(it->second.column->handle(), property, &value)) return std::nan("");
+      return static_cast<double>(value);
+    }
+  };
+  void showNativeMetrics(const std::string& column) {
+    if (nativeMetrics_.empty() || !shownColumns_.insert(column).second) return;
+    const MetricGroup group = columnFamilyAsVariable_ ? metrics_.addGroup("column_family", column) : metrics_.addGroup(column);
+    for (const auto& name : nativeMetrics_) {
+      const std::string property = "rocksdb." + name;
+      group.gauge(property, [reader = properties_, column, property] { return reader->read(column, property); });
     }
   }
 
@@ -700,6 +732,11 @@ class Instance final : public RocksDBInstance {
   std::shared_ptr<Capture> pending_;
   std::map<std::string, Open> columns_;
   std::shared_ptr<RocksDBUploads> uploads_ = std::make_shared<RocksDBUploads>();
+  MetricGroup metrics_;                       // the operator's, where the native metrics show
+  std::vector<std::string> nativeMetrics_;    // the properties shown, without "rocksdb."
+  bool columnFamilyAsVariable_ = false;
+  std::set<std::string> shownColumns_;        // columns whose gauges are registered
+  std::shared_ptr<PropertyReader> properties_ = std::make_shared<PropertyReader>(PropertyReader{this});
 };
 
 }  // namespace
@@ -719,8 +756,9 @@ void readRocksDBCheckpoint(const RestoredRocksDB& from, KeyGroupRange range, con
   });
 }
 
-std::unique_ptr<RocksDBInstance> openRocksDB(const EmbeddedRocksDBStateBackend& backend, const std::string& owner) {
-  return std::make_unique<Instance>(backend.options(), owner);
+std::unique_ptr<RocksDBInstance> openRocksDB(const EmbeddedRocksDBStateBackend& backend, const std::string& owner,
+                                             const MetricGroup& metrics) {
+  return std::make_unique<Instance>(backend.options(), owner, metrics);
 }
 
 }  // namespace weir::detail

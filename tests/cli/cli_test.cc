@@ -450,6 +450,7 @@ TEST(Cli, JobControlOverTlsWithAToken) {
   {
     std::ofstream(dir / "token") << "s3cret\n";
   }
+  fs::permissions(dir / "token", fs::perms::owner_read | fs::perms::owner_write);
   ::unsetenv("WEIR_REST_TOKEN");  // the cases without a token must have none
   pid_t job = spawnWeir("run clicks --events 1000000000 --rate 100000 --rest-port 0 --rest-ssl-certificate " +
                             tls.certificate + " --rest-ssl-private-key " + tls.privateKey + " --rest-token-file " +
@@ -495,11 +496,20 @@ TEST(Cli, JobControlOverTlsWithAToken) {
   {
     std::ofstream(dir / "wrong") << "s3cre7\n";
   }
+  fs::permissions(dir / "wrong", fs::perms::owner_read | fs::perms::owner_write);
   auto wrong = weir::test::runWeir("cancel " + jid + " --address " + address + trust + " --token-file " +
                                        (dir / "wrong").string(),
                                    dir);
   EXPECT_EQ(wrong.exitCode, 1);
   EXPECT_EQ(wrong.err, "weir: The REST token is not this server's.\n");
+  // A token file others may read is used, with a warning (as ssh says of an open key).
+  fs::permissions(dir / "wrong", fs::perms::group_read, fs::perm_options::add);
+  auto open = weir::test::runWeir("cancel " + jid + " --address " + address + trust + " --token-file " +
+                                      (dir / "wrong").string(),
+                                  dir);
+  EXPECT_EQ(open.exitCode, 1);
+  EXPECT_EQ(open.err, "weir: warning: --token-file '" + (dir / "wrong").string() +
+                          "' is open to others (mode 0640); chmod 600 it\nweir: The REST token is not this server's.\n");
   ::setenv("WEIR_REST_TOKEN", "s3cret", 1);
   auto cancel = weir::test::runWeir("cancel " + jid + " --address " + address + trust, dir);
   ::unsetenv("WEIR_REST_TOKEN");

@@ -193,6 +193,30 @@ TEST(JobOptions, TheKeysOfEitherFlinkGenerationWork) {
   EXPECT_EQ(options.get("state.checkpoints.dir"), dir.path().string());
 }
 
+// Flink's state.backend.rocksdb.metrics.* keys, one per native metric, reach the RocksDB
+// backend's options; they need that backend.
+TEST(JobOptions, RocksDBNativeMetricKeys) {
+  JobOptions options;
+  ASSERT_TRUE(parseInto(options, {"job", "--state-backend", "rocksdb", "-D",
+                                  "state.backend.rocksdb.metrics.estimate-num-keys=true", "-D",
+                                  "state.backend.rocksdb.metrics.block-cache-usage=true", "-D",
+                                  "state.backend.rocksdb.metrics.num-running-flushes=false", "-D",
+                                  "state.backend.rocksdb.metrics.column-family-as-variable=true"}));
+  StreamExecutionEnvironment env;
+  options.applyTo(env);
+  auto* rocks = dynamic_cast<const EmbeddedRocksDBStateBackend*>(&env.getStateBackend());
+  ASSERT_NE(rocks, nullptr);
+  EXPECT_EQ(rocks->options().nativeMetrics, (std::vector<std::string>{"estimate-num-keys", "block-cache-usage"}));
+  EXPECT_TRUE(rocks->options().metricsColumnFamilyAsVariable);
+  EXPECT_EQ(EmbeddedRocksDBStateBackend::nativeMetricNames().size(), 26u);
+  std::string e = parseError({"job", "-D", "state.backend.rocksdb.metrics.estimate-num-keys=true"});
+  EXPECT_NE(e.find("-D state.backend.rocksdb.metrics.estimate-num-keys needs --state-backend rocksdb"), std::string::npos)
+      << e;
+  e = parseError({"job", "--state-backend", "rocksdb", "-D", "state.backend.rocksdb.metrics.estimate-num-keyz=true"});
+  EXPECT_NE(e.find("unknown configuration key 'state.backend.rocksdb.metrics.estimate-num-keyz'"), std::string::npos)
+      << e;
+}
+
 TEST(JobOptions, BadKeysAndValuesAreOneLineNamingThemAndWhereTheyWereSet) {
   TempDir dir;
   auto typo = dir.write("typo.yaml", "execution.checkpointing.intervall: 10 s\n");
@@ -414,9 +438,20 @@ TEST(JobOptions, AJobFromArgsRunsAndAnnouncesItsIdAndRestAddress) {
 TEST(JobOptions, TheRestApisTlsTokenAndInsecureFlag) {
   TempDir dir;
   auto token = dir.write("token", "s3cret \n");
+  // A token file others may read is taken, with a warning, as ssh says of an open key.
+  std::filesystem::permissions(token, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write |
+                                          std::filesystem::perms::others_read);
+  ::testing::internal::CaptureStderr();
+  JobOptions open;
+  EXPECT_TRUE(parseInto(open, {"job", "--rest-token-file", token.string()}));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(),
+            "job: warning: --rest-token-file '" + token.string() + "' is open to others (mode 0604); chmod 600 it\n");
+  std::filesystem::permissions(token, std::filesystem::perms::owner_read | std::filesystem::perms::owner_write);
+  ::testing::internal::CaptureStderr();
   JobOptions options;
   ASSERT_TRUE(parseInto(options, {"job", "--rest-ssl-certificate", "/c.pem", "--rest-ssl-private-key", "/k.pem",
                                   "--rest-token-file", token.string(), "--rest-insecure"}));
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
   StreamExecutionEnvironment env;
   options.applyTo(env);
   EXPECT_EQ(env.getRestOptions().sslCertificate, "/c.pem");

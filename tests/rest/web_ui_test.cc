@@ -20,6 +20,7 @@
 #include "support/slow_sink.h"
 #include "support/tls_files.h"
 #include "support/user_metrics_job.h"
+#include "support/web_driver.h"
 #include "support/weir_process.h"
 #include "weir/weir.h"
 
@@ -44,6 +45,33 @@ std::string chromium() {
       GTEST_SKIP() << "chromium is not installed; scripts/setup --browser installs it";                 \
     }                                                                                                   \
   } while (0)
+
+// The same for ChromeDriver, which the tests that click through pages drive.
+#define WEIR_REQUIRE_DRIVER()                                                                           \
+  do {                                                                                                  \
+    WEIR_REQUIRE_CHROMIUM();                                                                            \
+    if (test::WebDriver::chromedriverPath().empty()) {                                                  \
+      if (std::getenv("WEIR_REQUIRE_BROWSER")) FAIL() << "chromedriver is not installed (scripts/setup --browser)"; \
+      GTEST_SKIP() << "chromedriver is not installed; scripts/setup --browser installs it";             \
+    }                                                                                                   \
+  } while (0)
+
+// The REST API of `job`, as the tests read it beside the page.
+nlohmann::json restGet(const JobClient& job, const std::string& path) {
+  const std::string url = job.getWebInterfaceURL();
+  const auto colon = url.rfind(':');
+  httplib::Client client(url.substr(url.find("//") + 2, colon - url.find("//") - 2), std::stoi(url.substr(colon + 1)));
+  auto r = client.Get(path);
+  return r && r->status == 200 ? nlohmann::json::parse(r->body) : nlohmann::json();
+}
+
+// "1,234" as the page writes a count.
+int64_t shownCount(std::string s) {
+  std::erase(s, ',');
+  return std::stoll(s);
+}
+
+fs::path artifact(const std::string& name) { return fs::current_path() / "test-artifacts" / name; }
 
 // Runs headless Chromium on `url` with extra `args`; returns its stdout.
 std::string runChromium(const std::string& url, const std::string& args) {
@@ -193,6 +221,26 @@ TEST(WebUi, AClickedOperatorShowsTheMetricsItsFunctionsRegistered) {
   fs::create_directories(png.parent_path());
   runChromium(url + "/#" + job.getJobID() + "/" + vertex, "--window-size=1280,1400 --screenshot=" + png.string());
   EXPECT_TRUE(fs::exists(png));
+
+  // A click on a metric's row charts it, a line per subtask, and the legend gives each
+  // subtask's value: the job has ended, so exactly what the REST API says.
+  WEIR_REQUIRE_DRIVER();
+  test::WebDriver browser;
+  browser.open(url + "/#" + job.getJobID() + "/" + vertex);
+  ASSERT_FALSE(browser.await("#vertex-metric-table tr[data-metric='counting map.evens']").empty());
+  browser.clickOn("#vertex-metric-table tr[data-metric='counting map.evens']");
+  ASSERT_TRUE(browser.awaitTrue("return document.querySelectorAll('#metric-chart polyline.metric-line').length === 2 && "
+                                "document.querySelector('#metric-chart polyline').getAttribute('points').split(' ').length >= 2;"));
+  EXPECT_EQ(browser.run("return document.getElementById('metric-pick').value;"), "counting map.evens");
+  const auto values = restGet(job, "/jobs/" + job.getJobID() + "/vertices/" + vertex + "/metrics?get=0.counting%20map.evens,1.counting%20map.evens");
+  ASSERT_EQ(values.size(), 2u);
+  for (int s = 0; s < 2; ++s) {
+    const std::string legend = browser.textOf("#metric-chart-legend span[data-subtask='" + std::to_string(s) + "']");
+    ASSERT_EQ(legend.rfind("subtask " + std::to_string(s) + ": ", 0), 0u) << legend;
+    EXPECT_EQ(shownCount(legend.substr(legend.find(": ") + 2)), std::stoll(values[s]["value"].get<std::string>())) << legend;
+  }
+  browser.screenshot(artifact("web-ui-metric-chart.png"));
+  EXPECT_GT(fs::file_size(artifact("web-ui-metric-chart.png")), 10000u);
 }
 
 // The checkpoint chart leaves a failed checkpoint out of its lines (not a drop to zero)
@@ -230,6 +278,48 @@ TEST(WebUi, AFailedCheckpointIsMarkedWithItsReasonNotPlottedAsZero) {
   EXPECT_NE(dom.find("<title>#1: "), std::string::npos) << "checkpoint 1 is not plotted";
   std::regex rowRe(R"re(<tr data-checkpoint-id="2" title="failed: [^"]*snapshot refused)re");
   EXPECT_TRUE(std::regex_search(dom, rowRe)) << dom.substr(dom.find("checkpoint-table"), 2000);
+
+  // A click on a checkpoint opens its details: the failed one says why; the completed
+  // one lists each task's acknowledgements, and a click on a task its subtasks, all as the
+  // REST API has them.
+  WEIR_REQUIRE_DRIVER();
+  test::WebDriver browser;
+  browser.open(url + "/#" + job.getJobID());
+  ASSERT_FALSE(browser.await("#checkpoint-table tr[data-checkpoint-id='2']").empty());
+  browser.clickOn("#checkpoint-table tr[data-checkpoint-id='2']");
+  ASSERT_TRUE(browser.awaitTrue("return !document.getElementById('checkpoint-detail').hidden && "
+                                "document.getElementById('cpd-title').textContent.startsWith('Checkpoint #2');"));
+  EXPECT_EQ(browser.run("return document.getElementById('cpd-title').textContent;"), "Checkpoint #2 — FAILED");
+  EXPECT_NE(browser.textOf("#cp-failure").find("snapshot refused"), std::string::npos);
+  EXPECT_TRUE(browser.run("return location.hash;").get<std::string>().ends_with("/checkpoint-2"));
+
+  browser.clickOn("#checkpoint-table tr[data-checkpoint-id='1']");
+  ASSERT_TRUE(browser.awaitTrue("return document.getElementById('cpd-title').textContent === 'Checkpoint #1 — COMPLETED' && "
+                                "document.querySelectorAll('#cp-task-table tbody tr').length > 0;"));
+  const auto details = restGet(job, "/jobs/" + job.getJobID() + "/checkpoints/details/1");
+  ASSERT_TRUE(details.is_object());
+  const auto rows = browser.run("return [...document.querySelectorAll('#cp-task-table tbody tr')]"
+                                ".map(tr => [tr.dataset.vertexId, tr.cells[1].textContent]);");
+  ASSERT_EQ(rows.size(), details["tasks"].size());
+  for (const auto& row : rows) {
+    const auto& task = details["tasks"][row[0].get<std::string>()];
+    EXPECT_EQ(row[1], std::to_string(task["num_acknowledged_subtasks"].get<int>()) + "/" +
+                          std::to_string(task["num_subtasks"].get<int>()));
+  }
+  const std::string first = rows[0][0];
+  browser.clickOn("#cp-task-table tr[data-vertex-id='" + first + "']");
+  ASSERT_TRUE(browser.awaitTrue("return !document.getElementById('cp-subtask-table').hidden && "
+                                "document.querySelectorAll('#cp-subtask-table tbody tr').length > 0;"));
+  const auto subtasks = restGet(job, "/jobs/" + job.getJobID() + "/checkpoints/details/1/subtasks/" + first)["subtasks"];
+  const auto shown = browser.run("return [...document.querySelectorAll('#cp-subtask-table tbody tr')]"
+                                 ".map(tr => [tr.cells[0].textContent, tr.cells[1].textContent]);");
+  ASSERT_EQ(shown.size(), subtasks.size());
+  for (size_t i = 0; i < shown.size(); ++i) {
+    EXPECT_EQ(shown[i][0], std::to_string(subtasks[i]["index"].get<int>()));
+    EXPECT_EQ(shown[i][1], subtasks[i]["status"]);
+  }
+  browser.screenshot(artifact("web-ui-checkpoint.png"));
+  EXPECT_GT(fs::file_size(artifact("web-ui-checkpoint.png")), 10000u);
 }
 
 // Flink's HistoryServer: `weir history` serves the archive of an ended job, and the page
@@ -302,6 +392,109 @@ TEST(WebUi, ServedOverTlsItShowsTheJob) {
   job.cancel();
   job.wait();
   fs::remove_all(dir);
+}
+
+// A click on a vertex shows its chain and a row per subtask (records, rates,
+// back-pressure, busy / idle / back-pressured ms per second, watermarks), and any of its
+// metrics picked from the menu is charted per subtask.
+TEST(WebUi, AClickedVertexShowsItsSubtasksAndChartsAMetric) {
+  WEIR_REQUIRE_DRIVER();
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(test::restOnAnyPort());
+  auto job = testing::startSlowJob(env, "drill down");
+  const std::string jid = job.getJobID();
+  std::string count;
+  auto deadline = std::chrono::steady_clock::now() + 30s;
+  while (count.empty() && std::chrono::steady_clock::now() < deadline) {
+    const auto detail = restGet(job, "/jobs/" + jid);  // held: a temporary's member would dangle in the loop
+    for (const auto& v : detail["vertices"])
+      if (v["name"] == "count" && v["backpressure-level"] == "high") count = v["id"];
+    if (count.empty()) std::this_thread::sleep_for(20ms);
+  }
+  ASSERT_FALSE(count.empty()) << "the REST API never sampled the count vertex as back-pressured";
+  auto readRecords = [&] {
+    std::vector<int64_t> out;
+    const auto vertex = restGet(job, "/jobs/" + jid + "/vertices/" + count);
+    for (const auto& s : vertex["subtasks"]) out.push_back(s["metrics"]["read-records"].get<int64_t>());
+    return out;
+  };
+  const auto before = readRecords();
+
+  test::WebDriver browser;
+  browser.open(job.getWebInterfaceURL() + "/#" + jid);
+  const auto box = browser.await("g.vertex[data-vertex-id='" + count + "'] rect");
+  ASSERT_FALSE(box.empty());
+  browser.click(box);
+  ASSERT_TRUE(browser.awaitTrue("return location.hash.endsWith('/" + count + "') && "
+                                "document.querySelectorAll('#subtask-table tbody tr').length === 2;"));
+  EXPECT_EQ(browser.run("return [...document.querySelectorAll('#vertex-chain li')].map(li => li.textContent);"),
+            nlohmann::json::array({"count"}));
+  const auto rows = browser.run("return [...document.querySelectorAll('#subtask-table tbody tr')]"
+                                ".map(tr => [...tr.cells].map(td => td.textContent));");
+  const auto after = readRecords();
+  ASSERT_EQ(rows.size(), 2u);
+  for (size_t s = 0; s < 2; ++s) {
+    const auto& row = rows[s];
+    EXPECT_EQ(row[0], std::to_string(s));
+    EXPECT_EQ(row[1], "RUNNING");
+    const int64_t in = shownCount(row[2]);  // a count the REST API passed through
+    EXPECT_GE(in, before[s]);
+    EXPECT_LE(in, after[s]);
+    EXPECT_TRUE(row[6].get<std::string>().ends_with("HIGH")) << row.dump();  // waits for the slow sink
+    EXPECT_GT(std::stoi(row[9].get<std::string>()), 500) << row.dump();     // back-pressured ms/s
+    const int busy = std::stoi(row[7].get<std::string>()), idle = std::stoi(row[8].get<std::string>());
+    EXPECT_GE(busy, 0);
+    EXPECT_LE(busy + idle + std::stoi(row[9].get<std::string>()), 1010) << row.dump();
+    EXPECT_EQ(row[10], "–") << "no event time in this job";
+  }
+  // The vertex table shows the same as ms per second, averaged over the subtasks.
+  const std::string shares = browser.textOf("#vertex-table tr[data-vertex-id='" + count + "'] td.time-shares");
+  EXPECT_GT(std::stoi(shares.substr(shares.rfind('/') + 1)), 500) << shares;
+
+  // Any metric of the vertex is charted, a line per subtask, from the menu.
+  browser.clickOn("#metric-pick option[value='numRecordsIn']");
+  ASSERT_TRUE(browser.awaitTrue("const lines = [...document.querySelectorAll('#metric-chart polyline.metric-line')];"
+                                "return lines.length === 2 && lines.every(p => p.getAttribute('points').split(' ').length >= 3);",
+                                20s));
+  std::vector<std::string> legends;  // read first: the REST API's reading after them bounds them
+  for (int s = 0; s < 2; ++s)
+    legends.push_back(browser.textOf("#metric-chart-legend span[data-subtask='" + std::to_string(s) + "']"));
+  const auto last = readRecords();
+  for (size_t s = 0; s < 2; ++s) {
+    const int64_t shown = shownCount(legends[s].substr(legends[s].find(": ") + 2));
+    EXPECT_GE(shown, before[s]) << legends[s];
+    EXPECT_LE(shown, last[s]) << legends[s];
+  }
+  browser.screenshot(artifact("web-ui-subtasks.png"));
+  EXPECT_GT(fs::file_size(artifact("web-ui-subtasks.png")), 10000u);
+  job.cancel();
+  job.wait();
+}
+
+// A server with a REST token: Cancel asks for it, asks again when it is refused, and the
+// job is cancelled once it is right.
+TEST(WebUi, CancelAsksForTheRestTokenUntilItIsRight) {
+  WEIR_REQUIRE_DRIVER();
+  RestOptions options = test::restOnAnyPort();
+  options.address = "127.0.0.7";  // a server of its own
+  options.authenticationToken = "s3cret";
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(options);
+  auto job = testing::startSlowJob(env, "guarded job");
+  test::WebDriver browser;
+  browser.open(job.getWebInterfaceURL() + "/#" + job.getJobID());
+  const auto cancel = browser.await("#cancel-job:not([disabled])");
+  ASSERT_FALSE(cancel.empty());
+  browser.click(cancel);
+  EXPECT_EQ(browser.awaitDialog(), "Cancel job \"guarded job\" (" + job.getJobID() + ")?");
+  browser.acceptDialog();
+  EXPECT_EQ(browser.awaitDialog(), "This server asks for its REST token to change a job:");
+  browser.typeInDialog("wrong");
+  browser.acceptDialog();
+  EXPECT_EQ(browser.awaitDialog(), "The REST token was refused. This server asks for its REST token to change a job:");
+  EXPECT_EQ(job.getJobStatus(), JobStatus::RUNNING);
+  browser.typeInDialog("s3cret");
+  browser.acceptDialog();
+  EXPECT_EQ(job.wait().status, JobStatus::CANCELED);
+  EXPECT_TRUE(browser.awaitTrue("return document.getElementById('job-status').textContent === 'CANCELED';"));
 }
 
 }  // namespace

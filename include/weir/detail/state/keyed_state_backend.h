@@ -26,6 +26,7 @@
 #include "weir/detail/core/type_name.h"
 #include "weir/error.h"
 #include "weir/key_group.h"
+#include "weir/metrics.h"
 #include "weir/serializer.h"
 #include "weir/state_backend.h"
 
@@ -190,8 +191,10 @@ struct OperatorSnapshot;
 struct RestoredOperatorState;
 class RocksDBInstance;
 // Opens a RocksDB instance in a fresh folder under the backend's local directory; the
-// folder is removed when the instance is destroyed.
-std::unique_ptr<RocksDBInstance> openRocksDB(const EmbeddedRocksDBStateBackend& backend, const std::string& owner);
+// folder is removed when the instance is destroyed. The native metrics the backend asks
+// for show in `metrics`, the operator's group.
+std::unique_ptr<RocksDBInstance> openRocksDB(const EmbeddedRocksDBStateBackend& backend, const std::string& owner,
+                                             const MetricGroup& metrics);
 
 // The keyed state backend of one operator subtask (Flink's KeyedStateBackend): its
 // states by name, the current key and namespace they are scoped to, and where they live
@@ -272,7 +275,7 @@ class KeyedStateBackendBase {
 
  protected:
   KeyedStateBackendBase(const StateBackend& backend, int maxParallelism, const std::string& owner,
-                  std::shared_ptr<const Clock> clock);
+                        std::shared_ptr<const Clock> clock, const MetricGroup& metrics);
   void setHeapKeys(HeapKeyTable* keys) { heapKeys_ = keys; }
   void setKeySchema(TypeSchema schema) { keySchema_ = std::move(schema); }
   SnapshotContext snapshotContext() const;
@@ -330,9 +333,11 @@ class KeyedStateBackendBase {
 template <class K>
 class KeyedStateBackend final : public KeyedStateBackendBase, private HeapKeyTable {
  public:
+  // `metrics`: the operator's group, where a RocksDB backend's native metrics show.
   KeyedStateBackend(const StateBackend& backend, int maxParallelism, const std::string& owner,
-                    std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>())
-      : KeyedStateBackendBase(backend, maxParallelism, owner, std::move(clock)) {
+                    std::shared_ptr<const Clock> clock = std::make_shared<SystemClock>(),
+                    const MetricGroup& metrics = MetricGroup())
+      : KeyedStateBackendBase(backend, maxParallelism, owner, std::move(clock), metrics) {
     if (rocksdb() == nullptr) setHeapKeys(this);
     if constexpr (Serializable<K>) setKeySchema(Serializer<K>::schema());
     if constexpr (!Serializable<K>) {
