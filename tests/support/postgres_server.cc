@@ -1,5 +1,7 @@
 #include "support/postgres_server.h"
 
+#include "support/free_port.h"
+
 #include <fcntl.h>
 #include <grp.h>
 #include <libpq-fe.h>
@@ -23,18 +25,6 @@ namespace weir::test {
 namespace fs = std::filesystem;
 
 namespace {
-
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) throw std::runtime_error("no free port");
-  socklen_t len = sizeof addr;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 // The newest installed server's programs (/usr/lib/postgresql/<version>/bin).
 std::string findBinDir() {
@@ -109,7 +99,7 @@ PostgresServer::PostgresServer(Options options) : options_(options), binDir_(fin
       if (::chown(p.c_str(), as.uid, as.gid) != 0) throw std::runtime_error("cannot chown " + p.string());
   run({binDir_ + "/initdb", "-D", (root_ / "data").string(), "-U", "weir", "--pwfile=" + (root_ / "password").string(),
        "--auth-local=trust", "--auth-host=scram-sha-256", "-E", "UTF8", "--no-sync", "--no-instructions"});
-  port_ = freePort();
+  port_ = freeLoopbackPort();
   start();
 }
 

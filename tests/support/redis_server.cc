@@ -1,5 +1,7 @@
 #include "support/redis_server.h"
 
+#include "support/free_port.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <hiredis/hiredis.h>
@@ -25,24 +27,6 @@ namespace fs = std::filesystem;
 using namespace std::chrono_literals;
 
 namespace {
-
-// A loopback port nothing listens on now (the kernel's pick).
-int freePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  if (fd < 0) throw std::runtime_error("redis test server: no socket for a free port");
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) != 0) {
-    ::close(fd);
-    throw std::runtime_error("redis test server: cannot find a free port");
-  }
-  ::close(fd);
-  return ntohs(addr.sin_port);
-}
 
 RedisValue convert(const redisReply* r) {
   RedisValue v;
@@ -90,7 +74,7 @@ RedisServer::RedisServer(Options options) : options_(std::move(options)) {
   fs::create_directories(dir_);
   // Another process may take the port between the pick and the bind: a few picks.
   for (int attempt = 0;; ++attempt) {
-    port_ = freePort();
+    port_ = freeLoopbackPort();
     try {
       launch();
       waitUntilReady();

@@ -1,5 +1,7 @@
 #include "support/web_driver.h"
 
+#include "support/free_port.h"
+
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <httplib.h>
@@ -22,22 +24,6 @@ using namespace std::chrono_literals;
 namespace {
 
 constexpr const char* kElement = "element-6066-11e4-a52e-4f735466cecf";  // W3C's key of an element reference
-
-// A port nothing listens on now (bound, read, released).
-int freeLoopbackPort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t size = sizeof address;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof address) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&address), &size) != 0) {
-    if (fd >= 0) ::close(fd);
-    throw std::runtime_error("no free loopback port for chromedriver");
-  }
-  ::close(fd);
-  return ntohs(address.sin_port);
-}
 
 std::string fromBase64(const std::string& in) {
   std::string out;
