@@ -1,5 +1,8 @@
 #include "weir/detail/core/metric_registry.h"
 
+#include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <cmath>
 #include <cstdio>
 #include <exception>
@@ -86,6 +89,7 @@ const char* kindName(MetricKind kind) {
     case MetricKind::kGauge: return "gauge";
     case MetricKind::kMeter: return "meter";
     case MetricKind::kHistogram: return "histogram";
+    case MetricKind::kWatermark: return "watermark";
   }
   return "metric";
 }
@@ -112,9 +116,12 @@ HistogramFigures figuresOf(const HistogramWindow& window) {
 }  // namespace
 
 MetricRegistry::Entry& MetricRegistry::entry(const std::string& operatorName, const MetricGroups& groups,
-                                             const std::string& name, MetricKind kind) {
+                                             const std::string& name, MetricKind kind, bool builtIn) {
   for (Entry& e : entries_) {
     if (e.name != name || e.operatorName != operatorName || e.groups != groups) continue;
+    if (e.builtIn != builtIn)
+      throw invalidName("'" + metricIdentifier(operatorName, groups, name) +
+                        "' is a metric weir keeps for every operator; a " + kindName(kind) + " needs another name");
     if (e.kind != kind)
       throw invalidName("'" + metricIdentifier(operatorName, groups, name) + "' is a " + kindName(e.kind) +
                         " already; a " + kindName(kind) + " needs another name");
@@ -125,7 +132,8 @@ MetricRegistry::Entry& MetricRegistry::entry(const std::string& operatorName, co
   e.groups = groups;
   e.name = name;
   e.kind = kind;
-  if (kind != MetricKind::kCounter) needsUpdates_.store(true, std::memory_order_relaxed);
+  e.builtIn = builtIn;
+  if (!builtIn && kind != MetricKind::kCounter) needsUpdates_.store(true, std::memory_order_relaxed);
   return e;
 }
 
@@ -161,6 +169,44 @@ MeterWindow* MetricRegistry::meter(const std::string& operatorName, const Metric
   return e.meter.get();
 }
 
+void MetricRegistry::builtInCounter(const std::string& operatorName, const std::string& name,
+                                    std::vector<const std::atomic<uint64_t>*> counts) {
+  std::lock_guard lock(mutex_);
+  Entry& e = entry(operatorName, {}, name, MetricKind::kCounter, /*builtIn=*/true);
+  e.counts = std::move(counts);
+  e.hasValue.store(true);
+}
+
+std::atomic<uint64_t>* MetricRegistry::builtInCounter(const std::string& operatorName, const std::string& name) {
+  std::lock_guard lock(mutex_);
+  Entry& e = entry(operatorName, {}, name, MetricKind::kCounter, /*builtIn=*/true);
+  e.hasValue.store(true);
+  return &e.count;
+}
+
+void MetricRegistry::builtInWatermark(const std::string& operatorName, const std::string& name,
+                                      std::vector<const std::atomic<int64_t>*> watermarks) {
+  std::lock_guard lock(mutex_);
+  Entry& e = entry(operatorName, {}, name, MetricKind::kWatermark, /*builtIn=*/true);
+  e.values = std::move(watermarks);
+  e.last.store(static_cast<double>(INT64_MIN));
+  e.hasValue.store(true);
+}
+
+void MetricRegistry::builtInGauge(const std::string& operatorName, const std::string& name,
+                                  const std::atomic<int64_t>* value) {
+  std::lock_guard lock(mutex_);
+  Entry& e = entry(operatorName, {}, name, MetricKind::kGauge, /*builtIn=*/true);
+  e.values = {value};
+  e.last.store(static_cast<double>(INT64_MIN));
+  e.hasValue.store(true);
+}
+
+void MetricRegistry::setOperatorId(const std::string& operatorName, std::string id) {
+  std::lock_guard lock(mutex_);
+  operatorIds_[operatorName] = std::move(id);
+}
+
 void MetricRegistry::update(MeterWindow::Clock::time_point now) {
   if (!frozen_) read(now);
 }
@@ -171,7 +217,7 @@ void MetricRegistry::read(MeterWindow::Clock::time_point now) {
   {
     std::lock_guard lock(mutex_);
     for (Entry& e : entries_)
-      if (e.kind != MetricKind::kCounter) updated.push_back(&e);
+      if (e.kind != MetricKind::kCounter && e.kind != MetricKind::kWatermark && !e.builtIn) updated.push_back(&e);
   }
   // Outside the lock: a gauge's function may register metrics, even its own again.
   for (Entry* e : updated) {
@@ -192,6 +238,7 @@ void MetricRegistry::read(MeterWindow::Clock::time_point now) {
         }
         break;
       case MetricKind::kCounter:
+      case MetricKind::kWatermark:
         break;
     }
   }
@@ -223,7 +270,18 @@ void MetricRegistry::freeze(bool lastRead) {
   frozen_ = true;
   if (lastRead) read(MeterWindow::Clock::now());
   std::lock_guard lock(mutex_);
-  for (Entry& e : entries_) e.read = nullptr;
+  for (Entry& e : entries_) {
+    e.read = nullptr;
+    if (!e.builtIn) continue;
+    // What the built-ins point to goes with the operators: keep the last values.
+    if (e.kind == MetricKind::kCounter) {
+      for (const auto* c : e.counts) e.count.fetch_add(c->load(std::memory_order_relaxed));
+    } else {
+      e.last.store(valueOf(e));
+    }
+    e.counts.clear();
+    e.values.clear();
+  }
 }
 
 std::string MetricRegistry::operatorScope(const std::string& operatorName) {
@@ -239,12 +297,29 @@ std::vector<MetricValue> MetricRegistry::values() const {
   out.reserve(entries_.size());
   for (const Entry& e : entries_) {
     if (!e.hasValue.load(std::memory_order_acquire)) continue;
-    out.push_back({e.operatorName, e.groups, e.name, e.kind,
-                   e.kind == MetricKind::kCounter ? static_cast<double>(e.count.load(std::memory_order_relaxed))
-                                                  : e.last.load(std::memory_order_relaxed),
-                   e.figures});
+    const double value = valueOf(e);
+    if (e.builtIn && e.kind == MetricKind::kGauge && value == static_cast<double>(INT64_MIN)) continue;  // none yet
+    auto id = operatorIds_.find(e.operatorName);
+    out.push_back({e.operatorName, e.groups, e.name, e.kind, value, e.figures,
+                   id == operatorIds_.end() ? std::string() : id->second});
   }
   return out;
+}
+
+double MetricRegistry::valueOf(const Entry& e) const {
+  switch (e.kind) {
+    case MetricKind::kCounter: {
+      uint64_t count = e.count.load(std::memory_order_relaxed);
+      for (const auto* c : e.counts) count += c->load(std::memory_order_relaxed);
+      return static_cast<double>(count);
+    }
+    default: {
+      if (!e.builtIn || e.values.empty()) return e.last.load(std::memory_order_relaxed);
+      int64_t least = INT64_MAX;  // a built-in watermark is the least of its inputs'
+      for (const auto* v : e.values) least = std::min(least, v->load(std::memory_order_relaxed));
+      return static_cast<double>(least);
+    }
+  }
 }
 
 }  // namespace detail

@@ -2,6 +2,9 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
+#include <climits>
+#include <cstdint>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -266,6 +269,63 @@ TEST(MetricRegistry, ReadersRunConcurrentlyWithTheSubtask) {
   EXPECT_EQ(m.size(), 102u);
   EXPECT_EQ(m["map.k.7.g"], 2000);  // the last read, a number
   EXPECT_EQ(hist.getCount(), 2000u);
+}
+
+TEST(MetricRegistry, BuiltInsReadTheRuntimesCountsUntilFrozenAndKeepTheirLastValues) {
+  MetricRegistry registry;
+  std::atomic<uint64_t> main{3}, side{4};
+  std::atomic<int64_t> first{INT64_MIN}, second{INT64_MIN};
+  registry.builtInCounter("split", "numRecordsOut", {&main, &side});
+  registry.builtInWatermark("split", "currentInputWatermark", {&first, &second});
+  registry.setOperatorId("split", "0123456789abcdef0123456789abcdef");
+  EXPECT_FALSE(registry.needsUpdates());  // read when asked, not by the subtask
+  auto m = byId(registry);
+  EXPECT_EQ(m["split.numRecordsOut"], 7);
+  EXPECT_EQ(m["split.currentInputWatermark"], static_cast<double>(INT64_MIN));  // none yet, as Flink shows it
+  first = 10;
+  EXPECT_EQ(byId(registry)["split.currentInputWatermark"], static_cast<double>(INT64_MIN));  // the least of the two
+  second = 12;
+  main = 5;
+  m = byId(registry);
+  EXPECT_EQ(m["split.currentInputWatermark"], 10);
+  EXPECT_EQ(m["split.numRecordsOut"], 9);
+  for (const auto& v : registry.values()) EXPECT_EQ(v.operatorId, "0123456789abcdef0123456789abcdef");
+  EXPECT_EQ(registry.values()[1].kind, MetricKind::kWatermark);
+  registry.freeze();
+  main = 1000;  // what they pointed to may be gone after freeze()
+  first = 1000;
+  m = byId(registry);
+  EXPECT_EQ(m["split.numRecordsOut"], 9);
+  EXPECT_EQ(m["split.currentInputWatermark"], 10);
+}
+
+TEST(MetricRegistry, ABuiltInGaugeShowsNoValueUntilItHasOne) {
+  MetricRegistry registry;
+  std::atomic<int64_t> lag{INT64_MIN};
+  registry.builtInGauge("source", "currentEmitEventTimeLag", &lag);
+  EXPECT_FALSE(registry.needsUpdates());
+  EXPECT_TRUE(registry.values().empty());
+  lag = 250;
+  EXPECT_EQ(byId(registry)["source.currentEmitEventTimeLag"], 250);
+  EXPECT_EQ(registry.values()[0].kind, MetricKind::kGauge);
+  registry.freeze();
+  lag = 9;
+  EXPECT_EQ(byId(registry)["source.currentEmitEventTimeLag"], 250);
+}
+
+TEST(MetricRegistry, AUserMetricCannotTakeTheNameOfABuiltIn) {
+  MetricRegistry registry;
+  std::atomic<uint64_t> in{0};
+  registry.builtInCounter("map", "numRecordsIn", {&in});
+  MetricGroup op(&registry, "map");
+  try {
+    op.counter("numRecordsIn");
+    FAIL() << "a user counter took a built-in's name";
+  } catch (const Error& e) {
+    EXPECT_EQ(std::string(e.what()),
+              "metric: 'map.numRecordsIn' is a metric weir keeps for every operator; a counter needs another name");
+  }
+  EXPECT_EQ(op.addGroup("mine").counter("numRecordsIn").getCount(), 0u);  // in a group of its own it may
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <prometheus/text_serializer.h>
 
 #include <cctype>
+#include <cstdint>
 
 #include "rest/process_figures.h"
 #include "weir/error.h"
@@ -125,6 +126,9 @@ void PrometheusExposition::gauge(Scope scope, const Name& name, const std::strin
 }
 
 void PrometheusExposition::add(Labels labels, const detail::MetricValue& metric) {
+  if (metric.kind == detail::MetricKind::kWatermark && metric.value == static_cast<double>(INT64_MIN))
+    return;  // no watermark yet: no sample, as for the task's
+  if (!metric.operatorId.empty()) labels["operator_id"] = metric.operatorId;
   std::string name;
   for (const auto& [key, value] : metric.groups) {
     name += part(key, false) + "_";
@@ -144,6 +148,7 @@ void PrometheusExposition::add(Labels labels, const detail::MetricValue& metric)
       sample(fullName(Scope::kOperator, flink_ ? name : name + "_total"), help, Kind::kCounter, labels, metric.value);
       return;
     case detail::MetricKind::kGauge:
+    case detail::MetricKind::kWatermark:
     case detail::MetricKind::kMeter:  // a rate: a gauge, as Flink's reporter has it
       sample(fullName(Scope::kOperator, name), help, Kind::kGauge, labels, metric.value);
       return;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <climits>
 #include <sstream>
 #include <string>
 
@@ -136,6 +137,28 @@ TEST(PrometheusExposition, APrefixOtherThanWeirOrFlinkIsRefused) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("'prom'"), std::string::npos) << e.what();
   }
+}
+
+TEST(PrometheusExposition, AnOperatorsBuiltInsCarryItsIdAndAWatermarkShowsOnceThereIsOne) {
+  PrometheusExposition out("weir");
+  auto in = metric(detail::MetricKind::kCounter, "numRecordsIn");
+  in.operatorId = "0123456789abcdef0123456789abcdef";
+  out.add({{"job_id", "j1"}}, in);
+  auto none = metric(detail::MetricKind::kWatermark, "currentInputWatermark");
+  none.value = static_cast<double>(INT64_MIN);  // none yet
+  out.add({{"job_id", "j1"}}, none);
+  auto some = metric(detail::MetricKind::kWatermark, "currentOutputWatermark");
+  some.value = 1'700'000'000'000;
+  out.add({{"job_id", "j1"}}, some);
+  const std::string page = out.text();
+  EXPECT_TRUE(has(page, "weir_taskmanager_job_task_operator_num_records_in_total{job_id=\"j1\","
+                        "operator_id=\"0123456789abcdef0123456789abcdef\",operator_name=\"counting map\"} 7"))
+      << page;
+  EXPECT_FALSE(has(page, "current_input_watermark")) << page;
+  EXPECT_TRUE(has(page, "# TYPE weir_taskmanager_job_task_operator_current_output_watermark gauge")) << page;
+  EXPECT_TRUE(has(page, "weir_taskmanager_job_task_operator_current_output_watermark{job_id=\"j1\","
+                        "operator_name=\"counting map\"} 1700000000000"))
+      << page;
 }
 
 }  // namespace

@@ -1,7 +1,10 @@
 #include "runtime/attempt.h"
 
+#include <xxhash.h>
+
 #include <filesystem>
 #include <map>
+#include <vector>
 
 #include "runtime/checkpoint_restore.h"
 
@@ -32,6 +35,82 @@ std::unique_ptr<StreamOperator> createFused(const JobPlan& plan, int head, int t
     throw Error(ErrorCode::kInvalidJob,
                 "internal: no fused operator for '" + node(head).name + "' to '" + node(tail).name + "'");
   return op;
+}
+
+// Flink's operator_id: 32 hex digits, here derived from the operator's id in checkpoints.
+std::string operatorMetricId(const std::string& operatorId) {
+  XXH128_hash_t h = XXH3_128bits(operatorId.data(), operatorId.size());
+  return hex128(h.high64, h.low64);
+}
+
+// Each operator's numRecordsIn, numRecordsOut, currentInputWatermark and
+// currentOutputWatermark (Flink's operator scope), read from what the chain counts
+// already: the subtask's input for the head, what the operator before emitted for the
+// others, the stage counts of a fused run (docs/rest.md, "Operator metrics").
+void registerOperatorMetrics(const JobPlan& plan, const Vertex& vertex, StreamTask& task,
+                             const std::map<int, StreamOperator*>& operatorOf) {
+  using Counts = std::vector<const std::atomic<uint64_t>*>;
+  using Watermarks = std::vector<const std::atomic<int64_t>*>;
+  const auto& nodes = plan.graph.nodes;
+  auto node = [&](int id) -> const Transformation& { return *nodes[static_cast<size_t>(id)]; };
+  auto emittedRecords = [&](int id) {
+    Counts counts;
+    for (const auto& [output, emitted] : task.emittedBy)
+      if (output.first == id) counts.push_back(&emitted->records);
+    return counts;
+  };
+  auto emittedWatermark = [&](int id) { return Watermarks{&task.emittedBy.at({id, -1})->watermark}; };
+  std::map<int, Counts> in, out;
+  std::map<int, Watermarks> inWatermark, outWatermark;
+  for (int id : vertex.nodes) {
+    if (plan.fusedAway[static_cast<size_t>(id)]) continue;  // its run's head sets it
+    if (id == vertex.nodes[0] && node(id).kind == Kind::kSource) {
+      in[id] = {&task.metrics.numSourceRecords};  // what its reader produced (FLIP-33)
+    } else if (id == vertex.nodes[0]) {
+      in[id] = {&task.metrics.numRecordsIn};
+      inWatermark[id] = {&task.metrics.currentInputWatermark};
+    } else {
+      for (size_t ei : plan.inEdges[static_cast<size_t>(id)]) {
+        const auto& e = plan.edges[ei];
+        if (!e.chained) continue;
+        const EmittedCounts* emitted = task.emittedBy.at({e.producer, e.sideOutputTag});
+        in[id].push_back(&emitted->records);
+        inWatermark[id].push_back(&emitted->watermark);
+      }
+    }
+    if (int tail = plan.fusedTail[static_cast<size_t>(id)]; tail >= 0) {
+      std::vector<int> run;  // head to tail
+      for (int n = tail;; n = node(n).inputs[0]) {
+        run.insert(run.begin(), n);
+        if (n == id) break;
+      }
+      // Watermarks pass through a run unchanged: every stage shows the one it passed on.
+      for (size_t k = 1; k < run.size(); ++k) {
+        const auto* reached = operatorOf.at(id)->fusedStageInput(k);
+        in[run[k]] = reached ? Counts{reached} : in[run[k - 1]];
+        inWatermark[run[k]] = emittedWatermark(tail);
+        out[run[k - 1]] = in[run[k]];
+        outWatermark[run[k - 1]] = emittedWatermark(tail);
+      }
+      out[tail] = emittedRecords(tail);
+      outWatermark[tail] = emittedWatermark(tail);
+    } else if (node(id).isSink) {  // it writes what it receives
+      out[id] = in[id];
+      outWatermark[id] = inWatermark[id];
+    } else {
+      out[id] = emittedRecords(id);
+      outWatermark[id] = emittedWatermark(id);
+    }
+  }
+  auto& registry = task.metrics.registry;
+  for (int id : vertex.nodes) {
+    const std::string& scope = operatorOf.at(id)->metricScope();
+    registry.setOperatorId(scope, operatorMetricId(plan.operatorIds[static_cast<size_t>(id)]));
+    registry.builtInCounter(scope, "numRecordsIn", in[id]);
+    registry.builtInCounter(scope, "numRecordsOut", out[id]);
+    if (inWatermark.count(id)) registry.builtInWatermark(scope, "currentInputWatermark", inWatermark[id]);
+    registry.builtInWatermark(scope, "currentOutputWatermark", outWatermark[id]);
+  }
 }
 
 }  // namespace
@@ -133,8 +212,9 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
       }
       task.operators.push_back(std::move(op));
     }
-    // Wire each member's outputs: chained consumers directly, the rest through writers. A
-    // fused run's head gives its tail's output; the members after it get nothing.
+    // Wire each member's outputs: chained consumers directly, the rest through writers,
+    // each output counted. A fused run's head gives its tail's output; the members after
+    // it get nothing.
     for (int id : vertex.nodes) {
       if (plan.fusedAway[static_cast<size_t>(id)]) continue;
       StreamOperator* op = operatorOf.at(id);
@@ -167,9 +247,14 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
       }
       auto combine = [&](int tag, const StreamType& type) -> OutputBase* {
         auto& targets = targetsByTag[tag];
-        if (targets.size() == 1) return targets[0];
-        auto out = targets.empty() ? type.createNullOutput() : type.createFanOut(targets);
-        task.outputs.push_back(std::move(out));
+        OutputBase* out = targets.size() == 1 ? targets[0] : nullptr;
+        if (out == nullptr) {
+          task.outputs.push_back(targets.empty() ? type.createNullOutput() : type.createFanOut(targets));
+          out = task.outputs.back().get();
+        }
+        EmittedCounts& counts = task.emitted.emplace_back();
+        task.emittedBy[{id, tag}] = &counts;
+        task.outputs.push_back(type.createCountingOutput(out, &counts));
         return task.outputs.back().get();
       };
       if (!node.isSink) op->setOutput(combine(-1, *node.outputType));
@@ -177,6 +262,7 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
         if (tag >= 0) op->addSideOutput(tag, type->createSideOutput(combine(tag, *type)));
       }
     }
+    registerOperatorMetrics(plan, vertex, task, operatorOf);
     if (!task.source) {
       int head = vertex.nodes[0];
       task.headInput = operatorOf.at(head)->input();

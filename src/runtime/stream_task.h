@@ -9,6 +9,8 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <deque>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -24,6 +26,7 @@
 #include "time/watermark_valve.h"
 #include "weir/checkpoint_config.h"
 #include "weir/clock.h"
+#include "weir/detail/core/counting_output.h"
 #include "weir/detail/operators/source_operator.h"
 #include "weir/detail/operators/stream_operator.h"
 #include "weir/detail/runtime/channel.h"
@@ -78,7 +81,10 @@ class StreamTask final : public CheckpointableTask, public detail::MailboxExecut
   std::vector<std::unique_ptr<RuntimeContext>> contexts;
   std::vector<std::unique_ptr<detail::StreamOperator>> operators;  // in chain order
   std::vector<std::string> operatorIds;                            // per operator: its id in checkpoints
-  std::vector<std::unique_ptr<detail::OutputBase>> outputs;        // fan-outs and channel writers
+  std::vector<std::unique_ptr<detail::OutputBase>> outputs;        // fan-outs, counting outputs, channel writers
+  std::deque<detail::EmittedCounts> emitted;  // what each operator's outputs emitted (its metrics)
+  // By (node, side-output tag; -1 the main output); a fused run's by its tail.
+  std::map<std::pair<int, int>, const detail::EmittedCounts*> emittedBy;
   std::vector<detail::ChannelWriterBase*> writers;                 // where barriers leave
   detail::SourceOperatorBase* source = nullptr;                    // set for source chains
   bool stopRequested = false;                                      // source: end input now

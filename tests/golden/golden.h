@@ -156,7 +156,23 @@ class HarnessedOperator final : public GoldenOperator {
     for (auto& side : sides_) side(events);
     return events;
   }
-  uint64_t lateRecordsDropped() override { return harness_.metrics().numLateRecordsDropped.load(); }
+  // The operator's numLateRecordsDropped (over each instance a restore made), which must
+  // be what its subtask counted.
+  uint64_t lateRecordsDropped() override {
+    const uint64_t subtask = harness_.metrics().numLateRecordsDropped.load();
+    double own = 0;
+    int instances = 0;
+    for (const auto& m : harness_.metrics().registry.values()) {
+      if (m.name != "numLateRecordsDropped") continue;
+      own += m.value;
+      ++instances;
+    }
+    if (instances == 0) throw std::runtime_error("the operator has no numLateRecordsDropped metric");
+    if (own != static_cast<double>(subtask))
+      throw std::runtime_error("the operator's numLateRecordsDropped is " + std::to_string(own) + ", its subtask's " +
+                               std::to_string(subtask));
+    return subtask;
+  }
 
  private:
   template <class T>

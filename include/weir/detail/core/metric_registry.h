@@ -23,7 +23,8 @@ namespace weir::detail {
 // Groups below an operator: a name and an empty value, or a key and its value.
 using MetricGroups = std::vector<std::pair<std::string, std::string>>;
 
-enum class MetricKind { kCounter, kGauge, kMeter, kHistogram };
+// kWatermark: an event-time watermark in ms, INT64_MIN before the first (a built-in gauge).
+enum class MetricKind { kCounter, kGauge, kMeter, kHistogram, kWatermark };
 
 // What a histogram shows, as of its subtask's last metrics interval: the count and sum of
 // every value it was given, the rest over the values it keeps.
@@ -42,6 +43,7 @@ struct MetricValue {
   MetricKind kind = MetricKind::kGauge;
   double value = 0;            // a counter's count, a gauge's value, a meter's rate
   HistogramFigures histogram;  // a histogram's figures
+  std::string operatorId;      // Flink's operator_id (32 hex digits), or empty
   std::string identifier() const;
 };
 
@@ -61,6 +63,22 @@ class MetricRegistry {
                              size_t windowSize);
   MeterWindow* meter(const std::string& operatorName, const MetricGroups& groups, const std::string& name,
                      std::chrono::seconds timeSpan);
+  // The runtime's own operator metrics (numRecordsIn, currentOutputWatermark, ...), whose
+  // values it keeps elsewhere and any thread reads when asked: a counter whose count is
+  // the sum of `counts`, and a watermark that is the least of `watermarks`. What they
+  // point to must live until freeze(), which keeps their last values. A user metric of
+  // the same name is refused.
+  void builtInCounter(const std::string& operatorName, const std::string& name,
+                      std::vector<const std::atomic<uint64_t>*> counts);
+  // A built-in counter the operator increments itself (numLateRecordsDropped); it lives
+  // as long as the registry, as a user counter does.
+  std::atomic<uint64_t>* builtInCounter(const std::string& operatorName, const std::string& name);
+  void builtInWatermark(const std::string& operatorName, const std::string& name,
+                        std::vector<const std::atomic<int64_t>*> watermarks);
+  // A built-in gauge of `value`, which shows no value while it is INT64_MIN.
+  void builtInGauge(const std::string& operatorName, const std::string& name, const std::atomic<int64_t>* value);
+  // The operator_id every metric of the operator carries.
+  void setOperatorId(const std::string& operatorName, std::string id);
   // The subtask's thread: calls every gauge and keeps what it returned, and sums up
   // every meter and histogram as of `now`.
   void update(MeterWindow::Clock::time_point now = MeterWindow::Clock::now());
@@ -90,16 +108,23 @@ class MetricRegistry {
     std::unique_ptr<HistogramWindow> window;    // a histogram's
     HistogramFigures figures;                   // a histogram's; guarded by mutex_
     std::unique_ptr<MeterWindow> meter;         // a meter's
+    // A built-in's sources; guarded by mutex_, cleared by freeze().
+    bool builtIn = false;
+    std::vector<const std::atomic<uint64_t>*> counts;
+    std::vector<const std::atomic<int64_t>*> values;  // a watermark's or a gauge's
   };
+  double valueOf(const Entry& e) const;  // under mutex_
   void read(MeterWindow::Clock::time_point now);  // the subtask's thread
   void readGauge(Entry& e);                        // the subtask's thread
   // The entry of this name, made of `kind` if there is none; an error naming it if it has
-  // another kind. Under mutex_.
-  Entry& entry(const std::string& operatorName, const MetricGroups& groups, const std::string& name, MetricKind kind);
+  // another kind, or is a built-in and the caller is not (or the reverse). Under mutex_.
+  Entry& entry(const std::string& operatorName, const MetricGroups& groups, const std::string& name, MetricKind kind,
+               bool builtIn = false);
 
   mutable std::mutex mutex_;
   std::deque<Entry> entries_;  // guarded by mutex_; never erased: addresses stay valid
   std::map<std::string, int> operatorNames_;  // guarded by mutex_: operators of each name so far
+  std::map<std::string, std::string> operatorIds_;  // guarded by mutex_
   std::atomic<bool> needsUpdates_{false};
   bool frozen_ = false;  // the subtask's thread only
 };

@@ -4,6 +4,8 @@
 // filter".
 #pragma once
 
+#include <array>
+#include <atomic>
 #include <concepts>
 #include <cstddef>
 #include <memory>
@@ -53,6 +55,16 @@ class FusedOperator final : public OneInputOperator<IN, OUT> {
   // (Plain, so that a buffer of them has a slot for every record.)
   static constexpr bool kBranchFree =
       Last::kFilter && std::is_trivially_copyable_v<OUT> && sizeof(OUT) <= 16 && PlainRecord<OUT>;
+  // The stages whose input is counted (each stage's operator shows its numRecordsIn):
+  // those right after a filter. Before the first filter every stage reads the whole
+  // batch; after a map, what the map read; what the last stage keeps, the output counts.
+  static constexpr std::array<bool, kStages> kCounted = [] {
+    constexpr std::array<bool, kStages> filter{Stages::kFilter...};
+    std::array<bool, kStages> counted{};
+    for (size_t k = 1; k < kStages; ++k) counted[k] = filter[k - 1];
+    return counted;
+  }();
+  using Reached = std::array<size_t, kStages>;
 
   // Whether the run can read a batch it must leave as it is: every function up to the
   // first map, and that map, take const records.
@@ -92,6 +104,10 @@ class FusedOperator final : public OneInputOperator<IN, OUT> {
     }
   }
 
+  const std::atomic<uint64_t>* fusedStageInput(size_t stage) const override {
+    return stage < kStages && kCounted[stage] ? &reached_[stage] : nullptr;
+  }
+
   void addSideOutput(int, std::unique_ptr<SideOutputBase>) override {
     throw Error(ErrorCode::kInvalidJob,
                 "operator '" + names_.back() + "' has no side outputs; only process() can emit them");
@@ -119,10 +135,11 @@ class FusedOperator final : public OneInputOperator<IN, OUT> {
   size_t run(std::span<R> records, Timestamps timestamps, Store&& store) {
     const bool stamped = !timestamps.empty();
     size_t kept = 0;
+    Reached reached{};
     for (size_t i = 0; i < records.size(); ++i) {
       bool keep;
-      if constexpr (std::is_const_v<R>) keep = apply<0>(records[i], kept, store);
-      else keep = apply<0>(std::move(records[i]), kept, store);
+      if constexpr (std::is_const_v<R>) keep = apply<0>(records[i], kept, store, reached);
+      else keep = apply<0>(std::move(records[i]), kept, store, reached);
       if constexpr (kBranchFree) {
         if (stamped) timestamps[kept] = timestamps[i];
         kept += keep ? 1 : 0;
@@ -131,16 +148,19 @@ class FusedOperator final : public OneInputOperator<IN, OUT> {
         ++kept;
       }
     }
+    for (size_t k = 0; k < kStages; ++k)  // one writer: a load and a store
+      if (kCounted[k]) reached_[k].store(reached_[k].load(std::memory_order_relaxed) + reached[k], std::memory_order_relaxed);
     return kept;
   }
 
   // Stage K and those after it on one value; false when a filter dropped it.
   template <size_t K, class V, class Store>
-  bool apply(V&& value, size_t k, Store& store) {
+  bool apply(V&& value, size_t k, Store& store, Reached& reached) {
     if constexpr (K == kStages) {
       store(k, OUT(std::forward<V>(value)));
       return true;
     } else {
+      if constexpr (kCounted[K]) ++reached[K];
       auto& stage = std::get<K>(stages_);
       if constexpr (std::decay_t<decltype(stage)>::kFilter) {
         bool keep;
@@ -153,7 +173,7 @@ class FusedOperator final : public OneInputOperator<IN, OUT> {
           store(k, OUT(std::forward<V>(value)));
           return keep;
         } else {
-          return keep && apply<K + 1>(std::forward<V>(value), k, store);
+          return keep && apply<K + 1>(std::forward<V>(value), k, store, reached);
         }
       } else {
         using Out = typename std::decay_t<decltype(stage)>::Out;
@@ -164,7 +184,7 @@ class FusedOperator final : public OneInputOperator<IN, OUT> {
             fail(K);
           }
         }();
-        return apply<K + 1>(std::move(mapped), k, store);
+        return apply<K + 1>(std::move(mapped), k, store, reached);
       }
     }
   }
@@ -175,6 +195,7 @@ class FusedOperator final : public OneInputOperator<IN, OUT> {
   std::vector<std::string> names_;
   std::vector<OUT> buffer_;  // OUT is never bool (see FusibleStream)
   std::vector<int64_t> sharedTimestamps_;
+  std::array<std::atomic<uint64_t>, kStages> reached_{};  // where kCounted: records that reached the stage
 };
 
 // The operator running `stages` from stage `first` on: a run cut before its start

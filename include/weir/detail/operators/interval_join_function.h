@@ -52,7 +52,11 @@ class IntervalJoinFunction final : public KeyedCoProcessFunction<K, IN1, IN2, ty
                        std::optional<OutputTag<IN2>> rightLate)
       : fn_(std::move(fn)), bounds_(bounds), leftLate_(std::move(leftLate)), rightLate_(std::move(rightLate)) {}
 
-  void countLateRecordsIn(std::atomic<uint64_t>* counter) { lateRecords_ = counter; }
+  // Where dropped late records are counted: the subtask's count and the operator's.
+  void countLateRecordsIn(std::atomic<uint64_t>* subtask, std::atomic<uint64_t>* own) {
+    lateRecords_ = subtask;
+    ownLateRecords_ = own;
+  }
 
   void open() override {
     RuntimeContext& context = this->getRuntimeContext();
@@ -104,7 +108,10 @@ class IntervalJoinFunction final : public KeyedCoProcessFunction<K, IN1, IN2, ty
   template <class X>
   void dropLate(const X& record, const std::optional<OutputTag<X>>& tag, typename Base::Context& ctx) {
     if (tag) ctx.output(*tag, record);
-    else if (lateRecords_ != nullptr) lateRecords_->fetch_add(1, std::memory_order_relaxed);
+    else if (lateRecords_ != nullptr) {
+      lateRecords_->fetch_add(1, std::memory_order_relaxed);
+      ownLateRecords_->fetch_add(1, std::memory_order_relaxed);
+    }
   }
 
   template <class X>
@@ -156,6 +163,7 @@ class IntervalJoinFunction final : public KeyedCoProcessFunction<K, IN1, IN2, ty
   MapState<int64_t, std::vector<IN1>>* left_ = nullptr;
   MapState<int64_t, std::vector<IN2>>* right_ = nullptr;
   std::atomic<uint64_t>* lateRecords_ = nullptr;
+  std::atomic<uint64_t>* ownLateRecords_ = nullptr;
 };
 
 }  // namespace weir::detail

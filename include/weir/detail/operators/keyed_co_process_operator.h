@@ -31,8 +31,9 @@ class KeyedCoProcessOperator final : public KeyedFunctionOperator<IN1, typename 
 
   OutputBase* secondInput() override { return &second_; }
   void open() override {
-    if constexpr (requires { this->fn_.countLateRecordsIn(&this->metrics_->numLateRecordsDropped); })
-      this->fn_.countLateRecordsIn(&this->metrics_->numLateRecordsDropped);
+    if constexpr (requires { this->fn_.countLateRecordsIn(&this->metrics_->numLateRecordsDropped, nullptr); })
+      this->fn_.countLateRecordsIn(&this->metrics_->numLateRecordsDropped,
+                                   this->metrics_->registry.builtInCounter(this->metricScope(), "numLateRecordsDropped"));
     Base::open();
   }
 

@@ -4,7 +4,9 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <set>
@@ -77,6 +79,7 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
     }
     batch_.reserve(kBatchRecords<T>);
     if (strategy_.generator()) generator_ = callUser([&] { return strategy_.generator()(); });
+    metrics_->registry.builtInGauge(metricScope(), "currentEmitEventTimeLag", &emitEventTimeLag_);
     lastRecord_ = nextWatermark_ = Clock::now();
   }
 
@@ -122,7 +125,17 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
       callUser([&] { generator_->onBatch(batch_, timestamps_, *this); });
       deferWatermarks_ = false;
     }
-    if (!batch_.empty()) out_->processBatch(batch_, timestamps_);
+    if (!batch_.empty()) {
+      // FLIP-33's currentEmitEventTimeLag: when the batch left, less its last record's
+      // event time (read first: operators downstream may reorder the timestamps).
+      const int64_t eventTime = timestamps_.empty() ? INT64_MIN : timestamps_.back();
+      out_->processBatch(batch_, timestamps_);
+      if (eventTime != INT64_MIN) {
+        const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count();
+        emitEventTimeLag_.store(now - eventTime, std::memory_order_relaxed);
+      }
+    }
     if (!deadLetters_.empty()) {
       for (auto& letter : deadLetters_) sideOutputs_.collect(deadLetterOutput(), std::move(letter));
       deadLetters_.clear();
@@ -358,6 +371,7 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
   std::set<std::string> pausedSplits_;
   bool splitPausing_ = true;  // false once the reader said it cannot pause splits
   bool waitedForAlignment_ = false;
+  std::atomic<int64_t> emitEventTimeLag_{INT64_MIN};  // ms; INT64_MIN until a stamped batch left
 };
 
 }  // namespace weir::detail

@@ -38,8 +38,9 @@ class StreamOperator {
   void setup(RuntimeContext* context, TaskMetrics* metrics) {
     context_ = context;
     metrics_ = metrics;
+    metricScope_ = metrics->registry.operatorScope(context->getTaskName());
     context->setMetricGroup(
-        OperatorMetricGroup(MetricGroup(&metrics->registry, metrics->registry.operatorScope(context->getTaskName())),
+        OperatorMetricGroup(MetricGroup(&metrics->registry, metricScope_),
                             OperatorIOMetricGroup(Counter(&metrics->numBytesIn), Counter(&metrics->numBytesOut)),
                             Counter(&metrics->numRecordsInErrors)));
   }
@@ -61,6 +62,12 @@ class StreamOperator {
 
   const std::string& name() const { return context_->getTaskName(); }
   RuntimeContext& context() { return *context_; }
+  // The name this operator's metrics go under in its subtask (see operatorScope).
+  const std::string& metricScope() const { return metricScope_; }
+  // A fused run (FusedOperator): the count of records that reached its stage `stage`
+  // (1 or more), or null when that is what reached the stage before it (no filter
+  // between them). Other operators have no stages.
+  virtual const std::atomic<uint64_t>* fusedStageInput(size_t /*stage*/) const { return nullptr; }
 
   // Checkpoints. Why this operator cannot take part in them yet, or empty when it can.
   virtual std::string checkpointUnsupportedReason() const { return ""; }
@@ -107,6 +114,7 @@ class StreamOperator {
 
   RuntimeContext* context_ = nullptr;
   TaskMetrics* metrics_ = nullptr;
+  std::string metricScope_;
 };
 
 // Opens and closes a user function that has a lifecycle (derives from RichFunction); a

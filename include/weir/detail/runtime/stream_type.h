@@ -1,11 +1,13 @@
 // The typed factories the runtime builds a stream of one record type with, without
-// knowing the type: channels, their inputs and writers, fan-outs and side outputs.
+// knowing the type: channels, their inputs and writers, fan-outs, counting outputs and
+// side outputs.
 #pragma once
 
 #include <functional>
 #include <memory>
 #include <vector>
 
+#include "weir/detail/core/counting_output.h"
 #include "weir/detail/core/output.h"
 #include "weir/detail/operators/stream_operator.h"
 #include "weir/detail/runtime/channel.h"
@@ -30,6 +32,8 @@ class StreamType {
                                                         TaskMetrics* metrics) const = 0;
   virtual std::unique_ptr<OutputBase> createFanOut(const std::vector<OutputBase*>& targets) const = 0;
   virtual std::unique_ptr<OutputBase> createNullOutput() const = 0;
+  // Counts into `counts` what passes on to `target`.
+  virtual std::unique_ptr<OutputBase> createCountingOutput(OutputBase* target, EmittedCounts* counts) const = 0;
   // A writer for every partitioner but kKeyGroup and kCustom (which need the key
   // selector), for producer `index` of `producers`.
   virtual std::unique_ptr<OutputBase> createWriter(PartitionerKind kind,
@@ -71,6 +75,9 @@ class TypedStream final : public StreamType {
     return std::make_unique<FanOut<T>>(std::move(typedTargets));
   }
   std::unique_ptr<OutputBase> createNullOutput() const override { return std::make_unique<NullOutput<T>>(); }
+  std::unique_ptr<OutputBase> createCountingOutput(OutputBase* target, EmittedCounts* counts) const override {
+    return std::make_unique<CountingOutput<T>>(&dynamic_cast<Output<T>&>(*target), counts);
+  }
   std::unique_ptr<OutputBase> createWriter(PartitionerKind kind, const std::vector<ChannelBase*>& channels,
                                            TaskMetrics* metrics, int index, int producers) const override {
     switch (kind) {

@@ -69,6 +69,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
         trigger_(std::move(trigger)), evictor_(std::move(evictor)), allowedLateness_(kEventTime ? allowedLateness : 0) {}
 
   void open() override {
+    this->registerLateRecordsMetric();
     RuntimeContext& context = this->context();
     this->callUser([&] {
       store_ = makeKeyedStateBackend<K>(context);

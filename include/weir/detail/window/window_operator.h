@@ -84,6 +84,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
         allowedLateness_(kProcessingTime ? 0 : allowedLateness) {}
 
   void open() override {
+    this->registerLateRecordsMetric();
     // (Types without a Serializer stay on the heap, without checkpoints.)
     if constexpr (Serializable<K> && Serializable<Acc>)
       if (keyedStateInRocksDB(this->context())) store_ = makeKeyedStateBackend<K>(this->context());

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <algorithm>
+#include <atomic>
 #include <cstdint>
 #include <limits>
 #include <memory>
@@ -77,6 +78,10 @@ class WindowOperatorBase : public OneInputOperator<T, typename Policy::Out> {
   }
 
  protected:
+  // From open(): the operator's numLateRecordsDropped (Flink's WindowOperator metric).
+  void registerLateRecordsMetric() {
+    lateRecordsDropped_ = this->metrics_->registry.builtInCounter(this->metricScope(), "numLateRecordsDropped");
+  }
   // Event-time windows cannot place records without timestamps.
   void requireTimestamps(size_t records, Timestamps timestamps) const {
     if (timestamps.empty() && records > 0)
@@ -103,6 +108,7 @@ class WindowOperatorBase : public OneInputOperator<T, typename Policy::Out> {
       static_cast<SideOutput<T>*>(late_)->collect(record);
     } else {
       this->metrics_->numLateRecordsDropped.fetch_add(1, std::memory_order_relaxed);
+      lateRecordsDropped_->fetch_add(1, std::memory_order_relaxed);
     }
   }
 
@@ -113,6 +119,7 @@ class WindowOperatorBase : public OneInputOperator<T, typename Policy::Out> {
  private:
   int lateTag_;
   SideOutputBase* late_ = nullptr;
+  std::atomic<uint64_t>* lateRecordsDropped_ = nullptr;  // this operator's; the subtask's counts every window's
   std::vector<OUT> buffer_;
   std::vector<int64_t> timestamps_;
 };
