@@ -40,6 +40,10 @@ std::vector<std::vector<SubtaskRates>> MetricsSampler::ratesSince(
       r.backPressuredTimeMsPerSecond =
           std::clamp(static_cast<double>(b.backPressuredTimeNanos - a.backPressuredTimeNanos) / 1e6 / seconds, 0.0, 1000.0);
       r.busyTimeMsPerSecond = std::max(0.0, 1000.0 - r.idleTimeMsPerSecond - r.backPressuredTimeMsPerSecond);
+      for (const auto& [output, records] : b.emitted) {
+        auto before = a.emitted.find(output);
+        r.emittedPerSecond[output] = delta(before == a.emitted.end() ? 0 : before->second, records) / seconds;
+      }
       rates[v].push_back(r);
     }
   }

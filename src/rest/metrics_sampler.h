@@ -3,6 +3,8 @@
 #pragma once
 
 #include <chrono>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "runtime/job_execution.h"
@@ -17,6 +19,7 @@ struct SubtaskRates {
   double busyTimeMsPerSecond = 0;
   double idleTimeMsPerSecond = 0;
   double backPressuredTimeMsPerSecond = 0;
+  std::map<std::pair<int, int>, double> emittedPerSecond;  // SubtaskSample::emitted, per second
 };
 
 // Not thread-safe: the owner serializes calls.

@@ -517,18 +517,20 @@ class RestServer::Impl {
             {"duration", (end < 0 ? nowMillis() : end) - start}};
   }
 
-  // The records per second that cross the edge into input `i` of vertex `v`: what `v`
-  // receives when it has that input alone, else what the upstream sends when this is its
-  // only edge; null when neither holds (inputs are not counted apart).
-  json edgeRate(const Entry& e, size_t v, size_t i) const {
-    const auto& vs = e.job->vertices();
-    if (vs[v].inputs.size() == 1) return vertexRates(e, v).in;
-    const int upstream = vs[v].inputs[i].vertex;
-    size_t edges = 0;
-    for (const auto& w : vs)
-      for (const auto& in : w.inputs) edges += in.vertex == upstream ? 1 : 0;
-    if (edges == 1) return vertexRates(e, static_cast<size_t>(upstream)).out;
-    return nullptr;
+  // The records per second that cross the edge into input `i` of vertex `v`: what the
+  // upstream's outputs that feed it emitted, over its subtasks.
+  double edgeRate(const Entry& e, size_t v, size_t i) const {
+    const auto& input = e.job->vertices()[v].inputs[i];
+    const auto& rates = e.sampler.rates();
+    const auto upstream = static_cast<size_t>(input.vertex);
+    double rate = 0;
+    if (upstream >= rates.size()) return rate;
+    for (const auto& subtask : rates[upstream])
+      for (const auto& output : input.outputs) {
+        auto it = subtask.emittedPerSecond.find(output);
+        if (it != subtask.emittedPerSecond.end()) rate += it->second;
+      }
+    return rate;
   }
 
   json plan(const Entry& e) const {

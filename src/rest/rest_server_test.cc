@@ -525,9 +525,10 @@ struct QuarterToTheSide : ProcessFunction<int64_t, int64_t> {
   }
 };
 
-// Each edge of the plan carries what crosses it: what its target receives when that is
-// its one input, what its source sends when that is its one edge. The two edges out of a
-// split into a main and a side output carry three quarters and one quarter.
+// Each edge of the plan carries what crosses it, counted where the upstream operator
+// emits it: the two edges out of a split into a main and a side output carry three
+// quarters and one quarter, an input that merges both carries their sum, and each input
+// of a union carries what its own source sends.
 TEST(RestServer, EachEdgeCarriesWhatCrossesIt) {
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
   env.setParallelism(1);
@@ -537,36 +538,41 @@ TEST(RestServer, EachEdgeCarriesWhatCrossesIt) {
                           WatermarkStrategy<int64_t>::noWatermarks(), name);
   };
   auto split = numbers("numbers", 8000).process(QuarterToTheSide{}).name("split");
-  split.rebalance().sinkTo(DiscardingSink<int64_t>());
-  split.getSideOutput(OutputTag<int64_t>("side")).rebalance().sinkTo(DiscardingSink<int64_t>());
-  numbers("other", 1000).unionWith(numbers("more", 3000)).rebalance().sinkTo(DiscardingSink<int64_t>());
+  const OutputTag<int64_t> side("side");
+  split.rebalance().sinkTo(DiscardingSink<int64_t>()).name("main");
+  split.getSideOutput(side).rebalance().sinkTo(DiscardingSink<int64_t>()).name("side");
+  split.unionWith(split.getSideOutput(side)).rebalance().sinkTo(DiscardingSink<int64_t>()).name("both");
+  numbers("other", 1000).unionWith(numbers("more", 3000)).rebalance().sinkTo(DiscardingSink<int64_t>()).name("union");
   auto job = env.executeAsync("edges");
   Server server(job);
   const std::string jid = job.getJobID();
-  auto rateOf = [](const json& v, const char* field) { return v["metrics"][field].get<double>(); };
   bool checked = false;
   EXPECT_TRUE(eventually([&] {
     const json detail = server.get("/jobs/" + jid);  // plan and vertices from one sample
-    std::map<std::string, json> vertex;
-    for (const auto& v : detail["vertices"]) vertex[v["id"]] = v;
-    std::string splitId;
-    for (const auto& [id, v] : vertex)
-      if (v["name"].get<std::string>().find("split") != std::string::npos) splitId = id;
-    std::vector<double> outOfSplit;
-    for (const auto& node : detail["plan"]["nodes"]) {
-      const auto& inputs = node["inputs"];
-      for (const auto& in : inputs) {
-        const double rate = in["records-per-second"].get<double>();
-        if (inputs.size() == 1) EXPECT_EQ(rate, rateOf(vertex[node["id"]], "read-records-per-second"));
-        else EXPECT_EQ(rate, rateOf(vertex[in["id"]], "write-records-per-second"));  // a union of sources
-        if (in["id"] == splitId) outOfSplit.push_back(rate);
-      }
+    std::map<std::string, std::string> nameOf;
+    std::map<std::string, double> written;
+    for (const auto& v : detail["vertices"]) {
+      const std::string name = v["name"];
+      nameOf[v["id"]] = name.substr(name.rfind(" -> ") == std::string::npos ? 0 : name.rfind(" -> ") + 4);
+      written[nameOf[v["id"]]] = v["metrics"]["write-records-per-second"].get<double>();
     }
-    EXPECT_EQ(outOfSplit.size(), 2u);
-    if (outOfSplit.size() != 2) return true;
+    std::map<std::string, double> into;  // "<target> < <source>" -> its rate
+    for (const auto& node : detail["plan"]["nodes"])
+      for (const auto& in : node["inputs"]) {
+        into[nameOf[node["id"]] + " < " + nameOf[in["id"]]] = in["records-per-second"].get<double>();
+      }
+    const double mainRate = into["main < split"], sideRate = into["side < split"];
+    if (mainRate < 1000 || written["Source: other"] < 500 || written["Source: more"] < 1500) return false;  // warming up
     checked = true;
-    std::sort(outOfSplit.begin(), outOfSplit.end());
-    return outOfSplit[0] > 500 && outOfSplit[1] > 2 * outOfSplit[0];  // 2,000 and 6,000 a second
+    EXPECT_EQ(into.size(), 5u) << ::testing::PrintToString(into);
+    EXPECT_NEAR(mainRate / sideRate, 3, 0.5) << mainRate << " / " << sideRate;
+    EXPECT_EQ(into["both < split"], mainRate + sideRate);
+    for (const char* source : {"other", "more"}) {
+      const double rate = into[std::string("union < Source: ") + source];
+      const double sent = written[std::string("Source: ") + source];
+      EXPECT_NEAR(rate, sent, 0.1 * sent + 50) << source;
+    }
+    return true;
   })) << server.get("/jobs/" + jid + "/plan").dump();
   EXPECT_TRUE(checked);
   job.cancel();

@@ -664,6 +664,7 @@ std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
     s.numLateRecordsDropped = t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
     s.numRecordsInErrors = t->metrics.numRecordsInErrors.load(std::memory_order_relaxed);
     s.operatorMetrics = t->metrics.registry.values();
+    for (const auto& [output, emitted] : t->emittedBy) s.emitted[output] = emitted->records.load(std::memory_order_relaxed);
     // Gauges, meters and histograms are read on the subtask's thread, for the next sample: by a mail between
     // records (at most one waits in a mailbox; a task that ended never takes it), or
     // while the task waits for output credit in the middle of a batch (Channel::send).

@@ -9,6 +9,7 @@
 #include <deque>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -39,6 +40,9 @@ struct SubtaskSample {
   uint64_t numLateRecordsDropped = 0;
   uint64_t numRecordsInErrors = 0;
   std::vector<detail::MetricValue> operatorMetrics;  // what its operators registered (MetricGroup)
+  // Records each output of its operators emitted, by (node, side-output tag; -1 the main
+  // output): what crosses each edge (VertexInfo::Input::outputs).
+  std::map<std::pair<int, int>, uint64_t> emitted;
 };
 
 // Why a job failed, as the exceptions page shows it.

@@ -359,13 +359,15 @@ JobPlan JobPlan::create(const StreamGraph& original, const RestoredMaxParallelis
       if (!nodes[static_cast<size_t>(id)]->uid.empty()) info.uids.push_back(nodes[static_cast<size_t>(id)]->uid);
     plan.vertexInfo.push_back(std::move(info));
   }
-  std::set<std::tuple<int, int, std::string>> seen;
+  std::map<std::tuple<int, int, std::string>, size_t> inputOf;  // (from, to, strategy) -> its input
   for (auto& e : edges) {
     if (e.chained) continue;
     int from = vertexOf[static_cast<size_t>(e.producer)], to = vertexOf[static_cast<size_t>(e.consumer)];
     std::string strategy = partitionerName(e.partitioner);
-    if (seen.insert({from, to, strategy}).second)
-      plan.vertexInfo[static_cast<size_t>(to)].inputs.push_back({from, strategy});
+    auto& inputs = plan.vertexInfo[static_cast<size_t>(to)].inputs;
+    auto [it, added] = inputOf.emplace(std::tuple{from, to, strategy}, inputs.size());
+    if (added) inputs.push_back({from, strategy, {}});
+    inputs[it->second].outputs.emplace_back(e.producer, e.sideOutputTag);
   }
 
   plan.edges = std::move(edges);

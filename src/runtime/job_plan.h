@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/file_system.h"
@@ -36,6 +37,9 @@ struct VertexInfo {
   struct Input {
     int vertex = 0;            // index of the upstream vertex
     std::string shipStrategy;  // FORWARD, REBALANCE, HASH, ...
+    // The outputs whose records cross: (upstream node, side-output tag; -1 the main
+    // output), one per edge it merges (a stream read twice is there twice).
+    std::vector<std::pair<int, int>> outputs;
   };
   std::string id;  // 32 hex digits, stable for the same graph
   std::string name;
