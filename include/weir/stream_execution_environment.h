@@ -138,6 +138,13 @@ class StreamExecutionEnvironment {
   JobExecutionResult execute(const std::string& jobName = "weir job");
   // Starts the job and returns at once.
   JobClient executeAsync(const std::string& jobName = "weir job");
+  // The job as it would run, without running it, in the JSON of Flink's
+  // getExecutionPlan(): `nodes` (each operator that feeds a sink, with `id`, `type`,
+  // `pact`, `contents`, `parallelism` and its `predecessors` with their
+  // `ship_strategy`). Throws weir::Error for a graph that cannot be planned (no sink, a
+  // bad parallelism); what execute() checks when the job starts (sources' and sinks'
+  // settings) is not checked here.
+  std::string getExecutionPlan() const;
 
  private:
   std::shared_ptr<detail::GraphBuilder> graph_;

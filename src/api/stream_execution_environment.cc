@@ -1,7 +1,9 @@
 #include "weir/stream_execution_environment.h"
 
 #include <cstdio>
+#include <nlohmann/json.hpp>
 
+#include "api/plan_only.h"
 #include "rest/rest_server.h"
 #include "runtime/job_execution.h"
 
@@ -127,7 +129,41 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setRestOptions(RestOptio
   return *this;
 }
 
+std::string StreamExecutionEnvironment::getExecutionPlan() const {
+  using Kind = detail::Transformation::Kind;
+  const runtime::JobPlan plan = runtime::JobPlan::create(graph_->graph, {});
+  const auto& nodes = plan.graph.nodes;
+  nlohmann::json out = nlohmann::json::array();
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const auto& node = *nodes[i];
+    if (plan.vertexOf[i] < 0 || node.kind == Kind::kUnion || node.kind == Kind::kPartition ||
+        node.kind == Kind::kSideOutput)
+      continue;
+    const bool source = node.kind == Kind::kSource;
+    const std::string type = source ? "Source: " + node.name : node.name;
+    nlohmann::json entry = {{"id", node.id},
+                            {"type", type},
+                            {"pact", source ? "Data Source" : node.isSink ? "Data Sink" : "Operator"},
+                            {"contents", type},
+                            {"parallelism", plan.parallelism[i]}};
+    nlohmann::json predecessors = nlohmann::json::array();
+    for (size_t e : plan.inEdges[i]) {
+      const auto& edge = plan.edges[e];
+      predecessors.push_back({{"id", edge.producer},
+                              {"ship_strategy", detail::partitionerName(edge.partitioner)},
+                              {"side", edge.inputIndex == 0 ? "first" : "second"}});
+    }
+    if (!predecessors.empty()) entry["predecessors"] = std::move(predecessors);
+    out.push_back(std::move(entry));
+  }
+  return nlohmann::json{{"nodes", std::move(out)}}.dump(2);
+}
+
 JobClient StreamExecutionEnvironment::executeAsync(const std::string& jobName) {
+  if (auto print = api::planPrinter()) {  // weir info
+    print(getExecutionPlan());
+    throw api::PlanPrinted();
+  }
   // Plan (bad graphs and inputs fail here), then listen (a taken port fails here), and
   // only then start the threads.
   auto job = runtime::JobExecution::plan(graph_->graph, jobName);

@@ -2,6 +2,8 @@
 //
 // Exit codes: 0 success, 1 the job failed while running, 2 bad command line or a job
 // that cannot start (bad option, missing input). Errors are one line on stderr.
+#include <unistd.h>
+
 #include <algorithm>
 #include <atomic>
 #include <chrono>
@@ -16,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "api/plan_only.h"
 #include "cli/checkpoint_commands.h"
 #include "cli/examples.h"
 #include "cli/history_command.h"
@@ -42,14 +45,18 @@ std::string names(const std::vector<weir::cli::Example>& examples) {
 }
 
 // `weir run <example> [options]`: the example's own options and every option a job that
-// is its own program gets from weir::JobOptions.
+// is its own program gets from weir::JobOptions. `weir info` takes the same and prints
+// the job's plan instead of running it.
 int runExample(const std::vector<weir::cli::Example>& examples, int argc, char** argv) {
+  const std::string command = argv[1];
   if (argc < 3 || argv[2][0] == '-') {
     const bool help = argc >= 3 && (std::strcmp(argv[2], "--help") == 0 || std::strcmp(argv[2], "-h") == 0);
-    if (!help) return usageError("weir run needs an example: " + names(examples) + " (see weir run --help)");
-    std::printf("Usage: weir run <example> [options]\n\nRuns an example job. Examples:\n");
+    if (!help)
+      return usageError("weir " + command + " needs an example: " + names(examples) + " (see weir " + command + " --help)");
+    std::printf("Usage: weir %s <example> [options]\n\n%s Examples:\n", command.c_str(),
+                command == "info" ? "Prints an example job's plan (Flink's JSON) without running it." : "Runs an example job.");
     for (auto& e : examples) std::printf("  %-16s %s\n", e.name.c_str(), e.description.c_str());
-    std::printf("\nweir run <example> --help lists the example's options and weir's.\n");
+    std::printf("\nweir %s <example> --help lists the example's options and weir's.\n", command.c_str());
     return 0;
   }
   const weir::cli::Example& example =
@@ -57,7 +64,7 @@ int runExample(const std::vector<weir::cli::Example>& examples, int argc, char**
   weir::JobOptions options(example.description);
   options.setProgramName("weir");
   auto runner = example.setup(options);
-  const std::string usage = std::string("weir run ") + argv[2];
+  const std::string usage = "weir " + command + " " + argv[2];
   std::vector<const char*> args{usage.c_str()};
   for (int i = 3; i < argc; ++i) args.push_back(argv[i]);
   try {
@@ -79,8 +86,20 @@ int runExample(const std::vector<weir::cli::Example>& examples, int argc, char**
                             "without it");
     }
   }
+  if (command == "info") {
+    // What the example says goes to stderr: stdout is the plan alone, for jq and the like.
+    std::fflush(stdout);
+    FILE* plan = ::fdopen(::dup(STDOUT_FILENO), "w");
+    ::dup2(STDERR_FILENO, STDOUT_FILENO);
+    weir::api::printPlansInsteadOfRunning([plan](const std::string& json) {
+      std::fprintf(plan, "%s\n", json.c_str());
+      std::fflush(plan);
+    });
+  }
   try {
     return runner(options);
+  } catch (const weir::api::PlanPrinted&) {
+    return 0;
   } catch (const weir::JobExecutionError& e) {
     std::fprintf(stderr, "weir: %s\n", e.what());
     return 1;
@@ -95,26 +114,29 @@ int run(int argc, char** argv) {
                                            weir::cli::redisClickCountExample(), weir::cli::redisEnrichExample()};
 
   // Unknown commands and examples get a message that lists the known ones.
-  const std::vector<std::string> commands{"run",       "list",       "status",       "cancel", "stop",
-                                          "savepoint", "checkpoint", "transactions", "history"};
+  const std::vector<std::string> commands{"run",       "info",       "list",         "status", "cancel",
+                                          "stop",      "savepoint",  "checkpoint",   "transactions", "history"};
   if (argc >= 2 && argv[1][0] != '-' && std::find(commands.begin(), commands.end(), argv[1]) == commands.end()) {
     std::string known;
     for (const auto& c : commands) known += (known.empty() ? "" : ", ") + c;
     return usageError(std::string("unknown command '") + argv[1] + "'; the commands are: " + known + " (see weir --help)");
   }
-  if (argc >= 3 && std::strcmp(argv[1], "run") == 0 && argv[2][0] != '-') {
+  const bool runsExample = argc >= 2 && (std::strcmp(argv[1], "run") == 0 || std::strcmp(argv[1], "info") == 0);
+  if (runsExample && argc >= 3 && argv[2][0] != '-') {
     bool known = false;
     for (auto& e : examples) known = known || e.name == argv[2];
     if (!known)
       return usageError(std::string("unknown example '") + argv[2] + "'; the examples are: " + names(examples));
   }
 
-  if (argc >= 2 && std::strcmp(argv[1], "run") == 0) return runExample(examples, argc, argv);
+  if (runsExample) return runExample(examples, argc, argv);
 
   CLI::App app("weir: a stream processor with Flink's semantics, native C++.", "weir");
   app.require_subcommand(1);
   app.add_subcommand("run", "Run an example job: weir run <example> [options]; the examples are: " + names(examples) +
                                 " (weir run <example> --help lists its options)");
+  app.add_subcommand("info", "Print an example job's plan without running it: weir info <example> [options], "
+                             "the plan as Flink's getExecutionPlan() JSON");
 
   // Job control through a running job's REST API.
   // $WEIR_REST_ADDRESS, when set, replaces --address's default on every call.

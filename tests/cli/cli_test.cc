@@ -19,6 +19,8 @@
 #include <thread>
 #include <sstream>
 
+#include <nlohmann/json.hpp>
+
 #include "support/tls_files.h"
 #include "support/weir_process.h"
 #include "support/word_counts.h"
@@ -101,6 +103,50 @@ TEST(Cli, ConfigurationKeysSetUpTheJobWhichAnnouncesItself) {
   ::unsetenv("WEIR_PROPERTIES");
   EXPECT_NE(r.out.find("parallelism 5"), std::string::npos) << r.out;
   fs::remove(file);
+}
+
+// weir info prints the example's plan as Flink's getExecutionPlan() JSON and runs nothing.
+TEST(Cli, InfoPrintsThePlanWithoutRunningTheJob) {
+  auto input = fs::temp_directory_path() / ("weir-cli-info-" + std::to_string(::getpid()) + ".txt");
+  std::ofstream(input) << "unmistakable words\n";
+  Result r = weir("info wordcount -p 2 --input " + input.string());
+  fs::remove(input);
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(r.out.find("unmistakable"), std::string::npos) << "the job ran:\n" << r.out;
+  const auto plan = nlohmann::json::parse(r.out);
+  std::map<int, nlohmann::json> byId;
+  std::map<std::string, int> idOf;
+  for (const auto& node : plan["nodes"]) {
+    byId[node["id"].get<int>()] = node;
+    idOf[node["type"].get<std::string>()] = node["id"].get<int>();
+  }
+  ASSERT_EQ(idOf.size(), 4u) << r.out;
+  auto expectNode = [&](const std::string& type, const std::string& pact, const std::string& from,
+                        const std::string& strategy) {
+    ASSERT_TRUE(idOf.count(type)) << type << "\n" << r.out;
+    const auto& node = byId[idOf[type]];
+    EXPECT_EQ(node["pact"], pact) << type;
+    EXPECT_EQ(node["parallelism"], 2) << type;
+    if (from.empty()) {
+      EXPECT_FALSE(node.contains("predecessors")) << type;
+      return;
+    }
+    ASSERT_EQ(node["predecessors"].size(), 1u) << type;
+    EXPECT_EQ(node["predecessors"][0]["id"], idOf[from]) << type;
+    EXPECT_EQ(node["predecessors"][0]["ship_strategy"], strategy) << type;
+  };
+  expectNode("Source: lines", "Data Source", "", "");
+  expectNode("tokenize", "Operator", "Source: lines", "FORWARD");
+  expectNode("count", "Operator", "tokenize", "HASH");
+  expectNode("Print to Std. Out", "Data Sink", "count", "FORWARD");
+  // What an example prints of itself goes to stderr: stdout is the plan alone.
+  r = weir("info clicks --events 100");
+  EXPECT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["nodes"].size(), 3u) << r.out;
+  EXPECT_NE(r.err.find("clicks: 100 events"), std::string::npos) << r.err;
+  expectUsageError("info", "weir info needs an example");
+  expectUsageError("info nosuchjob", "unknown example 'nosuchjob'");
+  expectUsageError("info clicks --parallelism 0", "--parallelism");
 }
 
 TEST(Cli, BadCommandLinesGiveOneLineAndExitCode2) {

@@ -6,6 +6,7 @@
 #include <map>
 #include <mutex>
 #include <numeric>
+#include <nlohmann/json.hpp>
 #include <set>
 
 #include "support/gated_source.h"
@@ -267,6 +268,52 @@ TEST(DataStream, ProcessFunctionSplitsIntoSideOutputs) {
   }
   EXPECT_EQ(sorted(evens.getResults()), expectedEvens);
   EXPECT_EQ(sorted(odds.getResults()), sorted(expectedOdds));
+}
+
+// getExecutionPlan(): Flink's JSON of what would run, without running it. Operators that
+// feed no sink are not in it; a union, a partitioning and a side output are edges.
+TEST(DataStream, GetExecutionPlanShowsWhatWouldRunAndRunsNothing) {
+  StreamExecutionEnvironment env;
+  env.setParallelism(2);
+  CollectSink<int> evens, odds, both;
+  auto processed = env.fromElements(1, 2, 3).name("numbers").process(EvenOdd{}).name("split");
+  processed.sinkTo(evens).name("evens");
+  auto odd = processed.getSideOutput(OutputTag<std::string>("odd")).map([](const std::string& s) {
+    return static_cast<int>(s.size());
+  }).name("lengths");
+  odd.sinkTo(odds).name("odds");
+  odd.unionWith(processed).rebalance().sinkTo(both).name("both").setParallelism(3);
+  processed.map([](int v) { return v; }).name("unused");  // feeds no sink
+  const auto plan = nlohmann::json::parse(env.getExecutionPlan());
+  std::map<std::string, nlohmann::json> byType;
+  std::map<int, std::string> typeOf;
+  for (const auto& node : plan["nodes"]) {
+    byType[node["type"]] = node;
+    typeOf[node["id"].get<int>()] = node["type"];
+  }
+  std::set<std::string> types;
+  for (const auto& [type, node] : byType) types.insert(type);
+  EXPECT_EQ(types, (std::set<std::string>{"Source: numbers", "split", "evens", "lengths", "odds", "both"}));
+  auto from = [&](const std::string& type) {
+    std::set<std::string> out;
+    for (const auto& p : byType[type].value("predecessors", nlohmann::json::array()))
+      out.insert(typeOf[p["id"].get<int>()] + " " + p["ship_strategy"].get<std::string>());
+    return out;
+  };
+  // fromElements runs at parallelism 1 (it cannot be split), so it rebalances into split.
+  EXPECT_EQ(byType["Source: numbers"]["parallelism"], 1);
+  EXPECT_EQ(byType["split"]["parallelism"], 2);
+  EXPECT_EQ(from("split"), (std::set<std::string>{"Source: numbers REBALANCE"}));
+  EXPECT_EQ(from("lengths"), (std::set<std::string>{"split FORWARD"}));  // its side output
+  EXPECT_EQ(from("both"), (std::set<std::string>{"lengths REBALANCE", "split REBALANCE"}));
+  EXPECT_EQ(byType["both"]["parallelism"], 3);
+  EXPECT_EQ(byType["both"]["pact"], "Data Sink");
+  EXPECT_EQ(byType["Source: numbers"]["pact"], "Data Source");
+  EXPECT_EQ(byType["split"]["pact"], "Operator");
+
+  StreamExecutionEnvironment noSink;
+  noSink.fromElements(1).map([](int v) { return v; });
+  EXPECT_THROW(noSink.getExecutionPlan(), Error);
 }
 
 TEST(DataStream, ProcessTakesALambda) {
