@@ -225,8 +225,11 @@ void CheckpointCoordinator::acknowledge(int64_t id, Ack ack, Upload upload, std:
         return;
       }
       Pending& p = it->second;
+      // Flink's start delay ends at the subtask's first barrier: its alignment before the
+      // snapshot started.
+      const int64_t firstBarrierMillis = ack.startMillis - ack.alignmentNanos / 1'000'000;
       SubtaskStats sub{ack.vertex, ack.subtask, clock_->currentTimeMillis(),
-                       ack.startMillis < 0 ? 0 : std::max<int64_t>(0, ack.startMillis - p.timestampMillis),
+                       ack.startMillis < 0 ? 0 : std::max<int64_t>(0, firstBarrierMillis - p.timestampMillis),
                        ack.syncNanos / 1'000'000, asyncNanos / 1'000'000, ack.alignmentNanos / 1'000'000,
                        0, 0, ack.persistedBytes, ack.unaligned};
       for (const auto& f : files) {

@@ -126,7 +126,7 @@ class CheckpointCoordinator {
   struct SubtaskStats {
     int vertex = -1, subtask = -1;
     int64_t ackMillis = 0;         // when its files were written
-    int64_t startDelayMillis = 0;  // from the trigger to the start of its snapshot
+    int64_t startDelayMillis = 0;  // from the trigger to its first barrier (the start of its alignment)
     int64_t syncMillis = 0, asyncMillis = 0, alignmentMillis = 0;
     int64_t stateSize = 0;         // every file it holds
     int64_t checkpointedSize = 0;  // what it wrote

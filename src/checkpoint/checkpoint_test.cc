@@ -671,6 +671,31 @@ TEST_F(ConcurrentCoordinatorTest, TheSummaryLatestFailedAndRestoredFollowFlink) 
   coordinator->endAttempt();
 }
 
+// Flink's checkpointStartDelay runs from the trigger to the subtask's first barrier: a
+// snapshot that began after 30 ms of alignment, 50 ms after the trigger, was 20 ms late.
+TEST_F(ConcurrentCoordinatorTest, AStartDelayEndsAtTheFirstBarrierNotAfterTheAlignment) {
+  CheckpointConfig config;
+  config.setCheckpointInterval(10ms);
+  auto coordinator = start(config);
+  clock_->advance(10ms);
+  coordinator->tick(true);
+  ASSERT_EQ(coordinator->pendingIds(), (std::vector<int64_t>{1}));
+  clock_->advance(50ms);
+  CheckpointCoordinator::Ack ack;
+  ack.alignmentNanos = 30'000'000;
+  ack.vertex = 0;
+  ack.subtask = 0;
+  ack.startMillis = clock_->currentTimeMillis();
+  coordinator->acknowledge(1, ack, [](const CheckpointTarget&) { return std::vector<StateFileInfo>{}; }, [] {});
+  ASSERT_TRUE(waitFor([&] { return !completed.empty(); }));
+  const auto stats = coordinator->stats();
+  ASSERT_TRUE(stats.latestCompleted);
+  ASSERT_EQ(stats.latestCompleted->subtasks.size(), 1u);
+  EXPECT_EQ(stats.latestCompleted->subtasks[0].alignmentMillis, 30);
+  EXPECT_EQ(stats.latestCompleted->subtasks[0].startDelayMillis, 20);
+  coordinator->endAttempt();
+}
+
 // A checkpoint not acknowledged within the checkpoint timeout is aborted when the
 // coordinator's clock passes it, not a millisecond earlier; with no tolerable failures it
 // fails the job, naming the timeout (Flink's CheckpointFailureManager).
