@@ -17,6 +17,7 @@ int serveHistory(const std::string& folder, const std::string& address, int port
   options.port = port;
   // It serves archives only: no route of it changes a job, so no address needs a token.
   options.insecure = true;
+  setInterruptAction("stopping the history server");
   try {
     auto& server = rest::RestServer::forOptions(options);
     server.serveArchives(folder, refresh);

@@ -22,6 +22,7 @@ std::optional<JobClient>& currentJob() {
   return job;
 }
 std::atomic<bool> gInterrupted{false};
+std::atomic<const char*> gAction{"cancelling the job"};
 // How long a cancellation may take before the process quits anyway.
 constexpr std::chrono::seconds kCancelGrace{5};
 
@@ -41,8 +42,8 @@ void installInterruptHandler() {
         // A second signal: the user insists.
         std::_Exit(130);
       }
-      std::fprintf(stderr, "\nweir: %s received, cancelling the job (again to quit at once)\n",
-                   sig == SIGINT ? "interrupt" : "termination signal");
+      std::fprintf(stderr, "\nweir: %s received, %s (again to quit at once)\n",
+                   sig == SIGINT ? "interrupt" : "termination signal", gAction.load());
       // Cancelling ends within a bounded time: what still runs after the grace period
       // (a write to a disk that hangs, say) does not keep the process.
       std::thread([] {
@@ -56,6 +57,8 @@ void installInterruptHandler() {
     }
   }).detach();
 }
+
+void setInterruptAction(const char* action) { gAction.store(action); }
 
 void cancelOnInterrupt(const JobClient& client) {
   std::lock_guard lock(jobMutex());

@@ -10,6 +10,10 @@ namespace weir::cli {
 // Call first thing in main(), before any other thread exists.
 void installInterruptHandler();
 
+// What the first signal is said to do, on stderr: "cancelling the job" unless a command
+// that runs no job (weir history) says otherwise before any signal can come.
+void setInterruptAction(const char* action);
+
 // The job that a signal cancels (one at a time).
 void cancelOnInterrupt(const JobClient& client);
 

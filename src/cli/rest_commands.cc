@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "core/loopback.h"
+#include "core/printable.h"
 #include "weir/savepoint_format_type.h"
 
 namespace weir::cli {
@@ -20,13 +21,6 @@ namespace weir::cli {
 namespace {
 
 using json = nlohmann::json;
-
-// Only printable ASCII of what a server says reaches the terminal.
-std::string printable(const std::string& s) {
-  std::string out;
-  for (char c : s) out += (c >= 0x20 && c < 0x7f) ? c : '?';
-  return out;
-}
 
 int fail(const std::string& message) {
   std::fprintf(stderr, "weir: %s\n", message.c_str());
@@ -97,7 +91,7 @@ std::optional<json> call(const RestEndpoint& rest, const std::string& method, co
     std::string why = "HTTP " + std::to_string(r->status);
     if (answer.is_object() && answer.contains("errors") && answer["errors"].is_array() && !answer["errors"].empty() &&
         answer["errors"][0].is_string())
-      why = printable(answer["errors"][0].get<std::string>());
+      why = core::printableAscii(answer["errors"][0].get<std::string>());
     if (r->status == 401 && rest.token.empty()) why += " Give it with --token-file or $WEIR_REST_TOKEN.";
     *exitCode = fail(why);
     // Refused by the job (2 where the caller says so); not allowed (401) is as unreachable.
@@ -125,13 +119,13 @@ int awaitSavepoint(const RestEndpoint& rest, const std::string& jobId, const std
     }
     json operation = (*status)["operation"];
     if (operation.is_object() && operation.contains("location") && operation["location"].is_string()) {
-      std::printf("Savepoint completed. Path: %s\n", printable(operation["location"].get<std::string>()).c_str());
+      std::printf("Savepoint completed. Path: %s\n", core::printableAscii(operation["location"].get<std::string>()).c_str());
       return 0;
     }
     std::string why = "the savepoint failed";
     if (operation.is_object() && operation["failure-cause"].is_object() &&
         operation["failure-cause"]["stack-trace"].is_string())
-      why = printable(operation["failure-cause"]["stack-trace"].get<std::string>());
+      why = core::printableAscii(operation["failure-cause"]["stack-trace"].get<std::string>());
     return fail(why);
   }
 }
@@ -184,8 +178,8 @@ int listJobs(const RestEndpoint& rest, ListFilter filter) {
   }
   std::printf("%-32s  %-10s  %10s  %s\n", "JOB ID", "STATE", "DURATION", "NAME");
   for (auto& j : shown)
-    std::printf("%-32s  %-10s  %10s  %s\n", printable(j.value("jid", "?")).c_str(), printable(j.value("state", "?")).c_str(),
-                duration(j.value("duration", int64_t{0})).c_str(), printable(j.value("name", "")).c_str());
+    std::printf("%-32s  %-10s  %10s  %s\n", core::printableAscii(j.value("jid", "?")).c_str(), core::printableAscii(j.value("state", "?")).c_str(),
+                duration(j.value("duration", int64_t{0})).c_str(), core::printableAscii(j.value("name", "")).c_str());
   return 0;
 }
 
@@ -196,8 +190,8 @@ int jobStatus(const RestEndpoint& rest, const std::string& jobId) {
   if (!body) return code;
   if (!body->is_object()) return fail("the REST API at " + rest.address + " answered an unexpected document");
   auto& j = *body;
-  std::printf("%s  %s  %s  %s\n", printable(j.value("jid", "?")).c_str(), printable(j.value("state", "?")).c_str(),
-              duration(j.value("duration", int64_t{0})).c_str(), printable(j.value("name", "")).c_str());
+  std::printf("%s  %s  %s  %s\n", core::printableAscii(j.value("jid", "?")).c_str(), core::printableAscii(j.value("state", "?")).c_str(),
+              duration(j.value("duration", int64_t{0})).c_str(), core::printableAscii(j.value("name", "")).c_str());
   for (auto& v : j.value("vertices", json::array())) {
     if (!v.is_object()) continue;
     json m = v.value("metrics", json::object());
@@ -220,10 +214,10 @@ int jobStatus(const RestEndpoint& rest, const std::string& jobId) {
       if (all && least) watermark = std::to_string(*least);
     }
     std::printf("  %-40s  p=%-3d  in %12llu  out %12llu  %10.0f rec/s  backpressure %-4s  watermark %s\n",
-                printable(v.value("name", "?")).c_str(), v.value("parallelism", 0),
+                core::printableAscii(v.value("name", "?")).c_str(), v.value("parallelism", 0),
                 static_cast<unsigned long long>(m.value("read-records", uint64_t{0})),
                 static_cast<unsigned long long>(m.value("write-records", uint64_t{0})),
-                m.value("write-records-per-second", 0.0), printable(v.value("backpressure-level", "?")).c_str(),
+                m.value("write-records-per-second", 0.0), core::printableAscii(v.value("backpressure-level", "?")).c_str(),
                 watermark.c_str());
   }
   int ignored = 0;

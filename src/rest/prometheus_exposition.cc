@@ -6,6 +6,7 @@
 #include <cctype>
 #include <cstdint>
 
+#include "core/printable.h"
 #include "rest/process_figures.h"
 #include "weir/error.h"
 
@@ -47,12 +48,6 @@ PrometheusExposition::PrometheusExposition(const std::string& prefix) : flink_(p
   if (!validPrefix(prefix))
     throw Error(ErrorCode::kInvalidArgument,
                 "Prometheus prefix must be weir (Prometheus's names) or flink (Flink's names), got '" + prefix + "'");
-}
-
-std::string PrometheusExposition::labelValue(const std::string& s) {
-  std::string out;
-  for (char c : s) out += (static_cast<unsigned char>(c) < 0x80 && c >= 0x20) ? c : '?';
-  return out;
 }
 
 std::string PrometheusExposition::part(const std::string& s, bool labelName) const {
@@ -138,11 +133,11 @@ void PrometheusExposition::add(Labels labels, const detail::MetricValue& metric)
     if (!prometheus::CheckLabelName(labelName) || labels.count(labelName) || labelName == "operator_name" ||
         labelName == "quantile")
       labelName = "group_" + labelName;
-    labels[labelName] = labelValue(value);
+    labels[labelName] = core::printableAscii(value);
   }
   name += part(metric.name, false);
-  labels["operator_name"] = labelValue(metric.operatorName);
-  const std::string help = "Operator metric " + labelValue(metric.name);
+  labels["operator_name"] = core::printableAscii(metric.operatorName);
+  const std::string help = "Operator metric " + core::printableAscii(metric.name);
   switch (metric.kind) {
     case detail::MetricKind::kCounter:
       sample(fullName(Scope::kOperator, flink_ ? name : name + "_total"), help, Kind::kCounter, labels, metric.value);

@@ -30,6 +30,9 @@ class PrometheusExposition {
     kTask,      // taskmanager_job_task
     kOperator,  // taskmanager_job_task_operator
   };
+  // Label values are printable ASCII (core::printableAscii): Prometheus rejects a whole
+  // scrape for one label that is not UTF-8. The flink spelling filters them further, as
+  // Flink's reporter does: what is not [a-zA-Z0-9:_] becomes _.
   using Labels = std::map<std::string, std::string>;
   // A metric's name in each spelling. The value given is in Flink's unit; the weir
   // spelling exports it times `weirScale` (0.001: milliseconds to seconds).
@@ -55,11 +58,6 @@ class PrometheusExposition {
   // The text format; a family whose samples would take a name another one has is left
   // out, and so is a second series of one name and label set.
   std::string text() const;
-
-  // A label value as given to this class: printable ASCII only (Prometheus rejects a
-  // whole scrape for one label that is not UTF-8). The flink spelling filters it further
-  // as Flink's reporter does: what is not [a-zA-Z0-9:_] becomes _.
-  static std::string labelValue(const std::string& s);
 
  private:
   enum class Kind { kCounter, kGauge, kSummary };

@@ -29,6 +29,7 @@
 #include <thread>
 
 #include "core/loopback.h"
+#include "core/printable.h"
 #include "core/thread_name.h"
 #include "rest/assets.h"
 #include "rest/job_archive.h"
@@ -729,13 +730,6 @@ class RestServer::Impl {
     return MetricsQuery{param("get"), param("agg"), param("subtasks")};
   }
 
-  // Printable ASCII only, for a message that quotes what a client sent.
-  static std::string label(const std::string& s) {
-    std::string out;
-    for (char c : s) out += (static_cast<unsigned char>(c) < 0x80 && c >= 0x20) ? c : '?';
-    return out;
-  }
-
   using CheckpointRecord = checkpoint::CheckpointCoordinator::Record;
   using SubtaskCheckpoint = checkpoint::CheckpointCoordinator::SubtaskStats;
 
@@ -782,7 +776,7 @@ class RestServer::Impl {
     int64_t id = 0;
     auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), id);
     if (ec != std::errc() || end != text.data() + text.size()) {
-      sendError(res, 400, "Bad checkpoint id '" + label(text) + "': not a number.");
+      sendError(res, 400, "Bad checkpoint id '" + core::printableAscii(text) + "': not a number.");
       return std::nullopt;
     }
     if (auto stats = e.job->checkpointStats()) {
@@ -929,14 +923,14 @@ class RestServer::Impl {
     PrometheusExposition out(options_.prometheusPrefix);
     static const std::string host = [] {
       char name[256] = {};
-      return ::gethostname(name, sizeof name - 1) == 0 ? PrometheusExposition::labelValue(name) : std::string("localhost");
+      return ::gethostname(name, sizeof name - 1) == 0 ? core::printableAscii(name) : std::string("localhost");
     }();
     constexpr double kSeconds = 0.001;  // weir's spelling: milliseconds to seconds
     constexpr double kRatio = 0.001;    // and milliseconds per second to a share of time
     for (const auto& e : jobs_) {
       const auto& job = *e->job;
       const PrometheusExposition::Labels jobLabels{
-          {"host", host}, {"job_id", job.jobId()}, {"job_name", PrometheusExposition::labelValue(job.jobName())}};
+          {"host", host}, {"job_id", job.jobId()}, {"job_name", core::printableAscii(job.jobName())}};
       const int restarts = job.metrics().numRestarts;
       out.counter(Scope::kJob, {"numRestarts", "num_restarts"}, "Restarts of the job", jobLabels, restarts);
       int64_t end = job.endTimeMillis();
@@ -981,7 +975,7 @@ class RestServer::Impl {
         auto labels = jobLabels;
         labels["tm_id"] = "embedded";  // as /taskmanagers names this process
         labels["task_id"] = vs[v].id;
-        labels["task_name"] = PrometheusExposition::labelValue(vs[v].name);
+        labels["task_name"] = core::printableAscii(vs[v].name);
         labels["subtask_index"] = std::to_string(subtask);
         labels["task_attempt_num"] = std::to_string(restarts);
         // Flink's ExecutionAttemptID: <graph>_<vertex>_<subtask>_<attempt>.

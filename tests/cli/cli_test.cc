@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <numeric>
 #include <random>
@@ -478,6 +479,12 @@ TEST(Cli, HistoryServesWhatARunThatEndedArchived) {
   EXPECT_EQ(unknown.exitCode, 1) << unknown.out;
   ::kill(history, SIGTERM);
   EXPECT_EQ(exitCodeWithin(history, 10), 130);
+  std::ifstream historyErr(dir / "history.err");
+  const std::string historySaid((std::istreambuf_iterator<char>(historyErr)), std::istreambuf_iterator<char>());
+  EXPECT_NE(historySaid.find("weir: termination signal received, stopping the history server (again to quit at once)"),
+            std::string::npos)
+      << historySaid;
+  EXPECT_EQ(historySaid.find("cancelling"), std::string::npos) << historySaid;
 
   // A folder that is not there: one line naming it, exit code 2.
   auto missing = weir::test::runWeir("history --port 0 --archive-dir " + (dir / "none").string(), dir);
