@@ -40,6 +40,22 @@ std::vector<std::vector<SubtaskRates>> MetricsSampler::ratesSince(
       r.backPressuredTimeMsPerSecond =
           std::clamp(static_cast<double>(b.backPressuredTimeNanos - a.backPressuredTimeNanos) / 1e6 / seconds, 0.0, 1000.0);
       r.busyTimeMsPerSecond = std::max(0.0, 1000.0 - r.idleTimeMsPerSecond - r.backPressuredTimeMsPerSecond);
+      for (const auto& now : b.operatorMetrics) {
+        // An operator's own numRecordsIn and numRecordsOut: no function may take these
+        // names in its operator's group, so they are the built-ins.
+        if (now.kind != detail::MetricKind::kCounter || !now.groups.empty() ||
+            (now.name != "numRecordsIn" && now.name != "numRecordsOut"))
+          continue;
+        auto before = std::find_if(a.operatorMetrics.begin(), a.operatorMetrics.end(), [&](const auto& m) {
+          return m.name == now.name && m.operatorName == now.operatorName && m.groups.empty();
+        });
+        if (before == a.operatorMetrics.end()) continue;
+        detail::MetricValue rate = now;
+        rate.kind = detail::MetricKind::kGauge;
+        rate.name += "PerSecond";
+        rate.value = now.value >= before->value ? (now.value - before->value) / seconds : 0.0;
+        r.operatorRates.push_back(std::move(rate));
+      }
       for (const auto& [output, records] : b.emitted) {
         auto before = a.emitted.find(output);
         r.emittedPerSecond[output] = delta(before == a.emitted.end() ? 0 : before->second, records) / seconds;

@@ -6,6 +6,7 @@
 #include <map>
 #include <utility>
 #include <vector>
+#include <vector>
 
 #include "runtime/job_execution.h"
 
@@ -20,6 +21,9 @@ struct SubtaskRates {
   double idleTimeMsPerSecond = 0;
   double backPressuredTimeMsPerSecond = 0;
   std::map<std::pair<int, int>, double> emittedPerSecond;  // SubtaskSample::emitted, per second
+  // Each operator's numRecordsInPerSecond and numRecordsOutPerSecond (Flink's operator
+  // meters), from its built-in counts, as metrics of its own.
+  std::vector<detail::MetricValue> operatorRates;
 };
 
 // Not thread-safe: the owner serializes calls.

@@ -702,6 +702,7 @@ class RestServer::Impl {
         m[p + "busyTimeMsPerSecond"] = rates[v][s].busyTimeMsPerSecond;
         m[p + "idleTimeMsPerSecond"] = rates[v][s].idleTimeMsPerSecond;
         m[p + "backPressuredTimeMsPerSecond"] = rates[v][s].backPressuredTimeMsPerSecond;
+        for (const auto& rate : rates[v][s].operatorRates) m[p + rate.identifier()] = rate.value;
       }
     }
     return m;
@@ -1031,6 +1032,8 @@ class RestServer::Impl {
                  "Share of time spent waiting for output credit", r.backPressuredTimeMsPerSecond);
           }
           for (const auto& metric : sub.operatorMetrics) out.add(labels, metric);
+          if (v < rates.size() && s < rates[v].size())
+            for (const auto& rate : rates[v][s].operatorRates) out.add(labels, rate);
         }
         // Of the last completed checkpoint, per subtask (Flink's task metrics, in ns).
         if (stats && stats->latestCompleted)

@@ -745,8 +745,10 @@ TEST(RestServer, TheGrafanaDashboardQueriesWhatMetricsServes) {
   EXPECT_TRUE(eventually([&] {
     auto r = server.client->Get("/metrics");
     page = r ? r->body : "";
+    // (Rates, busy time among them, once the sampler has two samples to compare.)
     return prometheusHas(page, "weir_taskmanager_job_task_checkpoint_alignment_time_seconds", {ofJob}) &&
-           prometheusHas(page, "weir_taskmanager_job_task_watermark_lag_seconds", {ofJob});
+           prometheusHas(page, "weir_taskmanager_job_task_watermark_lag_seconds", {ofJob}) &&
+           prometheusHas(page, "weir_taskmanager_job_task_busy_time_ratio", {ofJob});
   })) << page;
   for (const auto& metric : asked)
     EXPECT_NE(page.find("# TYPE " + metric + " "), std::string::npos) << metric << " is not in /metrics";

@@ -172,6 +172,43 @@ TEST_P(OperatorMetrics, EachOperatorShowsWhatItReceivedAndEmitted) {
 INSTANTIATE_TEST_SUITE_P(FusedOrNot, OperatorMetrics, ::testing::Bool(),
                          [](const auto& info) { return info.param ? "fused" : "chained"; });
 
+// Each operator's records per second, from its own counts, as the subtask's rates are:
+// a chained map between a source and a sink passes on what the source sends.
+TEST(OperatorMetricsOfARunningJob, EachOperatorShowsItsRates) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(test::restOnAnyPort());
+  env.setParallelism(1);
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, kUnboundedCount, RateLimiterStrategy::perSecond(5000)),
+                 WatermarkStrategy<int64_t>::noWatermarks(), "numbers")
+      .map([](int64_t v) { return v + 1; })
+      .name("plus one")
+      .sinkTo(DiscardingSink<int64_t>())
+      .name("nowhere");
+  auto job = env.executeAsync("rates");
+  std::map<std::string, double> m;
+  bool measured = false;
+  for (int i = 0; i < 200 && !measured; ++i) {
+    std::this_thread::sleep_for(50ms);
+    m = test::operatorMetrics(job);
+    measured = m["0.numbers.numRecordsOutPerSecond"] > 2000 && m.count("0.nowhere.numRecordsInPerSecond");
+  }
+  ASSERT_TRUE(measured) << ::testing::PrintToString(m);
+  const double sent = m["0.numbers.numRecordsOutPerSecond"];
+  EXPECT_LT(sent, 10'000);  // about 5,000
+  for (const char* id : {"0.plus one.numRecordsInPerSecond", "0.plus one.numRecordsOutPerSecond",
+                         "0.nowhere.numRecordsInPerSecond", "0.numbers.numRecordsInPerSecond"})
+    EXPECT_NEAR(m[id], sent, 0.1 * sent + 50) << id;  // one batch apart at the most
+  // In /metrics, gauges with the operator's labels.
+  const std::string url = job.getWebInterfaceURL();
+  httplib::Client client("127.0.0.1", std::stoi(url.substr(url.rfind(':') + 1)));
+  auto page = client.Get("/metrics");
+  ASSERT_TRUE(page);
+  EXPECT_NE(page->body.find("# TYPE weir_taskmanager_job_task_operator_num_records_in_per_second gauge"),
+            std::string::npos);
+  EXPECT_NE(page->body.find("weir_taskmanager_job_task_operator_num_records_out_per_second{"), std::string::npos);
+  job.cancel();
+  job.wait();
+}
+
 // A watermark after every record that raises the highest timestamp (punctuated); the
 // source sends it after the batch the record came in.
 struct EveryRecordWatermarks : WatermarkGenerator<int64_t> {
