@@ -132,10 +132,13 @@ std::string WebDriver::find(const std::string& css) {
 std::string WebDriver::await(const std::string& css, std::chrono::milliseconds timeout) {
   for (auto deadline = std::chrono::steady_clock::now() + timeout;; std::this_thread::sleep_for(50ms)) {
     try {
-      return find(css);
+      // Shown, not only present: the page builds parts of itself while they are hidden,
+      // and a click on those is refused ("element not interactable").
+      const std::string element = find(css);
+      if (call("GET", "/session/" + session_ + "/element/" + element + "/displayed").get<bool>()) return element;
     } catch (const std::runtime_error&) {
-      if (std::chrono::steady_clock::now() >= deadline) return "";
     }
+    if (std::chrono::steady_clock::now() >= deadline) return "";
   }
 }
 

@@ -36,7 +36,8 @@ class WebDriver {
   void open(const std::string& url);
   // The element `css` selects (the first); throws when there is none.
   std::string find(const std::string& css);
-  // Waits up to `timeout` for `css` to select an element; empty when it never did.
+  // Waits up to `timeout` for `css` to select an element that is shown; empty when it
+  // never did.
   std::string await(const std::string& css, std::chrono::milliseconds timeout = std::chrono::seconds(10));
   void click(const std::string& element);
   std::string text(const std::string& element);
