@@ -23,7 +23,7 @@ class RestServer {
   static RestServer& forOptions(const RestOptions& options);
 
   // Serves `job`; the server does not keep a job alive (dropping its last JobClient
-  // still cancels it). When the job ends, what the API answers for it is kept, before
+  // still cancels it, and it is served as it is cancelled). When the job ends, what the API answers for it is kept, before
   // its wait() returns, and served once no JobClient holds the job, until the process
   // exits (the newest 100 ended jobs); with `announceEnd` stderr says so. With
   // `archiveFolder` it is also written there (job_archive.h), and stderr says so.

@@ -994,8 +994,11 @@ TEST(RestServer, TheFlinkPrefixExportsWhatFlinksReporterWould) {
   options.address = "127.0.0.2";  // a server of its own: jobs that share one share its names
   options.prometheusPrefix = "flink";
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(options);
+  const auto started = std::chrono::steady_clock::now();
   auto job = testing::startUserMetricsJob(env, kCount, "flink names");
   job.wait();
+  const auto ranMillis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - started).count();
   Server server(job);
   const std::string ofJob = "job_id=\"" + job.getJobID() + "\"";
   int64_t evens = 0, odds = 0;
@@ -1011,7 +1014,11 @@ TEST(RestServer, TheFlinkPrefixExportsWhatFlinksReporterWould) {
   EXPECT_EQ(prometheusSum(page, "flink_taskmanager_job_task_numRecordsOut", {ofJob}), kCount);
   // Flink's reporter filters label values as names: "flink names" is flink_names.
   EXPECT_EQ(prometheusSum(page, "flink_jobmanager_job_numRestarts", {ofJob, "job_name=\"flink_names\""}), 0);
-  EXPECT_GT(prometheusSum(page, "flink_jobmanager_job_uptime", {ofJob}), 0);
+  // The job's run in whole milliseconds, which may be 0: this one can end within one.
+  EXPECT_NE(page.find("\nflink_jobmanager_job_uptime{"), std::string::npos) << page;
+  const auto uptime = prometheusSum(page, "flink_jobmanager_job_uptime", {ofJob});
+  EXPECT_GE(uptime, 0);
+  EXPECT_LE(uptime, ranMillis + 1);
   // Flink's task scope variables.
   for (const char* label : {"host=\"", "tm_id=\"embedded\"", "task_attempt_num=\"0\"", "task_attempt_id=\"",
                             "subtask_index=\"1\"", "task_name=\"Source:_numbers____counting_map"})
@@ -1443,6 +1450,44 @@ TEST(RestServer, TheServerDoesNotKeepAJobAliveButKeepsItsAnswers) {
     const json jobs = r ? json::parse(r->body)["jobs"] : json::array();
     return std::find(jobs.begin(), jobs.end(), json{{"id", jid}, {"status", "CANCELED"}}) != jobs.end();
   })) << body;
+}
+
+// A sink each of whose writes takes 300 ms, so that cancelling its job takes a while.
+struct SlowWritesSink : Sink<int64_t> {
+  struct Writer : SinkWriter<int64_t> {
+    void write(const int64_t&) override { std::this_thread::sleep_for(300ms); }
+  };
+  std::unique_ptr<SinkWriter<int64_t>> createWriter(RuntimeContext&) const override {
+    return std::make_unique<Writer>();
+  }
+};
+
+// A job whose last JobClient is dropped while it runs is served all along as it is
+// cancelled: never "not found" between the drop and its end.
+TEST(RestServer, AJobDroppedWhileRunningIsServedUntilItIsCancelled) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  env.setParallelism(1);
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, kUnboundedCount, RateLimiterStrategy::perSecond(100)),
+                 WatermarkStrategy<int64_t>::noWatermarks(), "numbers")
+      .sinkTo(SlowWritesSink{})
+      .disableChaining();
+  std::optional<JobClient> job(env.executeAsync("dropped while running"));
+  const std::string url = job->getWebInterfaceURL(), jid = job->getJobID();
+  httplib::Client client("127.0.0.1", std::stoi(url.substr(url.rfind(':') + 1)));
+  ASSERT_TRUE(eventually([&] { return job->getMetrics().vertices.back().numRecordsIn > 0; }));  // a write is under way
+  std::thread dropper([&] { job.reset(); });  // returns once the job is cancelled
+  std::vector<std::string> seen;  // each answer: its status, and the state
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (std::chrono::steady_clock::now() < deadline && (seen.empty() || !seen.back().ends_with("CANCELED"))) {
+    auto r = client.Get("/jobs/" + jid);
+    seen.push_back(!r ? "no answer" : std::to_string(r->status) + " " + json::parse(r->body).value("state", ""));
+  }
+  dropper.join();
+  ASSERT_FALSE(seen.empty());
+  EXPECT_EQ(seen.back(), "200 CANCELED");
+  for (const auto& answer : seen) EXPECT_TRUE(answer.starts_with("200 ")) << answer;
+  EXPECT_GT(std::count_if(seen.begin(), seen.end(), [](const auto& a) { return a == "200 CANCELLING"; }), 0)
+      << "no answer came while it was cancelled";
 }
 
 // A job that ended and whose last JobClient is gone is served as it was when it ended:
