@@ -62,6 +62,15 @@ void chain() {
                         {"baseline_records_per_s", b}, {"ratio", b / e}});
 }
 
+// keyed_sum's job: `n` records over `keys` keys -> keyBy -> rolling sum -> discarding sink.
+void addKeyedSum(StreamExecutionEnvironment& env, int64_t n, int64_t keys) {
+  env.fromSource(DataGeneratorSource([keys](int64_t i) { return keyedRecord(i, keys); }, n),
+                 WatermarkStrategy<KeyedRecord>::noWatermarks(), "gen")
+      .keyBy([](const KeyedRecord& r) { return r.first; })
+      .sum<1>()
+      .sinkTo(DiscardingSink<KeyedRecord>());
+}
+
 void keyedSum() {
   const int64_t n = 20'000'000, keys = 100'000;
   auto baseline = [&] {
@@ -79,16 +88,33 @@ void keyedSum() {
     auto [engine, base] = medianSecondsInterleaved(gRuns, [&] {
       StreamExecutionEnvironment env;
       env.setParallelism(p);
-      env.fromSource(DataGeneratorSource([keys](int64_t i) { return keyedRecord(i, keys); }, n),
-                     WatermarkStrategy<KeyedRecord>::noWatermarks(), "gen")
-          .keyBy([](const KeyedRecord& r) { return r.first; })
-          .sum<1>()
-          .sinkTo(DiscardingSink<KeyedRecord>());
+      addKeyedSum(env, n, keys);
       env.execute("keyed_sum");
     }, baseline);
     double e = static_cast<double>(n) / engine, b = static_cast<double>(n) / base;
     printFigure("keyed_sum", {{"parallelism", p}, {"records", static_cast<double>(n)}, {"keys", static_cast<double>(keys)},
                               {"records_per_s", e}, {"baseline_records_per_s", b}, {"ratio", b / e}});
+  }
+}
+
+// A bounded rolling sum per key run as a batch job (final values only) beside the same
+// job in STREAMING, interleaved, on the heap and on RocksDB; ratio = batch ÷ streaming
+// records/s (docs/batch.md).
+void batchSum() {
+  for (const auto& [backend, n, keys] : {std::tuple{"heap", int64_t{20'000'000}, int64_t{1'000'000}},
+                                         std::tuple{"rocksdb", int64_t{2'000'000}, int64_t{1'000'000}}}) {
+    auto run = [&](RuntimeExecutionMode mode) {
+      StreamExecutionEnvironment env;
+      env.setRuntimeMode(mode).setStateBackend(stateBackendFromName(backend));
+      addKeyedSum(env, n, keys);
+      env.execute("batch_sum");
+    };
+    auto [batch, streaming] = medianSecondsInterleaved(gRuns, [&] { run(RuntimeExecutionMode::BATCH); },
+                                                       [&] { run(RuntimeExecutionMode::STREAMING); });
+    double b = static_cast<double>(n) / batch, s = static_cast<double>(n) / streaming;
+    printFigure("batch_sum", {{"backend", backend}},
+                {{"parallelism", 1}, {"records", static_cast<double>(n)}, {"keys", static_cast<double>(keys)},
+                 {"records_per_s", b}, {"baseline_records_per_s", s}, {"ratio", b / s}});
   }
 }
 
@@ -513,13 +539,7 @@ void rest() {
         .sinkTo(DiscardingSink<int64_t>());
   }));
   const int64_t m = 200'000'000, keys = 100'000;
-  printRestOverhead(2, m, withAndWithoutRest([&](StreamExecutionEnvironment& env) {
-    env.fromSource(DataGeneratorSource([keys](int64_t i) { return keyedRecord(i, keys); }, m),
-                   WatermarkStrategy<KeyedRecord>::noWatermarks(), "gen")
-        .keyBy([](const KeyedRecord& r) { return r.first; })
-        .sum<1>()
-        .sinkTo(DiscardingSink<KeyedRecord>());
-  }));
+  printRestOverhead(2, m, withAndWithoutRest([&](StreamExecutionEnvironment& env) { addKeyedSum(env, m, keys); }));
   // Job 1's chain with a function that counts, meters and measures every record in
   // metrics of its own (a counter, a meter, a histogram of 1,000 values).
   const int64_t u = 200'000'000;
@@ -538,7 +558,7 @@ void rest() {
 int main(int argc, char** argv) {
   using namespace weir::bench;
   std::map<std::string, void (*)()> benches{
-      {"chain", chain}, {"keyed_sum", keyedSum}, {"channel", channel}, {"rest_overhead", rest},
+      {"chain", chain}, {"keyed_sum", keyedSum}, {"batch_sum", batchSum}, {"channel", channel}, {"rest_overhead", rest},
       {"tumbling_count", tumblingCount}, {"sliding_sum", slidingSum}, {"session_count", sessionCount},
       {"triggered_count", triggeredCount}, {"window_rocksdb", windowRocksDB},
       {"value_state", [] { valueState(gRuns); }}, {"map_state", [] { mapState(gRuns); }},

@@ -72,6 +72,10 @@ class RuntimeContext {
   // the end of its input.
   bool isCheckpointingEnabled() const { return checkpointing_; }
   void setCheckpointingEnabled(bool enabled) { checkpointing_ = enabled; }
+  // Whether the job runs in RuntimeExecutionMode::BATCH (docs/batch.md): no watermark
+  // before the end of the input, and keyed reductions emit only their final values.
+  bool isBatch() const { return batch_; }
+  void setBatch(bool batch) { batch_ = batch; }
   // What the job's files (checkpoints, a file sink's part files) are written through:
   // the local file system unless a test put a fault-injecting one in its place.
   const std::shared_ptr<core::FileSystem>& fileSystem() const { return fileSystem_; }
@@ -139,6 +143,7 @@ class RuntimeContext {
   std::shared_ptr<const Clock> clock_ = std::make_shared<SystemClock>();
   std::shared_ptr<core::FileSystem> fileSystem_;
   bool checkpointing_ = false;
+  bool batch_ = false;
   std::string checkpointDirectory_;
   std::chrono::milliseconds autoWatermarkInterval_{200};
   OperatorMetricGroup metricGroup_;

@@ -13,6 +13,7 @@
 #include "weir/job_client.h"
 #include "weir/rest_options.h"
 #include "weir/restart_strategy.h"
+#include "weir/runtime_execution_mode.h"
 #include "weir/savepoint_restore_settings.h"
 #include "weir/source.h"
 #include "weir/watermark_strategy.h"
@@ -38,6 +39,11 @@ class StreamExecutionEnvironment {
   StreamExecutionEnvironment& setRestOptions(RestOptions options);
   const RestOptions& getRestOptions() const { return rest_; }
 
+  // STREAMING (the default), BATCH or AUTOMATIC (Flink's execution.runtime-mode; see
+  // docs/batch.md). A job that cannot run in BATCH (an unbounded source, checkpointing
+  // enabled, a processing-time window) is refused at execute(), naming why.
+  StreamExecutionEnvironment& setRuntimeMode(RuntimeExecutionMode mode);
+  RuntimeExecutionMode getRuntimeMode() const;
   // Default parallelism of every operator (default 1); at least 1, at most maxParallelism.
   StreamExecutionEnvironment& setParallelism(int parallelism);
   int getParallelism() const;
@@ -111,6 +117,7 @@ class StreamExecutionEnvironment {
     node.createOperator = [shared, watermarks] { return std::make_unique<detail::SourceOperator<T>>(shared, watermarks); };
     node.createEnumerator = [shared](int parallelism) { return shared->createEnumerator(parallelism); };
     node.maxSourceParallelism = shared->maxParallelism();
+    node.boundedness = shared->getBoundedness();
     if (shared->badRecordPolicy() == BadRecordPolicy::DEAD_LETTER) {
       node.requiredSideOutputTag = deadLetterOutput().index();
       node.requiredSideOutputReason = "its bad-record policy is DEAD_LETTER: consume getSideOutput(deadLetterOutput())";

@@ -41,6 +41,7 @@
 #include "weir/output_tag.h"
 #include "weir/print_sink.h"
 #include "weir/rolling_policy.h"
+#include "weir/runtime_execution_mode.h"
 #include "weir/serialization_schema.h"
 #include "weir/serializer.h"
 #include "weir/sink.h"

@@ -58,6 +58,7 @@ std::vector<Key> withNativeMetricKeys(std::vector<Key> keys) {
 const std::vector<Key>& allKeys() {
   static const std::vector<Key> keys = withNativeMetricKeys({
       {"parallelism.default", {}, Type::kInt, "--parallelism", 1, kUpperBoundMaxParallelism},
+      {"execution.runtime-mode", {}, Type::kEnum, "--execution-mode", 0, 0, 0, 0, {"STREAMING", "BATCH", "AUTOMATIC"}},
       {"pipeline.max-parallelism", {}, Type::kInt, "--max-parallelism", -1, kUpperBoundMaxParallelism},
       {"pipeline.auto-watermark-interval", {}, Type::kDuration, "", 1, kForever},
       {"pipeline.auto-generate-uids", {}, Type::kBool, ""},
@@ -279,6 +280,9 @@ struct JobOptions::Impl {
     bind("--max-parallelism", "pipeline.max-parallelism",
          "Number of key groups, at most 32768 (default: Flink's, min(max(2^ceil(log2(1.5 p)), 128), 32768) for the "
          "highest parallelism p, or a restored checkpoint's)");
+    bind("--execution-mode", "execution.runtime-mode",
+         "streaming (default), batch (bounded input, final results only; docs/batch.md) or automatic (batch when "
+         "every source is bounded)");
     bind("--network-memory", "taskmanager.memory.network.max",
          "MiB all the job's channel buffers may take (default 512); a job whose channels cannot fit is refused at start");
     bind("--rest-port", "rest.port", "Port of the REST API and Web UI (default 8081; 0: any free port)");
@@ -517,6 +521,13 @@ struct JobOptions::Impl {
 
   // Checks the settings together, and finds the checkpoint `--restore latest` means.
   void check() {
+    if (choice("execution.runtime-mode") == "BATCH")
+      for (const auto& k : allKeys())
+        if ((k.name.starts_with("execution.checkpointing.") || k.name.starts_with("state.checkpoints.") ||
+             k.name == "weir.restore" || k.name == "execution.savepoint.path") &&
+            explicitlySet(k.name))
+          throw bad(nameOf("execution.runtime-mode") + " batch takes no checkpoints and starts from scratch, but " +
+                    nameOf(k.name) + " is given");
     if (auto p = integer("parallelism.default"), m = integer("pipeline.max-parallelism"); p && m && *m > 0 && *p > *m)
       throw bad(nameOf("parallelism.default") + " must be between 1 and the max parallelism (" + std::to_string(*m) +
                 "), got " + std::to_string(*p));
@@ -796,8 +807,14 @@ void JobOptions::applyTo(StreamExecutionEnvironment& env) const {
     env.setStateBackend(std::make_shared<HashMapStateBackend>());
   }
 
+  if (auto v = o.choice("execution.runtime-mode"))
+    env.setRuntimeMode(*v == "BATCH" ? RuntimeExecutionMode::BATCH
+                                     : *v == "AUTOMATIC" ? RuntimeExecutionMode::AUTOMATIC : RuntimeExecutionMode::STREAMING);
+  // A configuration file's checkpoint interval is for its streaming jobs (check() refused
+  // one given to this batch job explicitly).
+  const bool batch = o.choice("execution.runtime-mode") == "BATCH";
   CheckpointConfig& c = env.getCheckpointConfig();
-  if (auto v = o.duration("execution.checkpointing.interval")) c.setCheckpointInterval(*v);
+  if (auto v = o.duration("execution.checkpointing.interval"); v && !batch) c.setCheckpointInterval(*v);
   if (auto v = o.choice("execution.checkpointing.mode"))
     c.setCheckpointingMode(*v == "AT_LEAST_ONCE" ? CheckpointingMode::AT_LEAST_ONCE : CheckpointingMode::EXACTLY_ONCE);
   if (auto v = o.duration("execution.checkpointing.timeout")) c.setCheckpointTimeout(*v);

@@ -40,6 +40,12 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setBuffersPerChannel(int
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::setRuntimeMode(RuntimeExecutionMode mode) {
+  graph_->graph.runtimeMode = mode;
+  return *this;
+}
+RuntimeExecutionMode StreamExecutionEnvironment::getRuntimeMode() const { return graph_->graph.runtimeMode; }
+
 StreamExecutionEnvironment& StreamExecutionEnvironment::setNetworkMemory(int64_t bytes) {
   if (bytes < (int64_t{1} << 20))
     throw Error(ErrorCode::kInvalidArgument, "network memory must be at least 1 MiB, got " + std::to_string(bytes) +

@@ -192,6 +192,7 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
       task.contexts.back()->setClock(graph.clock);
       task.contexts.back()->setFileSystem(plan.fileSystem());
       task.contexts.back()->setCheckpointingEnabled(plan.checkpointing);
+      task.contexts.back()->setBatch(plan.batch);
       if (coordinator != nullptr)
         task.contexts.back()->setCheckpointDirectory(
             std::filesystem::path(coordinator->jobFolder()).parent_path().string());

@@ -97,6 +97,7 @@ struct JobPlan {
   std::vector<int> fusedTail;
   std::vector<bool> fusedAway;
   bool checkpointing = false;
+  bool batch = false;  // RuntimeExecutionMode::BATCH, as set or as AUTOMATIC resolved it
 };
 
 // 32 hex digits of a 128-bit value (job and vertex ids).

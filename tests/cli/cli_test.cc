@@ -217,8 +217,8 @@ TEST(Cli, AnUnreadableInputIsAUsageError) {
   fs::remove(path);
 }
 
-TEST(Cli, WordCountCountsEveryWordOfAFolder) {
-  auto dir = fs::temp_directory_path() / ("weir-cli-words-" + std::to_string(::getpid()));
+// Three files of words under dir/in; how often each word occurs.
+std::map<std::string, int64_t> writeWords(const fs::path& dir) {
   fs::remove_all(dir);
   fs::create_directories(dir / "in");
   std::map<std::string, int64_t> expected;
@@ -231,20 +231,53 @@ TEST(Cli, WordCountCountsEveryWordOfAFolder) {
       expected[w]++;
     }
   }
+  return expected;
+}
+
+// Every count of each word that `weir run wordcount` wrote to the part files in `out`.
+std::map<std::string, std::vector<int64_t>> countsIn(const fs::path& out) {
+  std::map<std::string, std::vector<int64_t>> counts;
+  for (auto& part : fs::directory_iterator(out)) {
+    std::ifstream in(part.path());
+    for (std::string line; std::getline(in, line);) {  // ("word", n)
+      auto q1 = line.find('"'), q2 = line.find('"', q1 + 1), comma = line.find(", ", q2);
+      counts[line.substr(q1 + 1, q2 - q1 - 1)].push_back(std::stoll(line.substr(comma + 2)));
+    }
+  }
+  return counts;
+}
+
+TEST(Cli, WordCountCountsEveryWordOfAFolder) {
+  auto dir = fs::temp_directory_path() / ("weir-cli-words-" + std::to_string(::getpid()));
+  const auto expected = writeWords(dir);
   Result r = weir("run wordcount -p 2 --rest-port 0 --input " + (dir / "in").string() + " --output " + (dir / "out").string());
   ASSERT_EQ(r.exitCode, 0) << r.err;
   // The last (largest) rolling count of each word is its total.
   std::map<std::string, int64_t> finalCounts;
-  for (auto& part : fs::directory_iterator(dir / "out")) {
-    std::ifstream in(part.path());
-    for (std::string line; std::getline(in, line);) {  // ("word", n)
-      auto q1 = line.find('"'), q2 = line.find('"', q1 + 1), comma = line.find(", ", q2);
-      std::string word = line.substr(q1 + 1, q2 - q1 - 1);
-      int64_t n = std::stoll(line.substr(comma + 2));
-      finalCounts[word] = std::max(finalCounts[word], n);
-    }
-  }
+  for (const auto& [word, counts] : countsIn(dir / "out")) finalCounts[word] = *std::max_element(counts.begin(), counts.end());
   EXPECT_EQ(finalCounts, expected);
+  fs::remove_all(dir);
+}
+
+// --execution-mode batch: each word's total, once (docs/batch.md); checkpoint options and
+// unbounded sources are refused with exit code 2.
+TEST(Cli, WordCountInBatchModeWritesEachWordsTotalOnce) {
+  auto dir = fs::temp_directory_path() / ("weir-cli-batch-" + std::to_string(::getpid()));
+  const auto expected = writeWords(dir);
+  Result r = weir("run wordcount --execution-mode batch -p 2 --no-rest --input " + (dir / "in").string() +
+                  " --output " + (dir / "out").string());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  std::map<std::string, std::vector<int64_t>> once;
+  for (const auto& [word, n] : expected) once[word] = {n};
+  EXPECT_EQ(countsIn(dir / "out"), once);
+
+  expectUsageError("run wordcount --execution-mode batch --checkpoint-interval 100 --input " + (dir / "in").string(),
+                   "--execution-mode batch takes no checkpoints and starts from scratch, but --checkpoint-interval is "
+                   "given");
+  expectUsageError("run wordcount --execution-mode sometimes --input " + (dir / "in").string(), "--execution-mode");
+  expectUsageError("run kafka-wordcount --execution-mode batch --bootstrap-servers 127.0.0.1:1 --input-topic lines "
+                   "--output-topic counts --no-rest",
+                   "execution mode BATCH needs bounded sources, but source 'lines' is unbounded");
   fs::remove_all(dir);
 }
 

@@ -76,11 +76,17 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
     state_->clearCurrentKey();
   }
 
-  // Fires the timers the watermark reached, then passes it on.
+  // Fires the timers the watermark reached, then passes it on. In a batch job the final
+  // watermark also fires every processing-time timer: its processing time jumps to the
+  // end of time with its input, as in Flink (docs/batch.md).
   template <class OnTimerContext>
   void advanceWatermark(int64_t watermark, OnTimerContext& ctx) {
     watermark_ = watermark;
     fireTimers(timers_, TimeDomain::EVENT_TIME, watermark, ctx);
+    if (watermark == kMaxWatermark && this->context_->isBatch()) {
+      endOfTime_ = true;  // a timer these register would fire at once, and so on forever
+      fireTimers(processingTimers_, TimeDomain::PROCESSING_TIME, kMaxWatermark, ctx);
+    }
     this->forwardWatermark(watermark);
   }
   // Fires the processing-time timers up to `time` (the clock passed it); what they emit
@@ -101,8 +107,9 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   void registerEventTimeTimer(int64_t time) override { timers_.add(key_, time); }
   void deleteEventTimeTimer(int64_t time) override { timers_.remove(key_, time); }
   void registerProcessingTimeTimer(int64_t time) override {
+    if (endOfTime_) return;
     processingTimers_.add(key_, time);
-    requestCallback(time);
+    if (!this->context_->isBatch()) requestCallback(time);  // batch: at the end of the input
   }
   void deleteProcessingTimeTimer(int64_t time) override { processingTimers_.remove(key_, time); }
 
@@ -146,6 +153,7 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   TimerQueue<K> timers_;
   TimerQueue<K> processingTimers_;
   int64_t callbackAt_ = std::numeric_limits<int64_t>::max();  // the earliest callback asked for
+  bool endOfTime_ = false;  // batch: the processing-time timers fired
   TimeDomain firing_ = TimeDomain::EVENT_TIME;
 };
 

@@ -14,9 +14,11 @@
 namespace weir::detail {
 
 // Rolling reduce per key: emits the new aggregate for every record (KeyedStream::reduce,
-// sum, min, max). Keeps one value per key: on the heap backend in the operator's own
-// flat hash table, on RocksDB as a ValueState in RocksDB. Both checkpoint the same
-// entries under "_rolling", so either backend restores the other's checkpoints.
+// sum, min, max); in a batch job only each key's final value, at the end of the input,
+// stamped Long.MAX_VALUE (Flink's BatchGroupedReduceOperator). Keeps one value per key:
+// on the heap backend in the operator's own flat hash table, on RocksDB as a ValueState
+// in RocksDB. Both checkpoint the same entries under "_rolling", so either backend
+// restores the other's checkpoints.
 template <class T, class K, class KeySelector, class F>
 class KeyedReduceOperator final : public UdfOperator<T, T, F> {
  public:
@@ -25,6 +27,7 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
 
   void open() override {
     UdfOperator<T, T, F>::open();
+    batch_ = this->context().isBatch();
     if constexpr (Serializable<K> && Serializable<T>) this->callUser([&] { openValues(); });
   }
   void close() override {
@@ -68,7 +71,7 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
       buffer_.clear();
       buffer_.reserve(records.size());
       reduceInStore(records);
-      this->out_->processBatch(buffer_, timestamps);
+      if (!batch_) this->out_->processBatch(buffer_, timestamps);
       return;
     }
     std::span<T> results;
@@ -78,11 +81,16 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
       // The table is larger than the cache: fetch a few records ahead so lookups overlap.
       constexpr size_t kAhead = 8;
       for (size_t i = 0; i < std::min(kAhead, keys.size()); ++i) values_.prefetch(keys[i]);
+      if (batch_) {  // the final values go at the end
+        for (size_t i = 0; i < keys.size(); ++i) {
+          if (i + kAhead < keys.size()) values_.prefetch(keys[i + kAhead]);
+          reduceInto(std::move(keys[i]), records[i]);
+        }
+        return;
+      }
       results = fillBuffer(buffer_, records.size(), [&](size_t i) -> T {
         if (i + kAhead < keys.size()) values_.prefetch(keys[i + kAhead]);
-        auto [it, inserted] = values_.try_emplace(std::move(keys[i]), records[i]);
-        if (!inserted) it->second = callReduce(this->fn_, it->second, records[i]);
-        return it->second;
+        return reduceInto(std::move(keys[i]), records[i]);
       });
     } catch (...) {
       this->rethrowAsOperatorFailure();
@@ -90,7 +98,54 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
     this->out_->processBatch(results, timestamps);  // one result per record, with its timestamp
   }
 
+  // A batch job's final watermark waits for the final values, which it must not pass.
+  void processWatermark(int64_t watermark) override {
+    if (batch_) heldWatermark_ = std::max(heldWatermark_, watermark);
+    else this->out_->processWatermark(watermark);
+  }
+  void endInput() override {
+    if (batch_) {
+      emitFinalValues();
+      if (heldWatermark_ != INT64_MIN) this->out_->processWatermark(heldWatermark_);
+    }
+    this->out_->endInput();
+  }
+
  private:
+  // Heap: the key's value, with `record` reduced into it.
+  const T& reduceInto(Stored<K>&& key, T& record) {
+    auto [it, inserted] = values_.try_emplace(std::move(key), record);
+    if (!inserted) it->second = callReduce(this->fn_, it->second, record);
+    return it->second;
+  }
+
+  // Batch: every key's value, in batches, stamped Long.MAX_VALUE.
+  void emitFinalValues() {
+    std::vector<int64_t> stamps;
+    buffer_.clear();
+    auto flush = [&] {
+      stamps.assign(buffer_.size(), kMaxWatermark);
+      this->out_->processBatch(std::span<T>(buffer_), stamps);
+      buffer_.clear();
+    };
+    if (state_ != nullptr) {  // one scan of the state's entries, not a lookup per key
+      if constexpr (Serializable<T>) {
+        const KeyGroupRange all{0, this->context().getMaxNumberOfParallelSubtasks() - 1};
+        store_->readEntries(kRollingState, all, [&](const StateEntry& e) {
+          buffer_.push_back(this->callUser([&] { return decodeState<T>(e.value, kRollingState, e.keyGroup); }));
+          if (buffer_.size() == kBatchRecords<T>) flush();
+        });
+      }
+    } else {
+      for (auto& [key, value] : values_) {
+        buffer_.push_back(std::move(value));
+        if (buffer_.size() == kBatchRecords<T>) flush();
+      }
+      values_.clear();
+    }
+    if (!buffer_.empty()) flush();
+  }
+
   // Where the values live (RocksDB state, or this operator's table), restored.
   void openValues() {
     auto* restored = this->context().restored();
@@ -120,8 +175,9 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
         K key = std::invoke(keySelector_, r);
         store_->setCurrentKey(key);
         std::optional<T> value = state_->value();
-        buffer_.push_back(value ? callReduce(this->fn_, *value, r) : r);
-        state_->update(buffer_.back());
+        T next = value ? callReduce(this->fn_, *value, r) : r;
+        state_->update(next);
+        if (!batch_) buffer_.push_back(std::move(next));
       }
     } catch (...) {
       store_->clearCurrentKey();
@@ -137,6 +193,8 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   TypeSchema schema_;                                // heap: theirs, as checkpoints record it
   std::vector<Stored<K>> keys_;
   std::vector<T> buffer_;
+  bool batch_ = false;                // RuntimeExecutionMode::BATCH: final values only
+  int64_t heldWatermark_ = INT64_MIN;  // batch: until the final values are out
 };
 
 }  // namespace weir::detail

@@ -78,13 +78,14 @@ class SourceOperator final : public SourceOperatorBase, private WatermarkOutput 
       if (auto* splits = restored->operatorList(kSourceSplitsState)) callUser([&] { reader_->addSplits(*splits); });
     }
     batch_.reserve(kBatchRecords<T>);
-    if (strategy_.generator()) generator_ = callUser([&] { return strategy_.generator()(); });
+    // A batch job has no watermark but the final one (docs/batch.md): nothing is late.
+    if (strategy_.generator() && !context_->isBatch()) generator_ = callUser([&] { return strategy_.generator()(); });
     metrics_->registry.builtInGauge(metricScope(), "currentEmitEventTimeLag", &emitEventTimeLag_);
     lastRecord_ = nextWatermark_ = Clock::now();
   }
 
   void joinWatermarkAlignment(WatermarkAlignment& alignment) override {
-    if (!strategy_.alignment()) return;
+    if (!strategy_.alignment() || context_->isBatch()) return;  // no watermarks to align
     alignment_ = &alignment;
     member_ = alignment.join(strategy_.alignment()->group);
   }

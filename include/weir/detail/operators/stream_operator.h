@@ -69,6 +69,8 @@ class StreamOperator {
   // between them). Other operators have no stages.
   virtual const std::atomic<uint64_t>* fusedStageInput(size_t /*stage*/) const { return nullptr; }
 
+  // Why this operator cannot run in RuntimeExecutionMode::BATCH, or empty when it can.
+  virtual std::string batchUnsupportedReason() const { return ""; }
   // Checkpoints. Why this operator cannot take part in them yet, or empty when it can.
   virtual std::string checkpointUnsupportedReason() const { return ""; }
   // The synchronous part of checkpoint `checkpointId`, on the task thread between

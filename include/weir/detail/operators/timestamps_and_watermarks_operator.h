@@ -31,10 +31,12 @@ class TimestampsAndWatermarksOperator final : public OneInputOperator<T, T>, pri
   }
 
   void open() override {
-    if (strategy_.generator()) generator_ = this->callUser([&] { return strategy_.generator()(); });
+    // A batch job has no watermark but the final one (docs/batch.md): nothing is late.
+    if (strategy_.generator() && !this->context().isBatch())
+      generator_ = this->callUser([&] { return strategy_.generator()(); });
     interval_ = this->context().getAutoWatermarkInterval();
     nextPeriodic_ = SteadyClock::now() + interval_;
-    idleTimeout_ = strategy_.idleTimeout().count();
+    idleTimeout_ = this->context().isBatch() ? 0 : strategy_.idleTimeout().count();
     if (generator_ && idleTimeout_ > 0) {
       lastRecord_ = this->context().clock()->currentTimeMillis();
       scheduleIdleCheck();

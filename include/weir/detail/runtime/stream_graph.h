@@ -15,6 +15,7 @@
 #include "weir/detail/runtime/record_writer.h"
 #include "weir/detail/runtime/stream_type.h"
 #include "weir/restart_strategy.h"
+#include "weir/runtime_execution_mode.h"
 #include "weir/savepoint_restore_settings.h"
 #include "weir/source.h"
 #include "weir/state_backend.h"
@@ -59,6 +60,7 @@ struct Transformation {
   // kSource: splits for the given parallelism (may throw weir::Error); null: none needed.
   std::function<std::unique_ptr<SplitEnumerator>(int)> createEnumerator;
   int maxSourceParallelism = 0;  // 0: any
+  Boundedness boundedness = Boundedness::BOUNDED;  // kSource: whether its input ends
   // A side output the job must consume (a source's dead letters), with why; -1: none.
   int requiredSideOutputTag = -1;
   std::string requiredSideOutputReason;
@@ -77,6 +79,7 @@ struct Transformation {
 struct StreamGraph {
   std::vector<std::shared_ptr<Transformation>> nodes;  // nodes[i]->id == i
   int defaultParallelism = 1;
+  RuntimeExecutionMode runtimeMode = RuntimeExecutionMode::STREAMING;  // as set; JobPlan resolves AUTOMATIC
   int maxParallelism = 0;  // the job's, every operator's default; 0: not set (JobPlan::create derives it)
   int buffersPerChannel = 4;  // credits per channel (exclusive buffers)
   // What the buffers of all the job's channels may take (Flink's network memory):

@@ -68,6 +68,14 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
       : Base(std::move(policy), lateTag), keySelector_(std::move(keySelector)), assigner_(std::move(assigner)),
         trigger_(std::move(trigger)), evictor_(std::move(evictor)), allowedLateness_(kEventTime ? allowedLateness : 0) {}
 
+  // Windows of the wall-clock time a batch job happens to read at mean nothing
+  // (docs/batch.md).
+  std::string batchUnsupportedReason() const override {
+    if constexpr (kProcessingTime)
+      return "its windows are in processing time, which gives a batch job no repeatable result; use event-time windows";
+    return "";
+  }
+
   void open() override {
     this->registerLateRecordsMetric();
     RuntimeContext& context = this->context();
@@ -163,6 +171,11 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   void processWatermark(int64_t watermark) override {
     watermark_ = std::max(watermark_, watermark);  // a restored one may be ahead of upstream's first
     fireTimers(eventTimers_, watermark_, false);
+    if (watermark == kMaxWatermark && this->context().isBatch()) {
+      // A batch job's processing time jumps to the end of time with its input (Flink's).
+      endOfTime_ = true;  // a timer these register would fire at once, and so on forever
+      fireTimers(processingTimers_, kMaxWatermark, true);
+    }
     this->forwardWatermark(watermark);
   }
 
@@ -192,7 +205,9 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   int64_t getCurrentWatermark() const override { return watermark_; }
   void registerEventTimeTimer(int64_t time) override { eventTimers_.add({key_, window_}, time); }
   void registerProcessingTimeTimer(int64_t time) override {
-    if (processingTimers_.add({key_, window_}, time)) requestCallback(time);
+    if (endOfTime_) return;
+    // Batch: at the end of the input.
+    if (processingTimers_.add({key_, window_}, time) && !this->context().isBatch()) requestCallback(time);
   }
   void deleteEventTimeTimer(int64_t time) override { eventTimers_.remove({key_, window_}, time); }
   void deleteProcessingTimeTimer(int64_t time) override { processingTimers_.remove({key_, window_}, time); }
@@ -410,6 +425,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   Timers processingTimers_;
   int64_t now_ = std::numeric_limits<int64_t>::min();  // processing time: the clock when the last batch came
   int64_t callbackAt_ = std::numeric_limits<int64_t>::max();  // the earliest callback asked for
+  bool endOfTime_ = false;  // batch: the processing-time timers fired
 };
 
 }  // namespace weir::detail

@@ -83,6 +83,14 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       : Base(std::move(policy), lateTag), keySelector_(std::move(keySelector)), assigner_(std::move(assigner)),
         allowedLateness_(kProcessingTime ? 0 : allowedLateness) {}
 
+  // Windows of the wall-clock time a batch job happens to read at mean nothing
+  // (docs/batch.md).
+  std::string batchUnsupportedReason() const override {
+    if constexpr (kProcessingTime)
+      return "its windows are in processing time, which gives a batch job no repeatable result; use event-time windows";
+    return "";
+  }
+
   void open() override {
     this->registerLateRecordsMetric();
     // (Types without a Serializer stay on the heap, without checkpoints.)
