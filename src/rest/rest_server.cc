@@ -222,6 +222,10 @@ class RestServer::Impl {
       std::unique_lock gate(gate_->mutex);
       gate_->server = nullptr;
       gate_->done.wait(gate, [&] { return gate_->active == 0; });
+      // No end callback unpins a job any more: unpin them all before one can end (it
+      // takes the gate's lock first) and be freed.
+      std::lock_guard lock(mutex_);
+      for (auto& e : jobs_) e->pinned.reset();
     }
     {
       // The process ends: whoever stopped a job with a savepoint gets to read where it went.
@@ -244,17 +248,28 @@ class RestServer::Impl {
       auto entry = std::make_unique<Entry>();
       entry->handle = job;
       entry->jobId = job->jobId();
+      // Until the job's end callback (archive) unpins it: a job whose last JobClient is
+      // dropped while it runs is served as it is cancelled (the callback runs before the
+      // job is freed; every job given here was launched, so the callback comes).
+      entry->pinned = std::shared_ptr<JobExecution>(std::shared_ptr<JobExecution>(), job.get());
       entry->sampler.update(*job);
       jobs_.push_back(std::move(entry));
       forgetOldJobs();
     }
-    job->onRelease([gate = gate_](JobExecution& released) {
-      throughGate(*gate, [&](Impl& server) { server.pinReleased(released); });
-    });
     // Outside the lock: a job that has ended already is archived right here.
     job->onEnd([gate = gate_, archiveFolder, announceEnd](JobExecution& ended) {
-      // never throws: it runs on the job's supervisor
-      throughGate(*gate, [&](Impl& server) { server.archive(ended, archiveFolder, announceEnd); });
+      Impl* server = nullptr;
+      {
+        std::lock_guard lock(gate->mutex);
+        if (gate->server == nullptr) return;
+        server = gate->server;
+        ++gate->active;
+      }
+      // Not under the gate's lock: archiving this job may end another (by dropping its
+      // last owner), whose archive must not wait for this one's.
+      server->archive(ended, archiveFolder, announceEnd);  // never throws: it runs on the job's supervisor
+      std::lock_guard lock(gate->mutex);
+      if (--gate->active == 0) gate->done.notify_all();
     });
   }
 
@@ -279,22 +294,14 @@ class RestServer::Impl {
   }
 
  private:
-  // What a job calls, when it is released or ends, while the server exists.
-  struct ArchiveGate {
-    explicit ArchiveGate(Impl* s) : server(s) {}
-    std::mutex mutex;
-    std::condition_variable done;
-    Impl* server;    // null once the server goes
-    int active = 0;  // calls in progress
-  };
-
   // The server watches a job but does not own it: dropping the last JobClient still
   // cancels the job, and its entry then goes away.
   struct Entry {
     std::weak_ptr<JobExecution> handle;
     std::string jobId;
     std::shared_ptr<JobExecution> job;     // locked from `handle` while a request or sample runs
-    std::shared_ptr<JobExecution> pinned;  // while the job is archived: it may have no owner left
+    // Not owned: the job, from addJob until archive() has run (it may have no owner left).
+    std::shared_ptr<JobExecution> pinned;
     MetricsSampler sampler;
     bool ended = false;  // sampled once more after the job ended, then left alone
   };
@@ -1141,52 +1148,22 @@ class RestServer::Impl {
     }
   }
 
-  // Runs `f` on the server while it exists; a server going away waits for it first.
-  template <class F>
-  static void throughGate(ArchiveGate& gate, F f) {
-    Impl* server = nullptr;
-    {
-      std::lock_guard lock(gate.mutex);
-      if (gate.server == nullptr) return;
-      server = gate.server;
-      ++gate.active;
-    }
-    // Not under the gate's lock: archiving this job may end another (by dropping its
-    // last owner), whose archive must not wait for this one's.
-    f(*server);
-    std::lock_guard lock(gate.mutex);
-    if (--gate.active == 0) gate.done.notify_all();
-  }
-
-  // Pins `job` in its entry (made again when the server forgot it), not owned: the job
-  // may be ending because its last owner let go of it. archive() unpins it. Under mutex_.
-  Entry& pin(JobExecution& job) {
-    Entry* e = entryOf(job.jobId());
-    if (e == nullptr) {
-      jobs_.push_back(std::make_unique<Entry>());
-      e = jobs_.back().get();
-      e->jobId = job.jobId();
-    }
-    e->pinned = std::shared_ptr<JobExecution>(std::shared_ptr<JobExecution>(), &job);
-    return *e;
-  }
-
-  // The job's last owner let go of it while it runs: it is cancelled, and served as it
-  // goes until it is archived, instead of being unknown in between.
-  void pinReleased(JobExecution& job) noexcept {
-    std::lock_guard lock(mutex_);  // throws only on a system error: the process ends
-    pin(job);
-  }
-
   // Pins the ended job, takes its final sample and renders its archive.
   JobArchive jobArchiveOf(JobExecution& job) {
     const std::string id = job.jobId();
     {
       std::lock_guard lock(mutex_);
-      Entry& e = pin(job);
-      e.sampler.update(job);  // its final figures
-      e.ended = true;
-      e.sampler.clearRates();
+      Entry* e = entryOf(id);
+      if (e == nullptr) {  // its last owner let go of it, and the server forgot it
+        jobs_.push_back(std::make_unique<Entry>());
+        e = jobs_.back().get();
+        e->jobId = id;
+      }
+      // Not owned here: the job may be ending because its last owner let go of it.
+      e->pinned = std::shared_ptr<JobExecution>(std::shared_ptr<JobExecution>(), &job);
+      e->sampler.update(job);  // its final figures
+      e->ended = true;
+      e->sampler.clearRates();
     }
     return jobArchive(id);
   }
@@ -1729,6 +1706,14 @@ class RestServer::Impl {
   std::deque<std::string> triggerOrder_;              // guarded by mutex_; oldest first
   std::vector<std::unique_ptr<Entry>> jobs_;   // guarded by mutex_
   std::vector<std::pair<std::regex, httplib::Server::Handler>> getRoutes_;  // set before the server listens
+  // What a job ending calls to be archived, while the server exists.
+  struct ArchiveGate {
+    explicit ArchiveGate(Impl* s) : server(s) {}
+    std::mutex mutex;
+    std::condition_variable done;
+    Impl* server;    // null once the server goes
+    int active = 0;  // archives in progress
+  };
   std::shared_ptr<ArchiveGate> gate_ = std::make_shared<ArchiveGate>(this);
   std::shared_ptr<ArchiveFolder> archives_;         // guarded by mutex_; `weir history`
   std::chrono::milliseconds archiveRefresh_{10000};  // guarded by mutex_

@@ -139,10 +139,6 @@ JobExecution::~JobExecution() {
 // its own when the handle was dropped by one of the job's threads (which cannot wait
 // for itself).
 void JobExecution::destroy(JobExecution* job) {
-  {
-    std::lock_guard hooks(job->hooksMutex_);
-    if (!job->endCalled_ && job->onRelease_) job->onRelease_(*job);
-  }
   job->cancel();
   if (job->onJobThread()) {
     std::thread([job] { delete job; }).detach();
@@ -256,16 +252,7 @@ void JobExecution::supervise() {
     ended_ = true;
     onEnd = std::move(onEnd_);
   }
-  {
-    std::lock_guard hooks(hooksMutex_);
-    endCalled_ = true;
-  }
   if (onEnd) onEnd(*this);
-}
-
-void JobExecution::onRelease(std::function<void(JobExecution&)> callback) {
-  std::lock_guard hooks(hooksMutex_);
-  onRelease_ = std::move(callback);
 }
 
 void JobExecution::onEnd(std::function<void(JobExecution&)> callback) {

@@ -87,10 +87,6 @@ class JobExecution {
   // returns; at once, on this thread, when it has ended already. One callback per job;
   // it must not throw.
   void onEnd(std::function<void(JobExecution&)> callback);
-  // Calls `callback` when the job's last handle is let go while the job still runs,
-  // before the job is cancelled, and never once its end callback began: the job stays
-  // whole until that end callback has returned. One callback per job; it must not throw.
-  void onRelease(std::function<void(JobExecution&)> callback);
   // Per vertex, per subtask.
   std::vector<std::vector<SubtaskSample>> sample() const;
   std::optional<FailureInfo> failure() const;
@@ -173,10 +169,6 @@ class JobExecution {
   bool restarting_ = false;            // guarded by mutex_
   bool ended_ = false;                 // guarded by mutex_
   std::function<void(JobExecution&)> onEnd_;  // guarded by mutex_
-  // Orders the release callback before the end callback (or leaves it out).
-  std::mutex hooksMutex_;
-  std::function<void(JobExecution&)> onRelease_;  // guarded by hooksMutex_
-  bool endCalled_ = false;                       // guarded by hooksMutex_
   // A stop-with-savepoint is in progress (another savepoint request is refused), and,
   // with drain, the savepoint the last task to end its input triggers.
   bool stopping_ = false;                        // guarded by mutex_
