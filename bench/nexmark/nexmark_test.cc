@@ -168,20 +168,24 @@ std::vector<T> sorted(std::vector<T> v) {
 }
 
 // The query's output on the small stream, in arrival order (a key's records come from
-// one subtask, in order), or sorted.
+// one subtask, in order), or sorted. In BATCH (docs/batch.md) the same query must give
+// what the brute force gives too (for updating queries, the last row per key).
 template <class T, class Build>
-std::vector<T> runUnsorted(Build build, int parallelism, const GeneratorConfig& c = smallConfig()) {
+std::vector<T> runUnsorted(Build build, int parallelism, const GeneratorConfig& c = smallConfig(),
+                           RuntimeExecutionMode mode = RuntimeExecutionMode::STREAMING) {
   StreamExecutionEnvironment env;
-  env.setParallelism(parallelism);
+  env.setParallelism(parallelism).setRuntimeMode(mode);
   CollectSink<T> sink;
   build(env.fromSource(NexmarkSource(c), nexmarkWatermarks(c), "nexmark")).sinkTo(sink);
   env.execute("nexmark");
   return sink.getResults();
 }
 template <class T, class Build>
-std::vector<T> run(Build build, int parallelism, const GeneratorConfig& c = smallConfig()) {
-  return sorted(runUnsorted<T>(build, parallelism, c));
+std::vector<T> run(Build build, int parallelism, const GeneratorConfig& c = smallConfig(),
+                   RuntimeExecutionMode mode = RuntimeExecutionMode::STREAMING) {
+  return sorted(runUnsorted<T>(build, parallelism, c, mode));
 }
+constexpr RuntimeExecutionMode kBatch = RuntimeExecutionMode::BATCH;
 
 std::vector<Bid> allBids(const GeneratorConfig& c = smallConfig()) {
   std::vector<Bid> out;
@@ -240,6 +244,7 @@ TEST(NexmarkQueries, Q5HotItemsMatchABruteForce) {
   for (auto& [key, n] : counts)
     if (n == max[key.first]) expected.push_back({key.second, n, key.first});
   for (int p : {1, 2}) EXPECT_EQ(run<Q5Result>([](auto e) { return q5(e); }, p), sorted(expected)) << "parallelism " << p;
+  EXPECT_EQ(run<Q5Result>([](auto e) { return q5(e); }, 2, smallConfig(), kBatch), sorted(expected)) << "batch";
 }
 
 // q7 by its SQL: B1 holds each 10 s tumbling window's MAX(price) with its window_end; a
@@ -268,6 +273,7 @@ TEST(NexmarkQueries, Q7HighestBidsMatchABruteForce) {
   for (const Q7Result& r : expected) windows.insert(r.windowEnd);
   ASSERT_EQ(windows.size(), 4u);
   EXPECT_EQ(run<Q7Result>([](auto e) { return q7(e); }, 2, c), sorted(expected));
+  EXPECT_EQ(run<Q7Result>([](auto e) { return q7(e); }, 2, c, kBatch), sorted(expected)) << "batch";
 }
 
 TEST(NexmarkQueries, Q8NewUsersMatchABruteForce) {
@@ -283,6 +289,7 @@ TEST(NexmarkQueries, Q8NewUsersMatchABruteForce) {
   }
   ASSERT_GT(expected.size(), 10u);  // hot sellers are recent people: many open an auction at once
   EXPECT_EQ(run<Q8Result>([](auto e) { return q8(e); }, 2), sorted(expected));
+  EXPECT_EQ(run<Q8Result>([](auto e) { return q8(e); }, 2, smallConfig(), kBatch), sorted(expected)) << "batch";
 }
 
 TEST(NexmarkQueries, Q11SessionsMatchABruteForce) {
@@ -299,6 +306,7 @@ TEST(NexmarkQueries, Q11SessionsMatchABruteForce) {
     }
   }
   EXPECT_EQ(run<Q11Result>([](auto e) { return q11(e); }, 2), sorted(expected));
+  EXPECT_EQ(run<Q11Result>([](auto e) { return q11(e); }, 2, smallConfig(), kBatch), sorted(expected)) << "batch";
 }
 
 // q12 with the job's clock held still while every bid arrives, then moved past the end
@@ -363,6 +371,7 @@ TEST(NexmarkQueries, Q3LocalItemSuggestionMatchesABruteForce) {
   }
   ASSERT_GT(expected.size(), 20u);
   EXPECT_EQ(run<Q3Result>([](auto e) { return q3(e); }, 2), sorted(expected));
+  EXPECT_EQ(run<Q3Result>([](auto e) { return q3(e); }, 2, smallConfig(), kBatch), sorted(expected)) << "batch";
 }
 
 // The winning bid of each auction by the brute force: (auction, price, bid time).
@@ -393,19 +402,22 @@ TEST(NexmarkQueries, Q9WinningBidsAndQ4AveragesMatchABruteForce) {
     sums[w.first.category].first += w.second.price;
     ++sums[w.first.category].second;
   }
-  std::vector<std::tuple<int64_t, int64_t, int64_t>> got;
-  for (const AuctionBid& w : runUnsorted<AuctionBid>([](auto e) { return q9(e); }, 2)) {
-    EXPECT_EQ(w.auction.id, w.bid.auction);
-    got.push_back({w.auction.id, w.bid.price, w.bid.dateTime});
-  }
-  std::sort(got.begin(), got.end());
-  EXPECT_EQ(got, expected);
+  for (RuntimeExecutionMode mode : {RuntimeExecutionMode::STREAMING, kBatch}) {
+    SCOPED_TRACE(mode == kBatch ? "batch" : "streaming");
+    std::vector<std::tuple<int64_t, int64_t, int64_t>> got;
+    for (const AuctionBid& w : runUnsorted<AuctionBid>([](auto e) { return q9(e); }, 2, smallConfig(), mode)) {
+      EXPECT_EQ(w.auction.id, w.bid.auction);
+      got.push_back({w.auction.id, w.bid.price, w.bid.dateTime});
+    }
+    std::sort(got.begin(), got.end());
+    EXPECT_EQ(got, expected);
 
-  auto averages = lastPerKey<Q4Result, int64_t>(runUnsorted<Q4Result>([](auto e) { return q4(e); }, 2),
-                                                [](const Q4Result& r) { return r.category; });
-  ASSERT_EQ(averages.size(), sums.size());
-  for (auto& [category, sc] : sums)
-    EXPECT_EQ(averages[category].average, sc.first / sc.second) << category;  // AVG(BIGINT) truncates
+    auto averages = lastPerKey<Q4Result, int64_t>(runUnsorted<Q4Result>([](auto e) { return q4(e); }, 2, smallConfig(), mode),
+                                                  [](const Q4Result& r) { return r.category; });
+    ASSERT_EQ(averages.size(), sums.size());
+    for (auto& [category, sc] : sums)
+      EXPECT_EQ(averages[category].average, sc.first / sc.second) << category;  // AVG(BIGINT) truncates
+  }
 }
 
 TEST(NexmarkQueries, Q17DailyStatsEndAtABruteForcesTotals) {

@@ -76,6 +76,14 @@ class RuntimeContext {
   // before the end of the input, and keyed reductions emit only their final values.
   bool isBatch() const { return batch_; }
   void setBatch(bool batch) { batch_ = batch; }
+  // In a batch job, what a keyed operator subtask sorts its input in before it spills
+  // (execution.sorted-inputs.memory), and the folder it spills to (io.tmp.dirs).
+  size_t sortedInputsMemory() const { return sortedInputsMemory_; }
+  const std::string& tmpDirectory() const { return tmpDirectory_; }
+  void setSortedInputs(size_t memory, std::string tmpDirectory) {
+    sortedInputsMemory_ = memory;
+    tmpDirectory_ = std::move(tmpDirectory);
+  }
   // What the job's files (checkpoints, a file sink's part files) are written through:
   // the local file system unless a test put a fault-injecting one in its place.
   const std::shared_ptr<core::FileSystem>& fileSystem() const { return fileSystem_; }
@@ -144,6 +152,8 @@ class RuntimeContext {
   std::shared_ptr<core::FileSystem> fileSystem_;
   bool checkpointing_ = false;
   bool batch_ = false;
+  size_t sortedInputsMemory_ = size_t{128} << 20;
+  std::string tmpDirectory_ = "/tmp";
   std::string checkpointDirectory_;
   std::chrono::milliseconds autoWatermarkInterval_{200};
   OperatorMetricGroup metricGroup_;
@@ -160,13 +170,25 @@ namespace detail {
 inline bool keyedStateInRocksDB(const RuntimeContext& context) {
   return context.stateBackend().getName() == "rocksdb";
 }
+// The keyed state of a keyed operator's subtask, on `backend`.
+template <class K>
+std::unique_ptr<KeyedStateBackend<K>> makeKeyedStateBackend(RuntimeContext& context, const StateBackend& backend) {
+  return std::make_unique<KeyedStateBackend<K>>(
+      backend, context.getMaxNumberOfParallelSubtasks(),
+      context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock(),
+      context.getMetricGroup());
+}
 // The keyed state of a keyed operator's subtask, on the job's state backend.
 template <class K>
 std::unique_ptr<KeyedStateBackend<K>> makeKeyedStateBackend(RuntimeContext& context) {
-  return std::make_unique<KeyedStateBackend<K>>(
-      context.stateBackend(), context.getMaxNumberOfParallelSubtasks(),
-      context.getTaskName() + "-" + std::to_string(context.getIndexOfThisSubtask()), context.clock(),
-      context.getMetricGroup());
+  return makeKeyedStateBackend<K>(context, context.stateBackend());
+}
+// A batch job's keyed state when the operator's input is grouped by key (Flink's batch
+// state backend): on the heap whatever the job's backend, since it holds one key at a
+// time (the operator drops each key's state once the key's input is done).
+template <class K>
+std::unique_ptr<KeyedStateBackend<K>> makeBatchKeyedStateBackend(RuntimeContext& context) {
+  return makeKeyedStateBackend<K>(context, HashMapStateBackend());
 }
 }  // namespace detail
 

@@ -44,6 +44,13 @@ class StreamExecutionEnvironment {
   // enabled, a processing-time window) is refused at execute(), naming why.
   StreamExecutionEnvironment& setRuntimeMode(RuntimeExecutionMode mode);
   RuntimeExecutionMode getRuntimeMode() const;
+  // In BATCH, the memory each keyed operator subtask sorts its input in before it
+  // spills sorted runs to disk (Flink's execution.sorted-inputs.memory; default 128 MiB,
+  // at least 64 KiB), and the local folder it spills to (Flink's io.tmp.dirs; default
+  // $TMPDIR, else /tmp).
+  StreamExecutionEnvironment& setSortedInputsMemory(int64_t bytes);
+  int64_t getSortedInputsMemory() const;
+  StreamExecutionEnvironment& setTmpDirectory(std::string directory);
   // Default parallelism of every operator (default 1); at least 1, at most maxParallelism.
   StreamExecutionEnvironment& setParallelism(int parallelism);
   int getParallelism() const;

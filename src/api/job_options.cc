@@ -59,6 +59,8 @@ const std::vector<Key>& allKeys() {
   static const std::vector<Key> keys = withNativeMetricKeys({
       {"parallelism.default", {}, Type::kInt, "--parallelism", 1, kUpperBoundMaxParallelism},
       {"execution.runtime-mode", {}, Type::kEnum, "--execution-mode", 0, 0, 0, 0, {"STREAMING", "BATCH", "AUTOMATIC"}},
+      {"execution.sorted-inputs.memory", {}, Type::kMemory, "", 64 << 10, int64_t{1} << 50},
+      {"io.tmp.dirs", {}, Type::kString, ""},
       {"pipeline.max-parallelism", {}, Type::kInt, "--max-parallelism", -1, kUpperBoundMaxParallelism},
       {"pipeline.auto-watermark-interval", {}, Type::kDuration, "", 1, kForever},
       {"pipeline.auto-generate-uids", {}, Type::kBool, ""},
@@ -807,6 +809,8 @@ void JobOptions::applyTo(StreamExecutionEnvironment& env) const {
     env.setStateBackend(std::make_shared<HashMapStateBackend>());
   }
 
+  if (auto v = o.memory("execution.sorted-inputs.memory")) env.setSortedInputsMemory(*v);
+  if (auto v = o.text("io.tmp.dirs")) env.setTmpDirectory(v->substr(0, v->find_first_of(",:")));  // the first
   if (auto v = o.choice("execution.runtime-mode"))
     env.setRuntimeMode(*v == "BATCH" ? RuntimeExecutionMode::BATCH
                                      : *v == "AUTOMATIC" ? RuntimeExecutionMode::AUTOMATIC : RuntimeExecutionMode::STREAMING);

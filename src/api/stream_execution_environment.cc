@@ -46,6 +46,20 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setRuntimeMode(RuntimeEx
 }
 RuntimeExecutionMode StreamExecutionEnvironment::getRuntimeMode() const { return graph_->graph.runtimeMode; }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::setSortedInputsMemory(int64_t bytes) {
+  if (bytes < (int64_t{64} << 10))
+    throw Error(ErrorCode::kInvalidArgument,
+                "sorted-inputs memory must be at least 64 KiB, got " + std::to_string(bytes) + " bytes");
+  graph_->graph.sortedInputsMemoryBytes = bytes;
+  return *this;
+}
+int64_t StreamExecutionEnvironment::getSortedInputsMemory() const { return graph_->graph.sortedInputsMemoryBytes; }
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::setTmpDirectory(std::string directory) {
+  graph_->graph.tmpDirectory = std::move(directory);
+  return *this;
+}
+
 StreamExecutionEnvironment& StreamExecutionEnvironment::setNetworkMemory(int64_t bytes) {
   if (bytes < (int64_t{1} << 20))
     throw Error(ErrorCode::kInvalidArgument, "network memory must be at least 1 MiB, got " + std::to_string(bytes) +

@@ -193,6 +193,7 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
       task.contexts.back()->setFileSystem(plan.fileSystem());
       task.contexts.back()->setCheckpointingEnabled(plan.checkpointing);
       task.contexts.back()->setBatch(plan.batch);
+      task.contexts.back()->setSortedInputs(static_cast<size_t>(graph.sortedInputsMemoryBytes), graph.tmpDirectory);
       if (coordinator != nullptr)
         task.contexts.back()->setCheckpointDirectory(
             std::filesystem::path(coordinator->jobFolder()).parent_path().string());

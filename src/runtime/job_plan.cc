@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <map>
 #include <set>
 #include <tuple>
@@ -131,6 +132,11 @@ void resolveExecutionMode(JobPlan& plan) {
     const std::string reason = nodes[i]->createOperator()->batchUnsupportedReason();
     if (!reason.empty()) throw invalidJob(batch + " cannot run operator '" + nodes[i]->name + "': " + reason);
   }
+  std::error_code ec;
+  if (plan.graph.tmpDirectory.empty()) plan.graph.tmpDirectory = std::filesystem::temp_directory_path(ec).string();
+  if (!std::filesystem::is_directory(plan.graph.tmpDirectory, ec))
+    throw Error(ErrorCode::kInvalidArgument, "io.tmp.dirs '" + plan.graph.tmpDirectory +
+                                                 "' is not a folder; batch execution spills sorted input there");
 }
 
 }  // namespace

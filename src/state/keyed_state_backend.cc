@@ -65,6 +65,12 @@ SnapshotContext KeyedStateBackendBase::snapshotContext() const {
   return context;
 }
 
+void KeyedStateBackendBase::dropCurrentKeyState() {
+  if (heapKeys_ == nullptr) throw Error(ErrorCode::kInternal, "only heap state drops a key's state at once");
+  if (keyContext_.keyGroup < 0) return;  // no current key
+  for (auto& [name, registered] : states_) registered.state->eraseSlot(keyContext_.slot);
+}
+
 void KeyedStateBackendBase::readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit) {
   auto it = states_.find(name);
   if (it == states_.end()) throw Error(ErrorCode::kState, "no state named '" + name + "' is registered");

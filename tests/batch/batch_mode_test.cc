@@ -7,7 +7,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
 #include <map>
 #include <set>
 #include <thread>
@@ -41,6 +43,19 @@ std::vector<Event> disordered(int64_t n, int64_t keys) {
   for (int64_t i = 0; i < n; ++i) events.push_back({i % keys, 1000 + i - (i * 7919) % 40, 1 + (i * 31) % 9});
   return events;
 }
+
+// Each key's total in keyed state, emitted by the event-time timer at the end of time.
+struct ProcessWithState : KeyedProcessFunction<int64_t, KeySum, KeySum> {
+  ValueState<int64_t>* total = nullptr;
+  void open() override { total = &getRuntimeContext().getState(ValueStateDescriptor<int64_t>("total", 0)); }
+  void processElement(const KeySum& r, Context& ctx, Collector<KeySum>&) override {
+    total->update(*total->value() + r.second);
+    ctx.timerService().registerEventTimeTimer(kMaxWatermark);
+  }
+  void onTimer(int64_t, OnTimerContext& ctx, Collector<KeySum>& out) override {
+    out.collect({ctx.getCurrentKey(), *total->value()});
+  }
+};
 
 class BatchOn : public ::testing::TestWithParam<std::string> {};
 INSTANTIATE_TEST_SUITE_P(Backends, BatchOn, ::testing::Values("heap", "rocksdb"),
@@ -78,6 +93,45 @@ TEST_P(BatchOn, ASumEmitsOnlyEachKeysFinalValue) {
   std::map<int64_t, int64_t> lastValues;
   for (const auto& [kv, timestamp] : streaming) lastValues[kv.first] = std::max(lastValues[kv.first], kv.second);
   EXPECT_EQ(lastValues, finals);
+}
+
+// A reduce sees each key's records in timestamp order (Flink sorts a batch job's keyed
+// input by key, then timestamp), of equal timestamps in the order they came: keeping the
+// later record leaves each key's latest, whether the input fits the sort budget or is
+// spilled; records without timestamps, in the order they came, combined first.
+TEST_P(BatchOn, AReduceSeesEachKeysRecordsInTimestampOrder) {
+  const auto events = disordered(30000, 11);
+  std::map<int64_t, Event> latest;
+  for (const auto& e : events) {
+    auto [it, fresh] = latest.try_emplace(e.key, e);
+    if (e.time >= it->second.time) it->second = e;
+  }
+  std::map<int64_t, Event> lastCame;
+  for (const auto& e : events) lastCame.insert_or_assign(e.key, e);
+  for (int64_t budget : {int64_t{64} << 10, int64_t{128} << 20}) {
+    for (bool stamped : {true, false}) {
+      SCOPED_TRACE(std::to_string(budget) + (stamped ? " bytes, timestamps" : " bytes, no timestamps"));
+      StreamExecutionEnvironment env;
+      env.setParallelism(2).setStateBackend(stateBackendFromName(GetParam())).setRuntimeMode(RuntimeExecutionMode::BATCH);
+      env.setSortedInputsMemory(budget);
+      CollectSink<Event> sink;
+      env.fromSource(detail::CollectionSource<Event>(events),
+                     stamped ? punctuated(0) : WatermarkStrategy<Event>::noWatermarks(), "events")
+          .keyBy([](const Event& e) { return e.key; })
+          .reduce([](const Event&, const Event& later) { return later; })
+          .sinkTo(sink);
+      env.execute();
+      std::map<int64_t, Event> got;
+      for (const auto& e : sink.getResults()) got.insert_or_assign(e.key, e);
+      EXPECT_EQ(sink.getResults().size(), latest.size());
+      const auto& expected = stamped ? latest : lastCame;
+      ASSERT_EQ(got.size(), expected.size());
+      for (const auto& [key, e] : expected) {
+        EXPECT_EQ(got[key].time, e.time) << "key " << key;
+        EXPECT_EQ(got[key].value, e.value) << "key " << key;
+      }
+    }
+  }
 }
 
 // Tumbling, sliding and session windows over disordered events: BATCH counts every
@@ -133,6 +187,48 @@ TEST_P(BatchOn, WindowsCountEveryRecordAsAPerfectWatermarkWould) {
       << "the input is not disordered enough for a streaming run to drop anything";
 }
 
+// Windows that take the trigger path (a trigger given, or GlobalWindows): each key's
+// count windows over its records in timestamp order (as Flink sorts a batch job's keyed
+// input: by key, then timestamp), and event-time windows through their trigger, as the
+// brute forces find them.
+TEST_P(BatchOn, TriggeredWindowsFireAsTheBruteForceDoes) {
+  const auto events = disordered(20000, 7);
+  auto run = [&](auto windowed) {
+    StreamExecutionEnvironment env;
+    env.setParallelism(2).setStateBackend(stateBackendFromName(GetParam())).setRuntimeMode(RuntimeExecutionMode::BATCH);
+    CollectSink<Event> sink;
+    windowed(env.fromSource(detail::CollectionSource<Event>(events), punctuated(0), "events")
+                 .keyBy([](const Event& e) { return e.key; }))
+        .reduce([](const Event& a, const Event& b) { return Event{a.key, std::max(a.time, b.time), a.value + b.value}; })
+        .sinkTo(sink);
+    env.execute();
+    std::multiset<std::pair<int64_t, int64_t>> out;  // key, sum
+    for (const auto& e : sink.getResults()) out.insert({e.key, e.value});
+    return out;
+  };
+  std::multiset<std::pair<int64_t, int64_t>> counted, tumbling;
+  std::map<int64_t, std::vector<Event>> byKey;  // in timestamp order, then input order
+  std::map<std::pair<int64_t, int64_t>, int64_t> windows;
+  for (const auto& e : events) {
+    byKey[e.key].push_back(e);
+    windows[{e.key, e.time / 100}] += e.value;
+  }
+  for (auto& [key, list] : byKey) {
+    std::stable_sort(list.begin(), list.end(), [](const Event& a, const Event& b) { return a.time < b.time; });
+    for (size_t i = 0; i + 5 <= list.size(); i += 5) {  // a last window not yet full never fires
+      int64_t sum = 0;
+      for (size_t j = i; j < i + 5; ++j) sum += list[j].value;
+      counted.insert({key, sum});
+    }
+  }
+  for (const auto& [kw, sum] : windows) tumbling.insert({kw.first, sum});
+  EXPECT_EQ(run([](auto keyed) { return keyed.countWindow(5); }), counted);
+  EXPECT_EQ(run([](auto keyed) {
+              return keyed.window(TumblingEventTimeWindows::of(100ms)).trigger(EventTimeTrigger::create());
+            }),
+            tumbling);
+}
+
 using JoinedPair = std::tuple<int64_t, int64_t, int64_t>;  // key, left time, right time
 struct JoinTimes : ProcessJoinFunction<Event, Event, JoinedPair> {
   void processElement(const Event& a, const Event& b, Context&, Collector<JoinedPair>& out) override {
@@ -163,73 +259,180 @@ TEST_P(BatchOn, AnIntervalJoinFindsEveryPair) {
   EXPECT_EQ(std::multiset<Pair>(results.begin(), results.end()), expected);
 }
 
-// What a timer saw: its key, its time, the watermark then, and how many records the
-// function had been given by then.
-struct Fired {
-  int64_t key = 0, time = 0, watermark = 0, recordsBefore = 0;
-  bool eventTime = true;
-  bool operator<(const Fired& o) const { return std::tie(key, time, eventTime) < std::tie(o.key, o.time, o.eventTime); }
+// What a KeyedProcessFunction saw, in order: a record or a timer, its key, the time of
+// a timer, the watermark then, and how many records of the key its state had counted.
+struct Seen {
+  bool timer = false, eventTime = true;
+  int64_t key = 0, time = 0, watermark = 0, counted = 0;
 };
 
-// An event-time timer 10 ms after each record, and one processing-time timer per key (in
-// 2096); a processing-time timer registers another.
-struct Timers : KeyedProcessFunction<int64_t, Event, Fired> {
+// Counts each key's records in keyed state; an event-time timer 10 ms after each
+// record, and one processing-time timer per key (in 2096) that registers another, and
+// an event-time timer at kLast.
+struct Timers : KeyedProcessFunction<int64_t, Event, int64_t> {
   static constexpr int64_t kIn2096 = 4'000'000'000'000;
-  explicit Timers(std::shared_ptr<std::atomic<int64_t>> counter) : records(std::move(counter)) {}
-  std::shared_ptr<std::atomic<int64_t>> records;
-  void processElement(const Event& e, Context& ctx, Collector<Fired>&) override {
-    records->fetch_add(1);
+  static constexpr int64_t kLast = 3'000'000'000'000;
+  explicit Timers(std::shared_ptr<std::vector<Seen>> seen) : seen(std::move(seen)) {}
+  std::shared_ptr<std::vector<Seen>> seen;  // parallelism 1: one thread appends
+  ValueState<int64_t>* count = nullptr;
+  void open() override { count = &getRuntimeContext().getState(ValueStateDescriptor<int64_t>("count", 0)); }
+  void processElement(const Event& e, Context& ctx, Collector<int64_t>&) override {
+    count->update(*count->value() + 1);
     ctx.timerService().registerEventTimeTimer(e.time + 10);
     ctx.timerService().registerProcessingTimeTimer(kIn2096);
+    seen->push_back({false, true, e.key, e.time, ctx.timerService().currentWatermark(), *count->value()});
   }
-  void onTimer(int64_t time, OnTimerContext& ctx, Collector<Fired>& out) override {
+  void onTimer(int64_t time, OnTimerContext& ctx, Collector<int64_t>&) override {
     const bool eventTime = ctx.timeDomain() == TimeDomain::EVENT_TIME;
-    out.collect({ctx.getCurrentKey(), eventTime ? time : 0, ctx.timerService().currentWatermark(), records->load(), eventTime});
-    if (!eventTime) ctx.timerService().registerProcessingTimeTimer(time + 1);  // would fire forever
+    seen->push_back({true, eventTime, ctx.getCurrentKey(), time, ctx.timerService().currentWatermark(), *count->value()});
+    if (!eventTime) {
+      ctx.timerService().registerProcessingTimeTimer(time + 1);  // would fire forever
+      ctx.timerService().registerEventTimeTimer(kLast);          // fires, for this key
+    }
   }
 };
 
-// Every timer fires once the input has ended: the event-time ones in time order, with
-// the watermark at Long.MAX_VALUE, then every processing-time one (the processing time
-// jumps to the end of time too, as in Flink); one that a processing-time timer registers
-// then does not fire.
-TEST_P(BatchOn, TimersFireAtTheEndOfTheInput) {
+// Flink's batch rules for a keyed process function: its input comes grouped by key, one
+// key after another, each key's in timestamp order, with no watermark (Long.MIN_VALUE);
+// once a key's records are done its timers fire: the event-time ones in time order with
+// the watermark at Long.MAX_VALUE, then its processing-time ones (processing time jumps
+// to the end of time too), whose own new processing-time timers do not fire and whose
+// event-time ones do. Its keyed state is there for them.
+TEST_P(BatchOn, EachKeysTimersFireOnceItsInputIsDone) {
   const auto events = disordered(5000, 5);
   StreamExecutionEnvironment env;
   env.setStateBackend(stateBackendFromName(GetParam())).setRuntimeMode(RuntimeExecutionMode::BATCH);
-  auto records = std::make_shared<std::atomic<int64_t>>(0);
-  CollectSink<Fired> sink;
+  auto seen = std::make_shared<std::vector<Seen>>();
   env.fromSource(detail::CollectionSource<Event>(events), punctuated(0), "events")
       .keyBy([](const Event& e) { return e.key; })
-      .process(Timers(records))
-      .sinkTo(sink);
+      .process(Timers(seen))
+      .sinkTo(DiscardingSink<int64_t>());
   env.execute();
-  std::set<std::pair<int64_t, int64_t>> expected;  // key, time: one timer per distinct time
-  std::set<int64_t> keys;
+  std::map<int64_t, int64_t> records;                 // per key
+  std::map<int64_t, std::set<int64_t>> timerTimes;  // per key: one timer per distinct time
   for (const auto& e : events) {
-    expected.insert({e.key, e.time + 10});
-    keys.insert(e.key);
+    ++records[e.key];
+    timerTimes[e.key].insert(e.time + 10);
   }
-  const auto fired = sink.getResults();
-  std::set<std::pair<int64_t, int64_t>> eventTimers;
-  std::multiset<int64_t> processingTimers;
-  int64_t lastTime = INT64_MIN;
-  bool processingStarted = false;
-  for (const auto& f : fired) {
-    EXPECT_EQ(f.recordsBefore, static_cast<int64_t>(events.size())) << "a timer fired before the input ended";
-    if (f.eventTime) {
-      EXPECT_FALSE(processingStarted) << "an event-time timer after the processing-time ones";
-      EXPECT_EQ(f.watermark, kMaxWatermark);
-      EXPECT_GE(f.time, lastTime) << "out of time order";
-      lastTime = f.time;
-      EXPECT_TRUE(eventTimers.insert({f.key, f.time}).second) << "fired twice";
-    } else {
-      processingStarted = true;
-      processingTimers.insert(f.key);
+  std::set<int64_t> done;
+  size_t i = 0;
+  while (i < seen->size()) {
+    const int64_t key = (*seen)[i].key;
+    ASSERT_TRUE(done.insert(key).second) << "key " << key << " came back after another key";
+    int64_t counted = 0, lastTime = INT64_MIN;
+    for (; i < seen->size() && (*seen)[i].key == key && !(*seen)[i].timer; ++i) {
+      EXPECT_EQ((*seen)[i].watermark, kMinWatermark) << "a watermark within a key";
+      EXPECT_EQ((*seen)[i].counted, ++counted);
+      EXPECT_GE((*seen)[i].time, lastTime) << "key " << key << "'s records out of timestamp order";
+      lastTime = (*seen)[i].time;
     }
+    EXPECT_EQ(counted, records[key]) << "key " << key << "'s records were not all given before its timers";
+    std::vector<int64_t> eventTimers, afterProcessing;
+    int processingTimers = 0;
+    for (; i < seen->size() && (*seen)[i].key == key; ++i) {
+      const Seen& t = (*seen)[i];
+      ASSERT_TRUE(t.timer) << "a record of key " << key << " after its timers";
+      EXPECT_EQ(t.counted, records[key]) << "the key's state is gone before its timers";
+      EXPECT_EQ(t.watermark, kMaxWatermark);
+      if (!t.eventTime) ++processingTimers;
+      else (processingTimers == 0 ? eventTimers : afterProcessing).push_back(t.time);
+    }
+    EXPECT_TRUE(std::is_sorted(eventTimers.begin(), eventTimers.end())) << "out of time order";
+    EXPECT_EQ(std::set<int64_t>(eventTimers.begin(), eventTimers.end()), timerTimes[key]);
+    EXPECT_EQ(eventTimers.size(), timerTimes[key].size()) << "a timer fired twice";
+    EXPECT_EQ(processingTimers, 1) << "one processing-time timer per key, and none it registered";
+    EXPECT_EQ(afterProcessing, std::vector<int64_t>{Timers::kLast}) << "the event-time timer it registered";
   }
-  EXPECT_EQ(eventTimers, expected);
-  EXPECT_EQ(processingTimers, std::multiset<int64_t>(keys.begin(), keys.end()));  // one per key, none again
+  EXPECT_EQ(done.size(), records.size());
+}
+
+// This process's resident memory now, or its peak since resetPeakRss (VmHWM), in bytes.
+int64_t residentBytes(const char* field) {
+  std::ifstream status("/proc/self/status");
+  for (std::string line; std::getline(status, line);)
+    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(std::strlen(field))) * 1024;
+  return -1;
+}
+
+// Keyed state holds one key at a time in BATCH: 400 keys of 1 MiB of state each, which
+// would take 400 MiB at once, raise the peak resident memory by far less; on RocksDB
+// too, whose instance the batch job does not use.
+TEST_P(BatchOn, AKeysStateIsDroppedOnceItsInputIsDone) {
+  struct Hold : KeyedProcessFunction<int64_t, int64_t, int64_t> {
+    ValueState<std::string>* held = nullptr;
+    void open() override { held = &getRuntimeContext().getState(ValueStateDescriptor<std::string>("held")); }
+    void processElement(const int64_t& key, Context& ctx, Collector<int64_t>& out) override {
+      if (!held->value()) held->update(std::string(1 << 20, static_cast<char>('a' + key % 26)));
+      ctx.timerService().registerEventTimeTimer(kMaxWatermark);
+    }
+    void onTimer(int64_t, OnTimerContext& ctx, Collector<int64_t>& out) override {
+      out.collect(static_cast<int64_t>(held->value()->size()));
+    }
+  };
+  StreamExecutionEnvironment env;
+  env.setStateBackend(stateBackendFromName(GetParam())).setRuntimeMode(RuntimeExecutionMode::BATCH);
+  CollectSink<int64_t> sink;
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i % 400; }, 4000), WatermarkStrategy<int64_t>::noWatermarks(),
+                 "keys")
+      .keyBy([](int64_t k) { return k; })
+      .process(Hold{})
+      .sinkTo(sink);
+  const int64_t before = residentBytes("VmRSS:");
+  std::ofstream("/proc/self/clear_refs") << "5";  // VmHWM starts again from VmRSS
+  env.execute();
+  const int64_t added = residentBytes("VmHWM:") - before;
+  EXPECT_EQ(sink.getResults(), std::vector<int64_t>(400, 1 << 20));
+  EXPECT_LT(added, int64_t{100} << 20) << "the peak memory rose by " << (added >> 20) << " MiB";
+}
+
+// Bytes this process has written (write calls of any kind), from /proc/self/io.
+int64_t bytesWritten() {
+  std::ifstream io("/proc/self/io");
+  std::string name;
+  int64_t value = 0;
+  while (io >> name >> value)
+    if (name == "wchar:") return value;
+  return -1;
+}
+
+// A sum and a process function keep each key's state once, whatever the input's order:
+// with a sort budget far below the input they spill sorted runs to io.tmp.dirs and merge
+// them, and the results are still the brute force's; within the budget nothing spills.
+TEST_P(BatchOn, KeyedInputBeyondItsSortBudgetSpillsAndStaysExact) {
+  constexpr int64_t kRecords = 300000, kKeys = 20011;
+  std::map<int64_t, int64_t> expected;
+  for (int64_t i = 0; i < kRecords; ++i) expected[(i * 7919) % kKeys] += i % 13;
+  const auto folder = std::filesystem::temp_directory_path() / ("weir-batch-spill-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(folder);
+  auto run = [&](int64_t budget, bool reduce) {
+    StreamExecutionEnvironment env;
+    env.setParallelism(2).setStateBackend(stateBackendFromName(GetParam())).setRuntimeMode(RuntimeExecutionMode::BATCH);
+    env.setSortedInputsMemory(budget).setTmpDirectory(folder.string());
+    CollectSink<KeySum> sink;
+    auto keyed = env.fromSource(DataGeneratorSource([](int64_t i) { return KeySum{(i * 7919) % kKeys, i % 13}; }, kRecords),
+                                WatermarkStrategy<KeySum>::noWatermarks(), "numbers")
+                     .keyBy([](const KeySum& r) { return r.first; });
+    if (reduce) {
+      keyed.sum<1>().sinkTo(sink);
+    } else {
+      // The total of each key kept in keyed state, emitted by an event-time timer.
+      keyed.process(ProcessWithState{}).sinkTo(sink);
+    }
+    const int64_t before = bytesWritten();
+    env.execute();
+    std::map<int64_t, int64_t> got;
+    for (const auto& [k, v] : sink.getResults()) EXPECT_TRUE(got.emplace(k, v).second) << "key " << k << " twice";
+    EXPECT_EQ(got, expected);
+    return bytesWritten() - before;
+  };
+  constexpr int64_t kInputBytes = kRecords * 16;  // two int64 a record, before keys and framing
+  for (bool reduce : {true, false}) {
+    SCOPED_TRACE(reduce ? "sum" : "process");
+    EXPECT_GT(run(64 << 10, reduce), kInputBytes) << "a 64 KiB budget did not spill";
+    EXPECT_LT(run(int64_t{256} << 20, reduce), kInputBytes / 4) << "a 256 MiB budget spilled";
+  }
+  EXPECT_TRUE(std::filesystem::is_empty(folder)) << "spilled runs were left behind";
+  std::filesystem::remove_all(folder);
 }
 
 // AUTOMATIC runs a job whose sources are all bounded in BATCH, and one with an unbounded
@@ -325,6 +528,11 @@ TEST(Batch, RefusesWhatItCannotRunNamingWhy) {
             }),
             "execution mode BATCH cannot run operator 'per second': its windows are in processing time, which gives a "
             "batch job no repeatable result; use event-time windows");
+  EXPECT_EQ(refusal([&](auto& env) {
+              env.setTmpDirectory("/no/such");
+              numbers(env, 10).sinkTo(DiscardingSink<int64_t>());
+            }),
+            "io.tmp.dirs '/no/such' is not a folder; batch execution spills sorted input there");
   // AUTOMATIC says why it chose BATCH.
   StreamExecutionEnvironment env;
   env.setRuntimeMode(RuntimeExecutionMode::AUTOMATIC).enableCheckpointing(100ms);

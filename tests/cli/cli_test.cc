@@ -281,6 +281,58 @@ TEST(Cli, WordCountInBatchModeWritesEachWordsTotalOnce) {
   fs::remove_all(dir);
 }
 
+// The peak resident memory of `weir args` run to its end (its exit code must be 0).
+int64_t peakRssOf(const std::string& args, const fs::path& dir) {
+  pid_t pid = spawnWeir(args, dir / "rss.out", dir / "rss.err");
+  int status = 0;
+  struct rusage usage {};
+  ::wait4(pid, &status, 0, &usage);
+  std::ifstream err(dir / "rss.err");
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << args << "\n" << std::string(std::istreambuf_iterator<char>(err), {});
+  return static_cast<int64_t>(usage.ru_maxrss) * 1024;
+}
+
+// A batch word count over 3 M words, 2 M of them distinct, keeps what it aggregates and
+// sorts within its sorted-inputs budget: with 4 MiB it spills, and its peak memory is
+// within 48 MiB of the same job over a handful of words; with 1 GiB it holds every
+// word's count, some 100 MiB more. Its counts are right either way.
+TEST(Cli, ABatchWordCountSortsWithinItsMemoryBudget) {
+  auto dir = fs::temp_directory_path() / ("weir-cli-budget-" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir / "big");
+  fs::create_directories(dir / "small");
+  auto word = [](int64_t i) { return "w" + std::to_string((i * 7919) % 2'000'000); };
+  constexpr int64_t kWords = 3'000'000;
+  {
+    std::ofstream big(dir / "big" / "words"), small(dir / "small" / "words");
+    for (int64_t i = 0; i < kWords; ++i) big << word(i) << (i % 10 == 9 ? "\n" : " ");
+    small << "a few words\n";
+  }
+  auto run = [&](const std::string& input, const std::string& budget, const std::string& out) {
+    return peakRssOf("run wordcount --execution-mode batch --no-rest -D execution.sorted-inputs.memory=" + budget +
+                         " -D io.tmp.dirs=" + dir.string() + " --input " + (dir / input).string() + " --output " +
+                         (dir / out).string(),
+                     dir);
+  };
+  // (A child's peak counts what this process held when it forked: the expected counts
+  // are made after.)
+  const int64_t idle = run("small", "4m", "out-small");
+  const int64_t spilling = run("big", "4m", "out-4m");
+  const int64_t holding = run("big", "1g", "out-1g");
+  std::map<std::string, std::vector<int64_t>> expected;
+  {
+    std::map<std::string, int64_t> counts;
+    for (int64_t i = 0; i < kWords; ++i) ++counts[word(i)];
+    for (auto& [w, n] : counts) expected[w] = {n};
+  }
+  EXPECT_EQ(countsIn(dir / "out-4m"), expected);
+  EXPECT_EQ(countsIn(dir / "out-1g"), expected);
+  EXPECT_LT(spilling, idle + (int64_t{48} << 20)) << "peak RSS " << (spilling >> 20) << " MiB with a 4 MiB budget, "
+                                                  << (idle >> 20) << " MiB for a few words";
+  EXPECT_GT(holding, spilling + (int64_t{100} << 20)) << "peak RSS " << (holding >> 20) << " MiB with a 1 GiB budget";
+  fs::remove_all(dir);
+}
+
 TEST(Cli, TheDemoCountsEveryEventAndPrintsTheTopUsers) {
   Result r = weir("run clicks --events 200000 --users 1000 --top 3 -p 2 --rest-port 0");
   ASSERT_EQ(r.exitCode, 0) << r.err;

@@ -4,6 +4,7 @@
 
 #include "weir/detail/operators/collecting_operator.h"
 #include "weir/detail/operators/function_traits.h"
+#include "weir/detail/operators/sorting_data_input.h"
 #include "weir/detail/operators/stream_operator.h"
 #include "weir/detail/state/keyed_state_backend.h"
 #include "weir/detail/state/state_factory.h"
@@ -18,6 +19,11 @@ namespace weir::detail {
 // in time order when the watermark passes them (before it is passed on), processing-time
 // ones when the subtask's clock does. Each operator calls advanceWatermark and
 // advanceProcessingTime with its function's OnTimerContext.
+//
+// In a batch job an operator that sortsInputInBatch() takes its input grouped by key
+// (SortingDataInput) when the final watermark comes, on the heap whatever the job's
+// backend: each key's records, then its timers, then its state is dropped (Flink's
+// batch state backend and timer service; docs/batch.md).
 template <class T, class OUT, class K, class KeySelector, class F>
 class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
                               protected KeyedTimers<K>,
@@ -29,7 +35,8 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   void open() override {
     RuntimeContext& context = this->context();
     this->callUser([&] {
-      state_ = makeKeyedStateBackend<K>(context);
+      const bool sorting = sortsInputInBatch() && sortedInput_.open(context);
+      state_ = sorting ? makeBatchKeyedStateBackend<K>(context) : makeKeyedStateBackend<K>(context);
       if (auto* restored = context.restored()) state_->setRestored(*restored);
       const KeyGroupRange range = computeKeyGroupRangeForOperatorIndex(
           context.getMaxNumberOfParallelSubtasks(), context.getNumberOfParallelSubtasks(), context.getIndexOfThisSubtask());
@@ -68,6 +75,12 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   // Calls process(record, collector) for each record with its key current.
   template <class Context, class Process>
   void forEachKeyed(std::span<T> records, Timestamps timestamps, Context& ctx, Process process) {
+    if constexpr (kSortable<T, K>) {
+      if (sortedInput_.buffering()) {  // batch: processed by key at the end
+        this->callUser([&] { sortedInput_.add(records, timestamps, [&](T& r) { return std::invoke(keySelector_, r); }); });
+        return;
+      }
+    }
     this->forEachRecord(records, timestamps, ctx, [&](T& r, Collector<OUT>& collector) {
       key_ = std::invoke(keySelector_, r);
       state_->setCurrentKey(key_);
@@ -81,12 +94,12 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   // end of time with its input, as in Flink (docs/batch.md).
   template <class OnTimerContext>
   void advanceWatermark(int64_t watermark, OnTimerContext& ctx) {
-    watermark_ = watermark;
-    fireTimers(timers_, TimeDomain::EVENT_TIME, watermark, ctx);
-    if (watermark == kMaxWatermark && this->context_->isBatch()) {
-      endOfTime_ = true;  // a timer these register would fire at once, and so on forever
-      fireTimers(processingTimers_, TimeDomain::PROCESSING_TIME, kMaxWatermark, ctx);
+    if constexpr (kSortable<T, K>) {
+      if (watermark == kMaxWatermark && sortedInput_.buffering()) processSortedInput(ctx);
     }
+    watermark_ = watermark;
+    if (watermark == kMaxWatermark && this->context_->isBatch()) fireAtEndOfTime(ctx);
+    else fireTimers(timers_, TimeDomain::EVENT_TIME, watermark, ctx);
     this->forwardWatermark(watermark);
   }
   // Fires the processing-time timers up to `time` (the clock passed it); what they emit
@@ -98,6 +111,11 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
     fireTimers(processingTimers_, TimeDomain::PROCESSING_TIME, time, ctx);
     if (auto next = processingTimers_.earliest()) requestCallback(*next);
   }
+
+  // Whether a batch job gives this operator its input grouped by key.
+  virtual bool sortsInputInBatch() const { return false; }
+  // Batch: whether input waits to be processed by key (until the final watermark).
+  bool hasBufferedInput() const { return sortedInput_.buffering(); }
 
   // KeyedTimers
   int64_t currentWatermark() const override { return watermark_; }
@@ -114,6 +132,32 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   void deleteProcessingTimeTimer(int64_t time) override { processingTimers_.remove(key_, time); }
 
  private:
+  // Batch: processes the sorted input one key at a time. At the end of each key its
+  // timers fire, with the watermark at the end of time, and its state goes; the next key
+  // starts again with no watermark (Flink's BatchExecutionInternalTimeService).
+  template <class OnTimerContext>
+  void processSortedInput(OnTimerContext& ctx) {
+    sortedInput_.drain([&](std::span<T> records, Timestamps timestamps) { this->processBatch(records, timestamps); },
+                       [&](const K& key) {
+                         watermark_ = kMaxWatermark;
+                         fireAtEndOfTime(ctx);
+                         endOfTime_ = false;
+                         key_ = key;
+                         state_->setCurrentKey(key_);
+                         state_->dropCurrentKeyState();
+                         state_->clearCurrentKey();
+                         watermark_ = kMinWatermark;
+                       });
+  }
+  // Batch: every timer left fires (docs/batch.md).
+  template <class OnTimerContext>
+  void fireAtEndOfTime(OnTimerContext& ctx) {
+    detail::fireAtEndOfTime(endOfTime_, timers_, [&](bool processingTime) {
+      if (processingTime) fireTimers(processingTimers_, TimeDomain::PROCESSING_TIME, kMaxWatermark, ctx);
+      else fireTimers(timers_, TimeDomain::EVENT_TIME, kMaxWatermark, ctx);
+    });
+  }
+
   template <class OnTimerContext>
   void fireTimers(TimerQueue<K>& queue, TimeDomain domain, int64_t upTo, OnTimerContext& ctx) {
     firing_ = domain;
@@ -154,6 +198,7 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   TimerQueue<K> processingTimers_;
   int64_t callbackAt_ = std::numeric_limits<int64_t>::max();  // the earliest callback asked for
   bool endOfTime_ = false;  // batch: the processing-time timers fired
+  SortingDataInput<T, K> sortedInput_;  // batch, until the final watermark
   TimeDomain firing_ = TimeDomain::EVENT_TIME;
 };
 

@@ -4,6 +4,7 @@
 
 #include "weir/detail/operators/collecting_operator.h"
 #include "weir/detail/operators/function_traits.h"
+#include "weir/detail/operators/sorting_data_input.h"
 #include "weir/detail/operators/stream_operator.h"
 #include "weir/detail/state/keyed_state_backend.h"
 #include "weir/detail/state/state_factory.h"
@@ -15,7 +16,12 @@ namespace weir::detail {
 
 // Rolling reduce per key: emits the new aggregate for every record (KeyedStream::reduce,
 // sum, min, max); in a batch job only each key's final value, at the end of the input,
-// stamped Long.MAX_VALUE (Flink's BatchGroupedReduceOperator). Keeps one value per key:
+// stamped Long.MAX_VALUE (Flink's BatchGroupedReduceOperator). There records without a
+// timestamp are first reduced in a table of the operator's own, within half the
+// sorted-inputs budget (a combiner: a key's records come to it in the order they came,
+// as sorting would give them), which goes to the sorted input when it is full;
+// records with one go to the sorted input (SortingDataInput), which gives each key's in
+// timestamp order. Without anything sorted, the table holds the final values. Keeps one value per key:
 // on the heap backend in the operator's own flat hash table, on RocksDB as a ValueState
 // in RocksDB. Both checkpoint the same entries under "_rolling", so either backend
 // restores the other's checkpoints.
@@ -28,6 +34,8 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   void open() override {
     UdfOperator<T, T, F>::open();
     batch_ = this->context().isBatch();
+    tableBudget_ = this->context().sortedInputsMemory() / 2;
+    if (sortedInput_.open(this->context(), tableBudget_)) return;  // a batch job starts from scratch: nothing to restore
     if constexpr (Serializable<K> && Serializable<T>) this->callUser([&] { openValues(); });
   }
   void close() override {
@@ -67,6 +75,12 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   }
 
   void processBatch(std::span<T> records, Timestamps timestamps) override {
+    if constexpr (kSortable<T, K>) {
+      if (sortedInput_.buffering() && !timestamps.empty()) {
+        this->callUser([&] { sortedInput_.add(records, timestamps, [&](T& r) { return std::invoke(keySelector_, r); }); });
+        return;
+      }
+    }
     if (state_ != nullptr) {
       buffer_.clear();
       buffer_.reserve(records.size());
@@ -86,6 +100,7 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
           if (i + kAhead < keys.size()) values_.prefetch(keys[i + kAhead]);
           reduceInto(std::move(keys[i]), records[i]);
         }
+        if (sortedInput_.buffering() && tableBytes() > tableBudget_) spillTable();
         return;
       }
       results = fillBuffer(buffer_, records.size(), [&](size_t i) -> T {
@@ -128,7 +143,21 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
       this->out_->processBatch(std::span<T>(buffer_), stamps);
       buffer_.clear();
     };
-    if (state_ != nullptr) {  // one scan of the state's entries, not a lookup per key
+    if (sortedInput_.buffering() && !sortedInput_.empty()) {
+      if constexpr (kSortable<T, K>) {
+        spillTable();
+        std::optional<T> value;
+        sortedInput_.drain(
+            [&](std::span<T> records, Timestamps) {
+              for (T& r : records) value = value ? this->callUser([&] { return callReduce(this->fn_, *value, r); }) : std::move(r);
+            },
+            [&](const K&) {
+              buffer_.push_back(std::move(*value));
+              value.reset();
+              if (buffer_.size() == kBatchRecords<T>) flush();
+            });
+      }
+    } else if (state_ != nullptr) {  // one scan of the state's entries, not a lookup per key
       if constexpr (Serializable<T>) {
         const KeyGroupRange all{0, this->context().getMaxNumberOfParallelSubtasks() - 1};
         store_->readEntries(kRollingState, all, [&](const StateEntry& e) {
@@ -144,6 +173,19 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
       values_.clear();
     }
     if (!buffer_.empty()) flush();
+  }
+
+  // Batch: what the table takes, by its slots (a key's or value's own heap memory, as a
+  // long string's, is not counted).
+  size_t tableBytes() const { return values_.capacity() * (sizeof(std::pair<K, T>) + 1); }
+  // Batch: the table's values to the sorted input, each key's before its later records.
+  void spillTable() {
+    if constexpr (kSortable<T, K>) {
+      this->callUser([&] {
+        for (const auto& [key, value] : values_) sortedInput_.add(key, value, false, 0);
+      });
+      decltype(values_)().swap(values_);  // its memory too
+    }
   }
 
   // Where the values live (RocksDB state, or this operator's table), restored.
@@ -194,6 +236,8 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   std::vector<Stored<K>> keys_;
   std::vector<T> buffer_;
   bool batch_ = false;                // RuntimeExecutionMode::BATCH: final values only
+  SortingDataInput<T, K> sortedInput_;  // batch, until the end of the input
+  size_t tableBudget_ = 0;              // batch: what values_ may take before it is sorted
   int64_t heldWatermark_ = INT64_MIN;  // batch: until the final values are out
 };
 

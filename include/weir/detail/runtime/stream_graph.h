@@ -80,6 +80,10 @@ struct StreamGraph {
   std::vector<std::shared_ptr<Transformation>> nodes;  // nodes[i]->id == i
   int defaultParallelism = 1;
   RuntimeExecutionMode runtimeMode = RuntimeExecutionMode::STREAMING;  // as set; JobPlan resolves AUTOMATIC
+  // Batch: what each keyed operator subtask sorts its input in, and where it spills
+  // (empty: the system's temporary folder).
+  int64_t sortedInputsMemoryBytes = int64_t{128} << 20;
+  std::string tmpDirectory;
   int maxParallelism = 0;  // the job's, every operator's default; 0: not set (JobPlan::create derives it)
   int buffersPerChannel = 4;  // credits per channel (exclusive buffers)
   // What the buffers of all the job's channels may take (Flink's network memory):

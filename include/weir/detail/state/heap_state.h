@@ -44,6 +44,9 @@ class HeapTable {
     return {&it->second, inserted};
   }
   void erase(uint32_t slot, const N& ns) { map_.erase(std::pair<uint32_t, N>{slot, ns}); }
+  // Erases the slot's entries in every namespace (a scan: for a table of few keys);
+  // returns how many.
+  size_t eraseSlot(uint32_t slot) { return absl::erase_if(map_, [&](const auto& e) { return e.first.first == slot; }); }
 
   Snapshot snapshot() const { return std::make_shared<const Map>(map_); }
   template <class F>
@@ -82,6 +85,11 @@ class HeapTable<VoidNamespace, S> {
   }
   void erase(uint32_t slot, const VoidNamespace&) {
     if (slot < entries_.size() && entries_[slot]) entries_.mutableAt(slot).reset();
+  }
+  size_t eraseSlot(uint32_t slot) {
+    if (slot >= entries_.size() || !entries_[slot]) return 0;
+    entries_.mutableAt(slot).reset();
+    return 1;
   }
   // Slots the table has room for.
   uint32_t capacity() const { return static_cast<uint32_t>(entries_.size()); }
@@ -156,6 +164,9 @@ class HeapState : public KeyedStateBase, public NamespacedState<N> {
   }
   void forEachSlot(const std::function<void(uint32_t)>& visit) override {
     HeapTable<N, S>::forEach(table_.snapshot(), [&](uint32_t slot, const N&, const S&) { visit(slot); });
+  }
+  void eraseSlot(uint32_t slot) override {
+    for (size_t n = table_.eraseSlot(slot); n > 0; --n) keys_.release(slot);
   }
   void restoreEntry(const StateEntry& entry) override {
     DataInput in(entry.key);

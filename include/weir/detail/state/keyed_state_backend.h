@@ -165,6 +165,10 @@ class KeyedStateBase {
   virtual void forEachSlot(const std::function<void(uint32_t)>& visit) {
     throw Error(ErrorCode::kInternal, "only heap states are organised by key slot");
   }
+  // Heap: erases every entry of key slot `slot`, in every namespace.
+  virtual void eraseSlot(uint32_t slot) {
+    throw Error(ErrorCode::kInternal, "only heap states are organised by key slot");
+  }
 };
 
 // The heap backend's keys: each distinct key with live state holds a slot, an index
@@ -244,6 +248,9 @@ class KeyedStateBackendBase {
     auto it = states_.find(name);
     return it == states_.end() ? nullptr : it->second.state.get();
   }
+  // Heap: erases every state's entries of the current key (a batch job's key, once its
+  // input is done).
+  void dropCurrentKeyState();
   // Entries of one state in a key-group range, as they are now.
   void readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit);
   // Every state as it is now, readable from another thread while this one goes on (the

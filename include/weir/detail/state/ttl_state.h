@@ -80,6 +80,7 @@ class TtlStateBase : public KeyedStateBase {
       : inner_(std::move(inner)), policy_(config, clock), config_(config), list_(list) {}
 
   void restoreEntry(const StateEntry& entry) override { inner_->restoreEntry(entry); }
+  void eraseSlot(uint32_t slot) override { inner_->eraseSlot(slot); }
   std::unique_ptr<StateSnapshot> snapshot(const SnapshotContext& context) override {
     auto inner = inner_->snapshot(context);
     if (!config_.isCleanupInFullSnapshot()) return inner;

@@ -54,6 +54,20 @@ inline int64_t checkpointedTimerTime(const StateEntry& e, const std::string& sta
   }
 }
 
+// In a batch job, the timers due once the input is done (each key's, when the input is
+// grouped by key): `fire(false)` fires the event-time ones, then `fire(true)` the
+// processing-time ones, since processing time jumps to the end of time (Flink's batch
+// timer service). While `endOfTime` is set, processing-time timers registered are not
+// kept (they would be due at once, and could register another forever); event-time
+// ones those register fire too. The caller clears `endOfTime` for a next key.
+template <class Fire, class EventTimers>
+void fireAtEndOfTime(bool& endOfTime, EventTimers& eventTimers, Fire&& fire) {
+  fire(false);
+  endOfTime = true;
+  fire(true);
+  while (eventTimers.earliest()) fire(false);
+}
+
 class RocksDBColumn;
 class RocksDBInstance;
 

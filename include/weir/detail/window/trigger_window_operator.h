@@ -9,11 +9,14 @@
 // is cleared when the time passes its end plus the allowed lateness (never for
 // GlobalWindows), after the trigger saw that time. Session windows merge as Flink's do:
 // the key's windows and the namespace each keeps its contents in are keyed state too
-// (MergingWindowSet), and the trigger's onMerge sets up the merged window.
+// (MergingWindowSet), and the trigger's onMerge sets up the merged window. In a batch
+// job the input comes grouped by key (SortingDataInput) and each key's timers fire once
+// its records are done, after which its state is dropped (docs/batch.md).
 #pragma once
 
 #include <type_traits>
 
+#include "weir/detail/operators/sorting_data_input.h"
 #include "weir/detail/window/merging_window_set.h"
 #include "weir/detail/state/state_factory.h"
 #include "weir/detail/time/timer_queue.h"
@@ -80,7 +83,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
     this->registerLateRecordsMetric();
     RuntimeContext& context = this->context();
     this->callUser([&] {
-      store_ = makeKeyedStateBackend<K>(context);
+      store_ = sortedInput_.open(context) ? makeBatchKeyedStateBackend<K>(context) : makeKeyedStateBackend<K>(context);
       if (auto* restored = context.restored()) {
         watermark_ = restoreWindowWatermark(*restored, context);
         store_->setRestored(*restored);
@@ -135,6 +138,12 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   void processBatch(std::span<T> records, Timestamps timestamps) override {
     if constexpr (kProcessingTime) now_ = std::max(now_, this->context().clock()->currentTimeMillis());
     if constexpr (kEventTime) this->requireTimestamps(records.size(), timestamps);
+    if constexpr (kSortable<T, K>) {
+      if (sortedInput_.buffering()) {  // batch: processed by key at the end
+        this->callUser([&] { sortedInput_.add(records, timestamps, [&](T& r) { return std::invoke(keySelector_, r); }); });
+        return;
+      }
+    }
     Collector<OUT> collector = this->collector();
     try {
       for (size_t i = 0; i < records.size(); ++i) {
@@ -169,17 +178,44 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   }
 
   void processWatermark(int64_t watermark) override {
-    watermark_ = std::max(watermark_, watermark);  // a restored one may be ahead of upstream's first
-    fireTimers(eventTimers_, watermark_, false);
-    if (watermark == kMaxWatermark && this->context().isBatch()) {
-      // A batch job's processing time jumps to the end of time with its input (Flink's).
-      endOfTime_ = true;  // a timer these register would fire at once, and so on forever
-      fireTimers(processingTimers_, kMaxWatermark, true);
+    if constexpr (kSortable<T, K>) {
+      if (watermark == kMaxWatermark && sortedInput_.buffering()) processSortedInput();
     }
+    watermark_ = std::max(watermark_, watermark);  // a restored one may be ahead of upstream's first
+    if (watermark == kMaxWatermark && this->context().isBatch()) fireAtEndOfTime();
+    else fireTimers(eventTimers_, watermark_, false);
     this->forwardWatermark(watermark);
+  }
+  void endInput() override {
+    if (sortedInput_.buffering()) processWatermark(kMaxWatermark);  // the input ended without it
+    Base::endInput();
   }
 
  private:
+  // Batch: the sorted input, one key at a time. Once a key's records are in its windows
+  // its timers fire, the event-time ones with the watermark at the end of time, then
+  // its processing-time ones; then its state goes and the next key starts again with no
+  // watermark.
+  void processSortedInput() {
+    sortedInput_.drain([&](std::span<T> records, Timestamps timestamps) { processBatch(records, timestamps); },
+                       [&](const K& key) {
+                         watermark_ = kMaxWatermark;
+                         fireAtEndOfTime();
+                         endOfTime_ = false;
+                         key_ = key;
+                         store_->setCurrentKey(key_);
+                         store_->dropCurrentKeyState();
+                         store_->clearCurrentKey();
+                         watermark_ = kMinWatermark;
+                       });
+  }
+  // Batch: every timer left fires (docs/batch.md).
+  void fireAtEndOfTime() {
+    detail::fireAtEndOfTime(endOfTime_, eventTimers_, [&](bool processingTime) {
+      fireTimers(processingTime ? processingTimers_ : eventTimers_, kMaxWatermark, processingTime);
+    });
+  }
+
   struct KeyWindowHash {
     size_t operator()(const std::pair<K, W>& kw) const { return KeyHasher<K>{}(kw.first) * 31 + KeyHasher<W>{}(kw.second); }
   };
@@ -426,6 +462,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
   int64_t now_ = std::numeric_limits<int64_t>::min();  // processing time: the clock when the last batch came
   int64_t callbackAt_ = std::numeric_limits<int64_t>::max();  // the earliest callback asked for
   bool endOfTime_ = false;  // batch: the processing-time timers fired
+  SortingDataInput<T, K> sortedInput_;  // batch
 };
 
 }  // namespace weir::detail

@@ -13,6 +13,10 @@
 //   sliding (panes)     paned_windows.h              paned_windows.h (contents in RocksDB)
 //   sessions            heap_session_windows.h       rocksdb_session_windows.h
 //
+// In a batch job the input comes grouped by key (SortingDataInput) and each key's windows
+// fire once its records are done, on the heap whatever the job's backend, so the
+// tables hold one key at a time (docs/batch.md).
+//
 // On the heap the contents are live objects in the operator's own tables, which a
 // checkpoint copies out; on RocksDB they are keyed state in RocksDB (rocksdb_windows.h).
 // Every path writes the same entries (window_state.h), so either backend restores the
@@ -30,6 +34,7 @@
 #include <vector>
 
 #include "weir/detail/operators/function_traits.h"
+#include "weir/detail/operators/sorting_data_input.h"
 #include "weir/detail/operators/stream_operator.h"
 #include "weir/detail/state/operator_snapshot.h"
 #include "weir/detail/state/state_factory.h"
@@ -93,6 +98,8 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
 
   void open() override {
     this->registerLateRecordsMetric();
+    if (sortedInput_.open(this->context()))  // batch: on the heap, from scratch
+      return this->callUser([&] { openFunction(policy_.fn, this->context_); });
     // (Types without a Serializer stay on the heap, without checkpoints.)
     if constexpr (Serializable<K> && Serializable<Acc>)
       if (keyedStateInRocksDB(this->context())) store_ = makeKeyedStateBackend<K>(this->context());
@@ -177,6 +184,12 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   void processBatch(std::span<T> records, Timestamps timestamps) override {
     if constexpr (kProcessingTime) now_ = std::max(now_, this->context().clock()->currentTimeMillis());
     else this->requireTimestamps(records.size(), timestamps);
+    if constexpr (kSortable<T, K>) {
+      if (sortedInput_.buffering()) {  // batch: processed by key at the end
+        this->callUser([&] { sortedInput_.add(records, timestamps, [&](T& r) { return std::invoke(keySelector_, r); }); });
+        return;
+      }
+    }
     Collector<OUT> collector = this->collector();
     const bool rocksdb = this->onRocksDB();
     try {
@@ -206,12 +219,36 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   }
 
   void processWatermark(int64_t watermark) override {
+    if constexpr (kSortable<T, K>) {
+      if (watermark == kMaxWatermark && sortedInput_.buffering()) processSortedInput();
+    }
     watermark_ = std::max(watermark_, watermark);  // a restored one may be ahead of upstream's first
     if constexpr (!kProcessingTime) fireTimers();
     this->forwardWatermark(watermark);
   }
+  void endInput() override {
+    if (sortedInput_.buffering()) processWatermark(kMaxWatermark);  // the input ended without it
+    Base::endInput();
+  }
 
  private:
+  // Batch: the sorted input, one key at a time. Once a key's records are in its windows
+  // they all fire (the watermark at the end of time) and are dropped, with the key's
+  // window function state; the next key starts again with no watermark.
+  void processSortedInput() {
+    sortedInput_.drain([&](std::span<T> records, Timestamps timestamps) { processBatch(records, timestamps); },
+                       [&](const K& key) {
+                         watermark_ = kMaxWatermark;
+                         fireTimers();
+                         watermark_ = kMinWatermark;
+                         if (store_) {
+                           store_->setCurrentKey(key);
+                           store_->dropCurrentKeyState();
+                           store_->clearCurrentKey();
+                         }
+                       });
+  }
+
   // ProcessingTimeCallback: the clock passed a time this operator asked to be called at.
   void onProcessingTime(int64_t time) override {
     if constexpr (kProcessingTime) {
@@ -412,7 +449,9 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   // WindowFunctionState: the function's keyed state, made when first asked for (most
   // window functions have none, and a RocksDB instance is not free).
   KeyedStateBackend<K>& keyedState() {
-    if (!store_) store_ = makeKeyedStateBackend<K>(this->context());
+    if (!store_)
+      store_ = sortedInput_.enabled() ? makeBatchKeyedStateBackend<K>(this->context())
+                                      : makeKeyedStateBackend<K>(this->context());
     if (!keySet_ && firingKey_ != nullptr) {
       store_->setCurrentKey(*firingKey_);
       keySet_ = true;
@@ -444,6 +483,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
   bool keySet_ = false;
   StateStore<TimeWindow> windowStore_{true};
   StateStore<TimeWindow> globalStore_{false};
+  SortingDataInput<T, K> sortedInput_;  // batch
 };
 
 }  // namespace weir::detail
