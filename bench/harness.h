@@ -7,6 +7,10 @@
 #include <cstdint>
 #include <cstdio>
 #include <dlfcn.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <string>
 #include <utility>
 #include <vector>
@@ -24,6 +28,31 @@ double medianSeconds(int runs, F&& body) {
   }
   std::sort(seconds.begin(), seconds.end());
   return seconds[seconds.size() / 2];
+}
+
+// Runs `body` in a child process and returns {seconds, peak RSS in bytes} of it (the
+// child starts with this process's resident pages, so a small parent keeps it honest).
+template <class F>
+std::pair<double, double> secondsAndPeakRssInChild(F&& body) {
+  int pipeFd[2];
+  if (::pipe(pipeFd) != 0) return {0, 0};
+  const pid_t child = ::fork();
+  if (child == 0) {
+    ::close(pipeFd[0]);
+    const auto start = std::chrono::steady_clock::now();
+    body();
+    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    [[maybe_unused]] auto n = ::write(pipeFd[1], &seconds, sizeof seconds);
+    ::_exit(0);
+  }
+  ::close(pipeFd[1]);
+  double seconds = 0;
+  [[maybe_unused]] auto n = ::read(pipeFd[0], &seconds, sizeof seconds);
+  ::close(pipeFd[0]);
+  int status = 0;
+  struct rusage usage {};
+  ::wait4(child, &status, 0, &usage);
+  return {seconds, static_cast<double>(usage.ru_maxrss) * 1024.0};
 }
 
 // Median seconds of `engine` and of `baseline`, run alternately so that a machine that

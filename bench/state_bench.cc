@@ -249,12 +249,7 @@ struct Remember : KeyedProcessFunction<int64_t, int64_t, int64_t> {
 
 // Runs the job in a child process and returns {seconds, peak RSS in bytes} of it.
 std::pair<double, double> stateMemoryRun(std::shared_ptr<StateBackend> backend, int64_t keys, bool timers) {
-  int pipeFd[2];
-  if (::pipe(pipeFd) != 0) return {0, 0};
-  pid_t child = ::fork();
-  if (child == 0) {
-    ::close(pipeFd[0]);
-    auto t0 = std::chrono::steady_clock::now();
+  return secondsAndPeakRssInChild([&] {
     StreamExecutionEnvironment env;
     env.setStateBackend(std::move(backend));
     env.fromSource(DataGeneratorSource([](int64_t i) { return static_cast<int64_t>(mix(static_cast<uint64_t>(i))); }, keys),
@@ -263,18 +258,7 @@ std::pair<double, double> stateMemoryRun(std::shared_ptr<StateBackend> backend, 
         .process(Remember{timers})
         .sinkTo(DiscardingSink<int64_t>());
     env.execute("state memory");
-    double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    [[maybe_unused]] auto n = ::write(pipeFd[1], &seconds, sizeof seconds);
-    ::_exit(0);
-  }
-  ::close(pipeFd[1]);
-  double seconds = 0;
-  [[maybe_unused]] auto n = ::read(pipeFd[0], &seconds, sizeof seconds);
-  ::close(pipeFd[0]);
-  int status = 0;
-  struct rusage usage {};
-  ::wait4(child, &status, 0, &usage);
-  return {seconds, static_cast<double>(usage.ru_maxrss) * 1024.0};
+  });
 }
 
 }  // namespace

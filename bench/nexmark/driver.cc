@@ -65,7 +65,7 @@ struct ChildResult {
 };
 
 // Runs the query's job in a child process, so its peak RSS is its own.
-ChildResult runInChild(const std::string& query, const std::string& backend, int parallelism,
+ChildResult runInChild(const std::string& query, const std::string& backend, const std::string& mode, int parallelism,
                        const DriverOptions& options) {
   int fds[2];
   if (::pipe(fds) != 0) return {-1, 0, "pipe failed"};
@@ -84,7 +84,8 @@ ChildResult runInChild(const std::string& query, const std::string& backend, int
           .setStateBackend(backend == "rocksdb_incremental" ? std::make_shared<EmbeddedRocksDBStateBackend>(true)
                                                             : stateBackendFromName(backend));
       env.setBufferTimeout(std::chrono::milliseconds(options.bufferTimeoutMs));
-      if (options.checkpointIntervalMs > 0) {
+      if (mode == "batch") env.setRuntimeMode(RuntimeExecutionMode::BATCH);
+      if (options.checkpointIntervalMs > 0 && mode != "batch") {
         dir = std::filesystem::temp_directory_path() / ("weir-nexmark-" + std::to_string(::getpid()));
         std::filesystem::create_directories(dir);
         env.enableCheckpointing(std::chrono::milliseconds(options.checkpointIntervalMs));
@@ -242,14 +243,16 @@ std::string validate(const DriverOptions& options) {
   for (const auto& b : options.backends)
     if (b != "heap" && b != "rocksdb" && b != "rocksdb_incremental")
       return "unknown state backend '" + b + "'; use heap, rocksdb or rocksdb_incremental";
+  for (const auto& m : options.modes)
+    if (m != "streaming" && m != "batch") return "unknown execution mode '" + m + "'; use streaming or batch";
   if (options.events <= 0) return "--events must be positive, got " + std::to_string(options.events);
   for (int p : options.parallelisms)
     if (p < 1 || p > 128) return "--parallelism must be from 1 to 128, got " + std::to_string(p);
   if (options.checkpointIntervalMs < 0) return "--checkpoint-interval must not be negative";
   if (options.bufferTimeoutMs < -1) return "--buffer-timeout must be -1, 0 or positive";
   if (options.runs < 1) return "--runs must be at least 1";
-  if (options.queries.empty() || options.parallelisms.empty() || options.backends.empty())
-    return "nothing to run: give at least one query, parallelism and backend";
+  if (options.queries.empty() || options.parallelisms.empty() || options.backends.empty() || options.modes.empty())
+    return "nothing to run: give at least one query, parallelism, backend and execution mode";
   return "";
 }
 
@@ -266,46 +269,50 @@ bool runNexmark(const DriverOptions& options) {
   for (const auto& query : options.queries) {
     auto baseline = baselineOf(query);
     for (const auto& backend : options.backends) {
-      for (int p : options.parallelisms) {
-        std::vector<double> seconds, baselineSeconds, rss;
-        std::string error;
-        for (int run = 0; run < options.runs && error.empty(); ++run) {
-          ChildResult r = runInChild(query, backend, p, options);
-          if (!r.error.empty()) error = r.error;
-          seconds.push_back(r.seconds);
-          rss.push_back(r.peakRssBytes);
-          if (baseline) {
-            auto start = std::chrono::steady_clock::now();
-            doNotOptimize(baseline(config));
-            baselineSeconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+      for (const auto& mode : options.modes)
+        for (int p : options.parallelisms) {
+          std::vector<double> seconds, baselineSeconds, rss;
+          std::string error;
+          for (int run = 0; run < options.runs && error.empty(); ++run) {
+            ChildResult r = runInChild(query, backend, mode, p, options);
+            if (!r.error.empty()) error = r.error;
+            seconds.push_back(r.seconds);
+            rss.push_back(r.peakRssBytes);
+            if (baseline) {
+              auto start = std::chrono::steady_clock::now();
+              doNotOptimize(baseline(config));
+              baselineSeconds.push_back(std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+            }
           }
+          if (!error.empty()) {
+            std::fprintf(stderr, "nexmark %s (%s, %s, p = %d) failed: %s\n", query.c_str(), backend.c_str(), mode.c_str(), p,
+                         error.c_str());
+            ok = false;
+            continue;
+          }
+          double s = median(seconds), eps = static_cast<double>(options.events) / s;
+          std::vector<std::pair<std::string, double>> fields{
+              {"events", static_cast<double>(options.events)}, {"parallelism", p},
+              {"checkpoint_interval_ms", mode == "batch" ? 0.0 : static_cast<double>(options.checkpointIntervalMs)},
+              {"buffer_timeout_ms", static_cast<double>(options.bufferTimeoutMs)},
+              {"seconds", s}, {"events_per_s", eps}, {"events_per_s_per_core", eps / p},
+              {"peak_rss_bytes", median(rss)}};
+          double bps = 0;
+          if (baseline) {
+            bps = static_cast<double>(options.events) / median(baselineSeconds);
+            fields.push_back({"baseline_events_per_s", bps});
+            fields.push_back({"ratio", bps / eps});
+          }
+          std::vector<std::pair<std::string, std::string>> labels{{"backend", backend}};
+          if (mode != "streaming") labels.push_back({"mode", mode});
+          bench::printFigure("nexmark_" + query, labels, fields);
+          auto flink = flinkPerCore().find(query);
+          std::fprintf(stderr, "%-5s %-8s %2d %10lld %8.2f %12.0f %12.0f %9.0fM %12s %6s %10s\n",
+                       (query + (mode == "batch" ? "b" : "")).c_str(), backend.c_str(), p, static_cast<long long>(options.events), s, eps, eps / p, median(rss) / 1048576.0,
+                       baseline ? std::to_string(static_cast<long long>(bps)).c_str() : "-",
+                       baseline ? std::to_string(bps / eps).substr(0, 4).c_str() : "-",
+                       flink != flinkPerCore().end() ? std::to_string(static_cast<long long>(flink->second)).c_str() : "-");
         }
-        if (!error.empty()) {
-          std::fprintf(stderr, "nexmark %s (%s, p = %d) failed: %s\n", query.c_str(), backend.c_str(), p, error.c_str());
-          ok = false;
-          continue;
-        }
-        double s = median(seconds), eps = static_cast<double>(options.events) / s;
-        std::vector<std::pair<std::string, double>> fields{
-            {"events", static_cast<double>(options.events)}, {"parallelism", p},
-            {"checkpoint_interval_ms", static_cast<double>(options.checkpointIntervalMs)},
-            {"buffer_timeout_ms", static_cast<double>(options.bufferTimeoutMs)},
-            {"seconds", s}, {"events_per_s", eps}, {"events_per_s_per_core", eps / p},
-            {"peak_rss_bytes", median(rss)}};
-        double bps = 0;
-        if (baseline) {
-          bps = static_cast<double>(options.events) / median(baselineSeconds);
-          fields.push_back({"baseline_events_per_s", bps});
-          fields.push_back({"ratio", bps / eps});
-        }
-        bench::printFigure("nexmark_" + query, {{"backend", backend}}, fields);
-        auto flink = flinkPerCore().find(query);
-        std::fprintf(stderr, "%-5s %-8s %2d %10lld %8.2f %12.0f %12.0f %9.0fM %12s %6s %10s\n", query.c_str(),
-                     backend.c_str(), p, static_cast<long long>(options.events), s, eps, eps / p, median(rss) / 1048576.0,
-                     baseline ? std::to_string(static_cast<long long>(bps)).c_str() : "-",
-                     baseline ? std::to_string(bps / eps).substr(0, 4).c_str() : "-",
-                     flink != flinkPerCore().end() ? std::to_string(static_cast<long long>(flink->second)).c_str() : "-");
-      }
     }
   }
   return ok;

@@ -14,6 +14,8 @@ struct DriverOptions {
   int64_t events = 10'000'000;
   std::vector<int> parallelisms{1, 2};
   std::vector<std::string> backends{"heap"};
+  // streaming, batch (RuntimeExecutionMode; batch takes no checkpoints).
+  std::vector<std::string> modes{"streaming"};
   int64_t checkpointIntervalMs = 10'000;  // 0: none
   int64_t bufferTimeoutMs = 100;          // env.setBufferTimeout
   int runs = 1;                           // median of this many

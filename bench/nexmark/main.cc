@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
       ->delimiter(',');
   app.add_option("--state-backend", options.backends, "heap, rocksdb, rocksdb_incremental (RocksDB with incremental checkpoints), comma-separated")->delimiter(',');
   app.add_option("--checkpoint-interval", options.checkpointIntervalMs, "ms between checkpoints; 0 for none");
+  app.add_option("--execution-mode", options.modes, "streaming, batch (no checkpoints), comma-separated")->delimiter(',');
   app.add_option("--buffer-timeout", options.bufferTimeoutMs,
                  "ms a busy subtask may hold a partly filled channel buffer (default 100; 0: send after every "
                  "batch; -1: no timeout)");
