@@ -6,6 +6,7 @@
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
+#include <stdexcept>
 #include <dlfcn.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -32,18 +33,25 @@ double medianSeconds(int runs, F&& body) {
 
 // Runs `body` in a child process and returns {seconds, peak RSS in bytes} of it (the
 // child starts with this process's resident pages, so a small parent keeps it honest).
+// A child that fails or cannot start ends the benchmark, naming why.
 template <class F>
 std::pair<double, double> secondsAndPeakRssInChild(F&& body) {
   int pipeFd[2];
-  if (::pipe(pipeFd) != 0) return {0, 0};
+  if (::pipe(pipeFd) != 0) throw std::runtime_error("bench: no pipe for a child process");
   const pid_t child = ::fork();
+  if (child < 0) throw std::runtime_error("bench: cannot fork a child process");
   if (child == 0) {
     ::close(pipeFd[0]);
-    const auto start = std::chrono::steady_clock::now();
-    body();
-    const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
-    [[maybe_unused]] auto n = ::write(pipeFd[1], &seconds, sizeof seconds);
-    ::_exit(0);
+    try {
+      const auto start = std::chrono::steady_clock::now();
+      body();
+      const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      [[maybe_unused]] auto n = ::write(pipeFd[1], &seconds, sizeof seconds);
+      ::_exit(0);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "bench: the child's job failed: %s\n", e.what());
+    }
+    ::_exit(1);
   }
   ::close(pipeFd[1]);
   double seconds = 0;
@@ -52,6 +60,7 @@ std::pair<double, double> secondsAndPeakRssInChild(F&& body) {
   int status = 0;
   struct rusage usage {};
   ::wait4(child, &status, 0, &usage);
+  if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) throw std::runtime_error("bench: a child process failed");
   return {seconds, static_cast<double>(usage.ru_maxrss) * 1024.0};
 }
 

@@ -608,7 +608,14 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  for (auto& [name, fn] : benches)
-    if (only.empty() || only.count(name)) fn();
+  for (auto& [name, fn] : benches) {
+    if (!only.empty() && !only.count(name)) continue;
+    try {
+      fn();
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "weir_bench: %s failed: %s\n", name.c_str(), e.what());
+      return 1;
+    }
+  }
   return 0;
 }

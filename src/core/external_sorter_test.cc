@@ -90,8 +90,8 @@ TEST(ExternalSorter, SpillsRunsBeyondItsBudgetAndMergesThemInPasses) {
   expectGroupedAsAdded(sorter, in.byKey);
 }
 
-// 1 MiB reads 16 runs at once through 64 KiB each: the ten runs of 10 MiB are read
-// back in many refills of their buffers, in one pass.
+// 1 MiB reads 16 runs at once through 64 KiB each: some ten runs of about 1 MiB are
+// read back in many refills of their buffers, in one pass.
 TEST(ExternalSorter, ReadsRunsLargerThanItsReadBuffersInOnePass) {
   Input in = randomInput(60000, 5000, 3, 300);
   size_t inputBytes = 0;

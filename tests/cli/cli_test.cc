@@ -292,17 +292,20 @@ int64_t peakRssOf(const std::string& args, const fs::path& dir) {
   return static_cast<int64_t>(usage.ru_maxrss) * 1024;
 }
 
-// A batch word count over 3 M words, 2 M of them distinct, keeps what it aggregates and
+// A batch word count over 2 M words, 1 M of them distinct, keeps what it aggregates and
 // sorts within its sorted-inputs budget: with 4 MiB it spills, and its peak memory is
 // within 48 MiB of the same job over a handful of words; with 1 GiB it holds every
 // word's count, some 100 MiB more. Its counts are right either way.
 TEST(Cli, ABatchWordCountSortsWithinItsMemoryBudget) {
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+  GTEST_SKIP() << "a sanitizer's allocator keeps freed memory: peak RSS shows nothing";
+#endif
   auto dir = fs::temp_directory_path() / ("weir-cli-budget-" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir / "big");
   fs::create_directories(dir / "small");
-  auto word = [](int64_t i) { return "w" + std::to_string((i * 7919) % 2'000'000); };
-  constexpr int64_t kWords = 3'000'000;
+  auto word = [](int64_t i) { return "w" + std::to_string((i * 7919) % 1'000'000); };
+  constexpr int64_t kWords = 2'000'000;
   {
     std::ofstream big(dir / "big" / "words"), small(dir / "small" / "words");
     for (int64_t i = 0; i < kWords; ++i) big << word(i) << (i % 10 == 9 ? "\n" : " ");

@@ -17,9 +17,10 @@ namespace weir::detail {
 // Rolling reduce per key: emits the new aggregate for every record (KeyedStream::reduce,
 // sum, min, max); in a batch job only each key's final value, at the end of the input,
 // stamped Long.MAX_VALUE (Flink's BatchGroupedReduceOperator). There records without a
-// timestamp are first reduced in a table of the operator's own, within half the
-// sorted-inputs budget (a combiner: a key's records come to it in the order they came,
-// as sorting would give them), which goes to the sorted input when it is full;
+// timestamp are first reduced in a table of the operator's own (a combiner: a key's
+// records come to it in the order they came, as sorting would give them), which goes
+// to the sorted input once its slots take half the sorted-inputs budget (checked after
+// each batch, so a table that just doubled may briefly hold about twice that);
 // records with one go to the sorted input (SortingDataInput), which gives each key's in
 // timestamp order. Without anything sorted, the table holds the final values. Keeps one value per key:
 // on the heap backend in the operator's own flat hash table, on RocksDB as a ValueState
