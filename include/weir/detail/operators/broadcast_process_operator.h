@@ -56,7 +56,9 @@ class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F
 };
 
 // Runs a KeyedBroadcastProcessFunction<K, IN1, IN2, OUT>: keyed state, timers and the
-// current key on the first input; applyToKeyedState on the broadcast input.
+// current key on the first input; applyToKeyedState on the broadcast input. In a batch
+// job the keyed input waits, to come grouped by key once the broadcast input is done:
+// the broadcast side is processed first, as in Flink (docs/batch.md).
 template <class IN1, class IN2, class K, class KeySelector, class F>
 class KeyedBroadcastProcessOperator final
     : public KeyedFunctionOperator<IN1, typename F::OutputType, K, KeySelector, F>,
@@ -102,6 +104,9 @@ class KeyedBroadcastProcessOperator final
     typename F::OnTimerContext ctx(&states_, &this->sideOutputs_, &this->watermark_, clock(), this);
     this->advanceProcessingTime(time, ctx);
   }
+
+ protected:
+  bool sortsInputInBatch() const override { return true; }
 
  private:
   const Clock* clock() { return this->context().clock().get(); }

@@ -19,11 +19,12 @@
 namespace weir::detail {
 
 // Runs a KeyedCoProcessFunction<K, IN1, IN2, OUT>: each record's key (by its input's key
-// selector) is current while the function sees it.
+// selector) is current while the function sees it. In a batch job both inputs come
+// grouped by key, together (docs/batch.md).
 template <class IN1, class IN2, class K, class Selector1, class Selector2, class F>
-class KeyedCoProcessOperator final : public KeyedFunctionOperator<IN1, typename F::OutputType, K, Selector1, F> {
+class KeyedCoProcessOperator final : public KeyedFunctionOperator<IN1, typename F::OutputType, K, Selector1, F, IN2> {
   using OUT = typename F::OutputType;
-  using Base = KeyedFunctionOperator<IN1, OUT, K, Selector1, F>;
+  using Base = KeyedFunctionOperator<IN1, OUT, K, Selector1, F, IN2>;
 
  public:
   KeyedCoProcessOperator(Selector1 first, Selector2 second, F fn)
@@ -44,12 +45,8 @@ class KeyedCoProcessOperator final : public KeyedFunctionOperator<IN1, typename 
   }
   void processSecond(std::span<IN2> records, Timestamps timestamps) {
     typename F::Context ctx(this, &this->sideOutputs_);
-    this->forEachRecord(records, timestamps, ctx, [&](const IN2& r, Collector<OUT>& c) {
-      this->key_ = std::invoke(secondSelector_, r);
-      this->state_->setCurrentKey(this->key_);
-      this->fn_.processElement2(r, ctx, c);
-    });
-    this->state_->clearCurrentKey();
+    this->forEachKeyedSecond(records, timestamps, secondSelector_, ctx,
+                             [&](const IN2& r, Collector<OUT>& c) { this->fn_.processElement2(r, ctx, c); });
   }
   void processWatermark(int64_t watermark) override {
     typename F::OnTimerContext ctx(this, &this->sideOutputs_);
@@ -59,6 +56,10 @@ class KeyedCoProcessOperator final : public KeyedFunctionOperator<IN1, typename 
     typename F::OnTimerContext ctx(this, &this->sideOutputs_);
     this->advanceProcessingTime(time, ctx);
   }
+
+ protected:
+  bool sortsInputInBatch() const override { return true; }
+  void processSortedSecond(std::span<IN2> records, Timestamps timestamps) override { processSecond(records, timestamps); }
 
  private:
   Selector2 secondSelector_;

@@ -23,11 +23,15 @@ namespace weir::detail {
 // In a batch job an operator that sortsInputInBatch() takes its input grouped by key
 // (SortingDataInput) when the final watermark comes, on the heap whatever the job's
 // backend: each key's records, then its timers, then its state is dropped (Flink's
-// batch state backend and timer service; docs/batch.md).
-template <class T, class OUT, class K, class KeySelector, class F>
+// batch state backend and timer service; docs/batch.md). A two-input operator whose
+// second input is keyed too (IN2, not void) takes both inputs' records of a key
+// together, in one timestamp order.
+template <class T, class OUT, class K, class KeySelector, class F, class IN2 = void>
 class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
                               protected KeyedTimers<K>,
                               protected ProcessingTimeCallback {
+  using SecondRecord = std::conditional_t<std::is_void_v<IN2>, T, IN2>;  // T: none
+
  public:
   KeyedFunctionOperator(KeySelector keySelector, F fn)
       : CollectingOperator<T, OUT, F>(std::move(fn)), keySelector_(std::move(keySelector)) {}
@@ -63,6 +67,10 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
     timers_.snapshot(out);
     processingTimers_.snapshot(out);
   }
+  void endInput() override {
+    if (hasBufferedInput()) this->processWatermark(kMaxWatermark);  // the input ended without it
+    CollectingOperator<T, OUT, F>::endInput();
+  }
   void close() override {
     CollectingOperator<T, OUT, F>::close();
     this->context().setKeyedStateBackend(nullptr);
@@ -75,18 +83,13 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   // Calls process(record, collector) for each record with its key current.
   template <class Context, class Process>
   void forEachKeyed(std::span<T> records, Timestamps timestamps, Context& ctx, Process process) {
-    if constexpr (kSortable<T, K>) {
-      if (sortedInput_.buffering()) {  // batch: processed by key at the end
-        this->callUser([&] { sortedInput_.add(records, timestamps, [&](T& r) { return std::invoke(keySelector_, r); }); });
-        return;
-      }
-    }
-    this->forEachRecord(records, timestamps, ctx, [&](T& r, Collector<OUT>& collector) {
-      key_ = std::invoke(keySelector_, r);
-      state_->setCurrentKey(key_);
-      process(r, collector);
-    });
-    state_->clearCurrentKey();
+    forEachKeyedOf<1>(records, timestamps, keySelector_, ctx, process);
+  }
+  // The same for the second input's records, keyed by `selector`.
+  template <class Selector, class Context, class Process>
+  void forEachKeyedSecond(std::span<SecondRecord> records, Timestamps timestamps, const Selector& selector, Context& ctx,
+                          Process process) {
+    forEachKeyedOf<2>(records, timestamps, selector, ctx, process);
   }
 
   // Fires the timers the watermark reached, then passes it on. In a batch job the final
@@ -94,7 +97,7 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   // end of time with its input, as in Flink (docs/batch.md).
   template <class OnTimerContext>
   void advanceWatermark(int64_t watermark, OnTimerContext& ctx) {
-    if constexpr (kSortable<T, K>) {
+    if constexpr (kSortable<T, K, IN2>) {
       if (watermark == kMaxWatermark && sortedInput_.buffering()) processSortedInput(ctx);
     }
     watermark_ = watermark;
@@ -116,6 +119,8 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   virtual bool sortsInputInBatch() const { return false; }
   // Batch: whether input waits to be processed by key (until the final watermark).
   bool hasBufferedInput() const { return sortedInput_.buffering(); }
+  // Processes the second input's records (a two-input operator with IN2).
+  virtual void processSortedSecond(std::span<SecondRecord>, Timestamps) {}
 
   // KeyedTimers
   int64_t currentWatermark() const override { return watermark_; }
@@ -132,22 +137,48 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   void deleteProcessingTimeTimer(int64_t time) override { processingTimers_.remove(key_, time); }
 
  private:
+  // Records of input `kInput`, keyed by `selector`: in a batch job to the sorted input
+  // (processed by key at the end), else processed with their key current.
+  template <int kInput, class R, class Selector, class Context, class Process>
+  void forEachKeyedOf(std::span<R> records, Timestamps timestamps, const Selector& selector, Context& ctx,
+                      Process& process) {
+    if constexpr (kSortable<T, K, IN2>) {
+      if (sortedInput_.buffering()) {
+        this->callUser([&] {
+          auto keyOf = [&](R& r) { return std::invoke(selector, r); };
+          if constexpr (kInput == 1) sortedInput_.add(records, timestamps, keyOf);
+          else sortedInput_.addSecond(records, timestamps, keyOf);
+        });
+        return;
+      }
+    }
+    this->forEachRecord(records, timestamps, ctx, [&](R& r, Collector<OUT>& collector) {
+      key_ = std::invoke(selector, r);
+      state_->setCurrentKey(key_);
+      process(r, collector);
+    });
+    state_->clearCurrentKey();
+  }
+
   // Batch: processes the sorted input one key at a time. At the end of each key its
   // timers fire, with the watermark at the end of time, and its state goes; the next key
   // starts again with no watermark (Flink's BatchExecutionInternalTimeService).
   template <class OnTimerContext>
   void processSortedInput(OnTimerContext& ctx) {
-    sortedInput_.drain([&](std::span<T> records, Timestamps timestamps) { this->processBatch(records, timestamps); },
-                       [&](const K& key) {
-                         watermark_ = kMaxWatermark;
-                         fireAtEndOfTime(ctx);
-                         endOfTime_ = false;
-                         key_ = key;
-                         state_->setCurrentKey(key_);
-                         state_->dropCurrentKeyState();
-                         state_->clearCurrentKey();
-                         watermark_ = kMinWatermark;
-                       });
+    auto first = [&](std::span<T> records, Timestamps timestamps) { this->processBatch(records, timestamps); };
+    auto keyEnd = [&](const K& key) {
+      watermark_ = kMaxWatermark;
+      fireAtEndOfTime(ctx);
+      endOfTime_ = false;
+      state_->dropStateOf(key);
+      watermark_ = kMinWatermark;
+    };
+    if constexpr (std::is_void_v<IN2>) {
+      sortedInput_.drain(first, keyEnd);
+    } else {
+      sortedInput_.drain(
+          first, [&](std::span<IN2> records, Timestamps timestamps) { processSortedSecond(records, timestamps); }, keyEnd);
+    }
   }
   // Batch: every timer left fires (docs/batch.md).
   template <class OnTimerContext>
@@ -198,7 +229,7 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   TimerQueue<K> processingTimers_;
   int64_t callbackAt_ = std::numeric_limits<int64_t>::max();  // the earliest callback asked for
   bool endOfTime_ = false;  // batch: the processing-time timers fired
-  SortingDataInput<T, K> sortedInput_;  // batch, until the final watermark
+  SortingDataInput<T, K, IN2> sortedInput_;  // batch, until the final watermark
   TimeDomain firing_ = TimeDomain::EVENT_TIME;
 };
 

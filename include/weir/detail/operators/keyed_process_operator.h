@@ -36,10 +36,6 @@ class KeyedProcessOperator final : public KeyedFunctionOperator<T, typename F::O
     typename F::OnTimerContext ctx(this, &this->sideOutputs_);
     this->advanceProcessingTime(time, ctx);
   }
-  void endInput() override {
-    if (this->hasBufferedInput()) processWatermark(kMaxWatermark);  // the input ended without it
-    Base::endInput();
-  }
 
  protected:
   bool sortsInputInBatch() const override { return true; }

@@ -19,10 +19,10 @@ namespace weir::detail {
 // stamped Long.MAX_VALUE (Flink's BatchGroupedReduceOperator). There records without a
 // timestamp are first reduced in a table of the operator's own (a combiner: a key's
 // records come to it in the order they came, as sorting would give them), which goes
-// to the sorted input once its slots take half the sorted-inputs budget (checked after
-// each batch, so a table that just doubled may briefly hold about twice that);
-// records with one go to the sorted input (SortingDataInput), which gives each key's in
-// timestamp order. Without anything sorted, the table holds the final values. Keeps one value per key:
+// to the sorted input before a new key would grow its slots past half the sorted-inputs
+// budget; records with one go to the sorted input (SortingDataInput), which gives each
+// key's in timestamp order. Without anything sorted, the table holds the final values.
+// Keeps one value per key:
 // on the heap backend in the operator's own flat hash table, on RocksDB as a ValueState
 // in RocksDB. Both checkpoint the same entries under "_rolling", so either backend
 // restores the other's checkpoints.
@@ -35,8 +35,11 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   void open() override {
     UdfOperator<T, T, F>::open();
     batch_ = this->context().isBatch();
-    tableBudget_ = this->context().sortedInputsMemory() / 2;
-    if (sortedInput_.open(this->context(), tableBudget_)) return;  // a batch job starts from scratch: nothing to restore
+    const size_t tableBudget = this->context().sortedInputsMemory() / 2;
+    if (sortedInput_.open(this->context(), tableBudget)) {  // a batch job starts from scratch: nothing to restore
+      tableKeys_ = keysWithin(tableBudget);
+      return;
+    }
     if constexpr (Serializable<K> && Serializable<T>) this->callUser([&] { openValues(); });
   }
   void close() override {
@@ -99,9 +102,9 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
       if (batch_) {  // the final values go at the end
         for (size_t i = 0; i < keys.size(); ++i) {
           if (i + kAhead < keys.size()) values_.prefetch(keys[i + kAhead]);
+          if (values_.size() >= tableKeys_ && !values_.contains(keys[i])) spillTable();  // a new key: no room
           reduceInto(std::move(keys[i]), records[i]);
         }
-        if (sortedInput_.buffering() && tableBytes() > tableBudget_) spillTable();
         return;
       }
       results = fillBuffer(buffer_, records.size(), [&](size_t i) -> T {
@@ -176,9 +179,16 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
     if (!buffer_.empty()) flush();
   }
 
-  // Batch: what the table takes, by its slots (a key's or value's own heap memory, as a
-  // long string's, is not counted).
-  size_t tableBytes() const { return values_.capacity() * (sizeof(std::pair<K, T>) + 1); }
+  // Batch: how many keys the table holds with its slots within `budget`: those of its
+  // largest capacity that fits (absl's are 2^n - 1, one control byte a slot), before it
+  // would grow (at 7/8 full). A key's or value's own heap memory (a long string's) is
+  // not counted.
+  static size_t keysWithin(size_t budget) {
+    constexpr size_t kSlotBytes = sizeof(std::pair<const K, T>) + 1;
+    size_t capacity = 1;
+    while ((2 * capacity + 1) * kSlotBytes <= budget) capacity = 2 * capacity + 1;
+    return capacity - capacity / 8;
+  }
   // Batch: the table's values to the sorted input, each key's before its later records.
   void spillTable() {
     if constexpr (kSortable<T, K>) {
@@ -238,12 +248,8 @@ class KeyedReduceOperator final : public UdfOperator<T, T, F> {
   std::vector<T> buffer_;
   bool batch_ = false;                // RuntimeExecutionMode::BATCH: final values only
   SortingDataInput<T, K> sortedInput_;  // batch, until the end of the input
-  size_t tableBudget_ = 0;              // batch: what values_ may take before it is sorted
+  size_t tableKeys_ = SIZE_MAX;          // batch: the keys values_ may hold before it is sorted
   int64_t heldWatermark_ = INT64_MIN;  // batch: until the final values are out
 };
-
-}  // namespace weir::detail
-
-namespace weir::detail {
 
 }  // namespace weir::detail

@@ -248,9 +248,6 @@ class KeyedStateBackendBase {
     auto it = states_.find(name);
     return it == states_.end() ? nullptr : it->second.state.get();
   }
-  // Heap: erases every state's entries of the current key (a batch job's key, once its
-  // input is done).
-  void dropCurrentKeyState();
   // Entries of one state in a key-group range, as they are now.
   void readEntries(const std::string& name, KeyGroupRange range, const StateEntryVisitor& visit);
   // Every state as it is now, readable from another thread while this one goes on (the
@@ -286,6 +283,8 @@ class KeyedStateBackendBase {
   void setHeapKeys(HeapKeyTable* keys) { heapKeys_ = keys; }
   void setKeySchema(TypeSchema schema) { keySchema_ = std::move(schema); }
   SnapshotContext snapshotContext() const;
+  // Heap: erases every state's entries of the current key.
+  void dropCurrentKeyState();
   // Scopes a state created while a key was current (e.g. inside processElement) to it.
   virtual void resolveCurrentKey() = 0;
   bool hasStates() const { return !states_.empty(); }
@@ -378,6 +377,14 @@ class KeyedStateBackend final : public KeyedStateBackendBase, private HeapKeyTab
     keyContext_.keyGroup = -1;
     pending_ = nullptr;
     current_ = nullptr;
+  }
+
+  // Heap: erases every state's entries of `key` (a batch job's key, once its input is
+  // done); then no key is current.
+  void dropStateOf(const K& key) {
+    setCurrentKey(key);
+    dropCurrentKeyState();
+    clearCurrentKey();
   }
 
   // The keys that have an entry in state `name`, each once (none if no such state).

@@ -71,13 +71,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
       : Base(std::move(policy), lateTag), keySelector_(std::move(keySelector)), assigner_(std::move(assigner)),
         trigger_(std::move(trigger)), evictor_(std::move(evictor)), allowedLateness_(kEventTime ? allowedLateness : 0) {}
 
-  // Windows of the wall-clock time a batch job happens to read at mean nothing
-  // (docs/batch.md).
-  std::string batchUnsupportedReason() const override {
-    if constexpr (kProcessingTime)
-      return "its windows are in processing time, which gives a batch job no repeatable result; use event-time windows";
-    return "";
-  }
+  std::string batchUnsupportedReason() const override { return kProcessingTime ? kProcessingTimeWindowsInBatch : ""; }
 
   void open() override {
     this->registerLateRecordsMetric();
@@ -202,10 +196,7 @@ class TriggerWindowOperator final : public WindowOperatorBase<T, Policy>,
                          watermark_ = kMaxWatermark;
                          fireAtEndOfTime();
                          endOfTime_ = false;
-                         key_ = key;
-                         store_->setCurrentKey(key_);
-                         store_->dropCurrentKeyState();
-                         store_->clearCurrentKey();
+                         store_->dropStateOf(key);
                          watermark_ = kMinWatermark;
                        });
   }

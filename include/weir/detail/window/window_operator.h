@@ -88,13 +88,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
       : Base(std::move(policy), lateTag), keySelector_(std::move(keySelector)), assigner_(std::move(assigner)),
         allowedLateness_(kProcessingTime ? 0 : allowedLateness) {}
 
-  // Windows of the wall-clock time a batch job happens to read at mean nothing
-  // (docs/batch.md).
-  std::string batchUnsupportedReason() const override {
-    if constexpr (kProcessingTime)
-      return "its windows are in processing time, which gives a batch job no repeatable result; use event-time windows";
-    return "";
-  }
+  std::string batchUnsupportedReason() const override { return kProcessingTime ? kProcessingTimeWindowsInBatch : ""; }
 
   void open() override {
     this->registerLateRecordsMetric();
@@ -241,11 +235,7 @@ class WindowOperator final : public WindowOperatorBase<T, Policy>,
                          watermark_ = kMaxWatermark;
                          fireTimers();
                          watermark_ = kMinWatermark;
-                         if (store_) {
-                           store_->setCurrentKey(key);
-                           store_->dropCurrentKeyState();
-                           store_->clearCurrentKey();
-                         }
+                         if (store_) store_->dropStateOf(key);
                        });
   }
 

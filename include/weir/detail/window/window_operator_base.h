@@ -47,6 +47,11 @@ inline int64_t restoreWindowWatermark(RestoredOperatorState& restored, RuntimeCo
   return sameParallelism && own ? *own : smallest;
 }
 
+// Why a batch job refuses windows in processing time: which window a record falls in
+// would depend on when the job happens to read it (docs/batch.md).
+inline constexpr const char* kProcessingTimeWindowsInBatch =
+    "its windows are in processing time, which gives a batch job no repeatable result; use event-time windows";
+
 // The base of both keyed window operators.
 template <class T, class Policy>
 class WindowOperatorBase : public OneInputOperator<T, typename Policy::Out> {
