@@ -32,6 +32,22 @@ class CheckpointConfig {
   void setCheckpointInterval(Millis interval) {
     positive(interval, "checkpoint interval");
     interval_ = interval;
+    streamingOnly_ = false;
+  }
+  // Enables checkpointing as setCheckpointInterval does, but only for a job that runs in
+  // STREAMING: one that runs in BATCH (set so, or AUTOMATIC over bounded sources) leaves
+  // it out, where an interval set for the job itself is refused. What a configuration
+  // file's execution.checkpointing.interval sets, since the file serves streaming and
+  // batch jobs alike (docs/batch.md).
+  void setCheckpointIntervalForStreaming(Millis interval) {
+    setCheckpointInterval(interval);
+    streamingOnly_ = true;
+  }
+  // Whether the interval was set for STREAMING only (setCheckpointIntervalForStreaming).
+  bool isCheckpointIntervalForStreamingOnly() const { return streamingOnly_; }
+  void disableCheckpointing() {
+    interval_ = Millis(-1);
+    streamingOnly_ = false;
   }
 
   CheckpointingMode getCheckpointingMode() const { return mode_; }
@@ -121,6 +137,7 @@ class CheckpointConfig {
   }
 
   Millis interval_{-1};
+  bool streamingOnly_ = false;
   CheckpointingMode mode_ = CheckpointingMode::EXACTLY_ONCE;
   Millis timeout_{10 * 60 * 1000};
   Millis minPause_{0};

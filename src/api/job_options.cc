@@ -814,11 +814,13 @@ void JobOptions::applyTo(StreamExecutionEnvironment& env) const {
   if (auto v = o.choice("execution.runtime-mode"))
     env.setRuntimeMode(*v == "BATCH" ? RuntimeExecutionMode::BATCH
                                      : *v == "AUTOMATIC" ? RuntimeExecutionMode::AUTOMATIC : RuntimeExecutionMode::STREAMING);
-  // A configuration file's checkpoint interval is for its streaming jobs (check() refused
-  // one given to this batch job explicitly).
-  const bool batch = o.choice("execution.runtime-mode") == "BATCH";
+  // A configuration file's checkpoint interval is for its streaming jobs: one that runs
+  // in BATCH leaves it out (check() refused one given to this job explicitly).
   CheckpointConfig& c = env.getCheckpointConfig();
-  if (auto v = o.duration("execution.checkpointing.interval"); v && !batch) c.setCheckpointInterval(*v);
+  if (auto v = o.duration("execution.checkpointing.interval")) {
+    if (o.explicitlySet("execution.checkpointing.interval")) c.setCheckpointInterval(*v);
+    else c.setCheckpointIntervalForStreaming(*v);
+  }
   if (auto v = o.choice("execution.checkpointing.mode"))
     c.setCheckpointingMode(*v == "AT_LEAST_ONCE" ? CheckpointingMode::AT_LEAST_ONCE : CheckpointingMode::EXACTLY_ONCE);
   if (auto v = o.duration("execution.checkpointing.timeout")) c.setCheckpointTimeout(*v);

@@ -122,6 +122,11 @@ void resolveExecutionMode(JobPlan& plan) {
                                 ? "execution mode BATCH"
                                 : "execution mode AUTOMATIC runs this job in BATCH (every source is bounded), which";
   if (!unbounded.empty()) throw invalidJob(batch + " needs bounded sources, but source '" + unbounded + "' is unbounded");
+  CheckpointConfig& checkpoints = plan.graph.checkpointConfig;
+  if (plan.checkpointing && checkpoints.isCheckpointIntervalForStreamingOnly()) {
+    checkpoints.disableCheckpointing();  // a configuration file's, for streaming jobs
+    plan.checkpointing = false;
+  }
   if (plan.checkpointing)
     throw invalidJob(batch + " takes no checkpoints, but checkpointing is enabled; leave it off, or run in STREAMING");
   if (plan.graph.restore.restoreSavepoint())

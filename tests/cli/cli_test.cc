@@ -274,6 +274,20 @@ TEST(Cli, WordCountInBatchModeWritesEachWordsTotalOnce) {
   expectUsageError("run wordcount --execution-mode batch --checkpoint-interval 100 --input " + (dir / "in").string(),
                    "--execution-mode batch takes no checkpoints and starts from scratch, but --checkpoint-interval is "
                    "given");
+  // A configuration file's checkpoint interval is for streaming jobs: AUTOMATIC, which
+  // runs this bounded job in BATCH, leaves it out; the same interval given with -D is
+  // refused, naming the mode's choice.
+  const auto config = dir / "streaming.yaml";
+  std::ofstream(config) << "execution.checkpointing.interval: 100ms\n";
+  fs::remove_all(dir / "out");
+  r = weir("run wordcount --execution-mode automatic -p 2 --no-rest --config " + config.string() + " --input " +
+           (dir / "in").string() + " --output " + (dir / "out").string());
+  ASSERT_EQ(r.exitCode, 0) << r.err;
+  EXPECT_EQ(countsIn(dir / "out"), once);
+  expectUsageError("run wordcount --execution-mode automatic -D execution.checkpointing.interval=100ms --input " +
+                       (dir / "in").string(),
+                   "execution mode AUTOMATIC runs this job in BATCH (every source is bounded), which takes no "
+                   "checkpoints, but checkpointing is enabled");
   expectUsageError("run wordcount --execution-mode sometimes --input " + (dir / "in").string(), "--execution-mode");
   expectUsageError("run kafka-wordcount --execution-mode batch --bootstrap-servers 127.0.0.1:1 --input-topic lines "
                    "--output-topic counts --no-rest",
