@@ -89,7 +89,7 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
   }
   job->plan_ = std::make_unique<JobPlan>(JobPlan::create(graph, restoredMaxParallelism));
   const JobPlan& plan = *job->plan_;
-  const CheckpointConfig& config = graph.checkpointConfig;
+  const CheckpointConfig& config = plan.graph.checkpointConfig;  // BATCH may have left a file's interval out
   const RestartStrategy restarts = graph.restartStrategy.resolve(plan.checkpointing);
   for (const auto& node : plan.graph.nodes)
     if (node->checkSettings) node->checkSettings(config, restarts);

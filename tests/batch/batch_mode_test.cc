@@ -327,7 +327,7 @@ struct CountBoth : KeyedCoProcessFunction<int64_t, Event, Event, KeySum> {
 TEST_P(BatchOn, ConnectedInputsComeGroupedByKeyTogether) {
   const auto left = disordered(3000, 7), right = disordered(2000, 7);
   StreamExecutionEnvironment env;
-  env.setStateBackend(stateBackendFromName(GetParam())).setRuntimeMode(RuntimeExecutionMode::BATCH);
+  env.setParallelism(1).setStateBackend(stateBackendFromName(GetParam())).setRuntimeMode(RuntimeExecutionMode::BATCH);
   auto seen = std::make_shared<std::vector<SeenOfTwo>>();
   CollectSink<KeySum> sink;
   auto byKey = [](const Event& e) { return e.key; };
@@ -365,62 +365,110 @@ TEST_P(BatchOn, ConnectedInputsComeGroupedByKeyTogether) {
   EXPECT_EQ(totals, expected);
 }
 
-// The broadcast side of keyed1.connect(broadcast).process(f) is processed first, as in
-// Flink's batch mode: every keyed record sees every rule, although the rules come
-// slowly, long after the keyed records; each key's sum and rule are the brute force's.
+// The broadcast side of events.connect(rules.broadcast(...)).process(f) is processed
+// first, as in Flink's batch mode, whether events are keyed or not: every event sees
+// every rule, although no rule leaves its source before every event left theirs; each
+// key's sum and rule are the brute force's.
 TEST_P(BatchOn, TheBroadcastSideComesFirst) {
   struct Rule {
     int64_t key = 0, multiplier = 0;
   };
-  struct RulesSeen : KeyedBroadcastProcessFunction<int64_t, Event, Rule, std::tuple<int64_t, int64_t, int64_t>> {
-    const MapStateDescriptor<int64_t, int64_t> rules{"rules"};
+  using Out = std::tuple<int64_t, int64_t, int64_t>;  // key (-1: a record), sum or rules seen, rule
+  static const MapStateDescriptor<int64_t, int64_t> kRulesState{"rules"};
+  struct Keyed : KeyedBroadcastProcessFunction<int64_t, Event, Rule, Out> {
     ValueState<int64_t>* sum = nullptr;
     void open() override { sum = &getRuntimeContext().getState(ValueStateDescriptor<int64_t>("sum", 0)); }
-    void processElement(const Event& e, ReadOnlyContext& ctx, Collector<OutputType>& out) override {
+    void processElement(const Event& e, ReadOnlyContext& ctx, Collector<Out>& out) override {
       sum->update(*sum->value() + e.value);
       ctx.timerService().registerEventTimeTimer(kMaxWatermark);
-      const auto& all = ctx.getBroadcastState(rules).immutableEntries();
-      out.collect({-1, static_cast<int64_t>(all.size()), 0});  // how many rules it saw
+      out.collect({-1, static_cast<int64_t>(ctx.getBroadcastState(kRulesState).immutableEntries().size()), 0});
     }
-    void processBroadcastElement(const Rule& r, Context& ctx, Collector<OutputType>&) override {
-      ctx.getBroadcastState(rules).put(r.key, r.multiplier);
+    void processBroadcastElement(const Rule& r, Context& ctx, Collector<Out>&) override {
+      ctx.getBroadcastState(kRulesState).put(r.key, r.multiplier);
     }
-    void onTimer(int64_t, OnTimerContext& ctx, Collector<OutputType>& out) override {
-      out.collect({ctx.getCurrentKey(), *sum->value(), *ctx.getBroadcastState(rules).get(ctx.getCurrentKey())});
+    void onTimer(int64_t, OnTimerContext& ctx, Collector<Out>& out) override {
+      out.collect({ctx.getCurrentKey(), *sum->value(), *ctx.getBroadcastState(kRulesState).get(ctx.getCurrentKey())});
+    }
+  };
+  struct NotKeyed : BroadcastProcessFunction<Event, Rule, Out> {
+    void processElement(const Event&, ReadOnlyContext& ctx, Collector<Out>& out) override {
+      out.collect({-1, static_cast<int64_t>(ctx.getBroadcastState(kRulesState).immutableEntries().size()), 0});
+    }
+    void processBroadcastElement(const Rule& r, Context& ctx, Collector<Out>&) override {
+      ctx.getBroadcastState(kRulesState).put(r.key, r.multiplier);
     }
   };
   constexpr int64_t kKeys = 7;
   const auto events = disordered(20000, kKeys);
   std::vector<Rule> rules;
   for (int64_t k = 0; k < kKeys; ++k) rules.push_back({k, 100 + k});
-  StreamExecutionEnvironment env;
-  env.setParallelism(2).setStateBackend(stateBackendFromName(GetParam())).setRuntimeMode(RuntimeExecutionMode::BATCH);
-  CollectSink<std::tuple<int64_t, int64_t, int64_t>> sink;
-  RulesSeen fn;
-  auto slowRules = env.fromCollection(rules).map([](const Rule& r) {
-    std::this_thread::sleep_for(30ms);
-    return r;
-  });
-  env.fromSource(detail::CollectionSource<Event>(events), punctuated(0), "events")
-      .keyBy([](const Event& e) { return e.key; })
-      .connect(slowRules.broadcast(fn.rules))
-      .process(fn)
-      .sinkTo(sink);
-  env.execute();
-  std::map<int64_t, std::pair<int64_t, int64_t>> expected, got;
+  std::map<int64_t, std::pair<int64_t, int64_t>> expected;
   for (const auto& e : events) expected[e.key].first += e.value;
   for (const auto& r : rules) expected[r.key].second = r.multiplier;
-  int64_t keyedRecords = 0;
-  for (const auto& [key, a, b] : sink.getResults()) {
-    if (key >= 0) {
-      EXPECT_TRUE(got.emplace(key, std::pair{a, b}).second) << "key " << key << " twice";
-    } else {
-      ++keyedRecords;
-      ASSERT_EQ(a, kKeys) << "a keyed record came before the broadcast side was done";
+  for (bool keyed : {true, false}) {
+    SCOPED_TRACE(keyed ? "keyed" : "not keyed");
+    StreamExecutionEnvironment env;
+    env.setParallelism(2).setStateBackend(stateBackendFromName(GetParam())).setRuntimeMode(RuntimeExecutionMode::BATCH);
+    CollectSink<Out> sink;
+    auto left = std::make_shared<std::atomic<int64_t>>(0);  // events out of their source
+    auto eventStream = env.fromSource(detail::CollectionSource<Event>(events), punctuated(0), "events").map([left](const Event& e) {
+      left->fetch_add(1);
+      return e;
+    });
+    auto ruleStream = env.fromCollection(rules)
+                          .map([left, n = static_cast<int64_t>(events.size())](const Rule& r) {
+                            while (left->load() < n) std::this_thread::yield();
+                            return r;
+                          })
+                          .broadcast(kRulesState);
+    if (keyed) eventStream.keyBy([](const Event& e) { return e.key; }).connect(ruleStream).process(Keyed{}).sinkTo(sink);
+    else eventStream.connect(ruleStream).process(NotKeyed{}).sinkTo(sink);
+    env.execute();
+    std::map<int64_t, std::pair<int64_t, int64_t>> got;
+    int64_t records = 0;
+    for (const auto& [key, a, b] : sink.getResults()) {
+      if (key >= 0) {
+        EXPECT_TRUE(got.emplace(key, std::pair{a, b}).second) << "key " << key << " twice";
+      } else {
+        ++records;
+        ASSERT_EQ(a, kKeys) << "a record came before the broadcast side was done";
+      }
     }
+    EXPECT_EQ(records, static_cast<int64_t>(events.size()));
+    if (keyed) EXPECT_EQ(got, expected);
   }
-  EXPECT_EQ(keyedRecords, static_cast<int64_t>(events.size()));
-  EXPECT_EQ(got, expected);
+}
+
+// A configuration file's checkpoint interval (setCheckpointIntervalForStreaming) is left
+// out in BATCH: the job runs, and its sinks are told it takes no checkpoints, as a sink
+// that must commit with them must hear; in STREAMING it takes them.
+TEST(Batch, AConfigurationFilesCheckpointIntervalIsForStreamingJobsOnly) {
+  struct Checking : Sink<int64_t> {
+    std::shared_ptr<std::atomic<int>> told = std::make_shared<std::atomic<int>>(-1);  // checkpointing on?
+    std::unique_ptr<SinkWriter<int64_t>> createWriter(RuntimeContext& context) const override {
+      return DiscardingSink<int64_t>().createWriter(context);
+    }
+    void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy&) const override {
+      told->store(checkpoints.isCheckpointingEnabled() ? 1 : 0);
+    }
+  };
+  for (auto mode : {RuntimeExecutionMode::BATCH, RuntimeExecutionMode::AUTOMATIC, RuntimeExecutionMode::STREAMING}) {
+    StreamExecutionEnvironment env;
+    env.setRuntimeMode(mode);
+    env.getCheckpointConfig().setCheckpointIntervalForStreaming(100ms);
+    Checking sink;
+    env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, 1000), WatermarkStrategy<int64_t>::noWatermarks(),
+                   "numbers")
+        .sinkTo(sink);
+    EXPECT_EQ(env.execute().status, JobStatus::FINISHED);
+    EXPECT_EQ(sink.told->load(), mode == RuntimeExecutionMode::STREAMING ? 1 : 0) << static_cast<int>(mode);
+  }
+  // An interval set for the job itself is refused, as before.
+  StreamExecutionEnvironment env;
+  env.setRuntimeMode(RuntimeExecutionMode::BATCH).enableCheckpointing(100ms);
+  env.fromSource(DataGeneratorSource([](int64_t i) { return i; }, 10), WatermarkStrategy<int64_t>::noWatermarks(), "numbers")
+      .sinkTo(DiscardingSink<int64_t>());
+  EXPECT_THROW(env.execute(), Error);
 }
 
 // A two-input keyed operator holds one key's state at a time, as a one-input one does:

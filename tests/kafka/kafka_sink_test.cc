@@ -299,7 +299,7 @@ TEST(KafkaSink, BadConfigurationIsAOneLineError) {
     exactlyOnce(env, "60000");
     EXPECT_EQ(errorOf([&] { env.execute("no checkpoints"); }),
               "kafka sink: EXACTLY_ONCE commits its transactions when checkpoints complete, and the job takes none: "
-              "enable checkpointing (execution.checkpointing.interval)");
+              "enable checkpointing (execution.checkpointing.interval) in a STREAMING job, or use AT_LEAST_ONCE");
   }
   {
     StreamExecutionEnvironment env;

@@ -442,7 +442,7 @@ TEST(PostgresSink, BadInputIsAOneLineErrorNamingTheServerAndTheReason) {
   // Exactly once needs checkpoints, a prefix, and prepared transactions on the server.
   e = executeError(insertInto("bad").setDeliveryGuarantee(DeliveryGuarantee::EXACTLY_ONCE).setTransactionIdPrefix("p").build());
   EXPECT_EQ(e, who + "EXACTLY_ONCE commits its transactions when checkpoints complete, and the job takes none: "
-                     "enable checkpointing (execution.checkpointing.interval)");
+                     "enable checkpointing (execution.checkpointing.interval) in a STREAMING job, or use AT_LEAST_ONCE");
   EXPECT_EQ(errorOf([] { insertInto("bad").setDeliveryGuarantee(DeliveryGuarantee::EXACTLY_ONCE).build(); }),
             "postgres sink: EXACTLY_ONCE needs setTransactionIdPrefix(...): the prepared transactions are named from it");
   EXPECT_EQ(errorOf([] {

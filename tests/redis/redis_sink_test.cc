@@ -259,7 +259,7 @@ TEST(RedisSink, BadInputIsAOneLineErrorNamingTheServerAndTheReason) {
 
   EXPECT_EQ(executeError(hset("h").setDeliveryGuarantee(DeliveryGuarantee::EXACTLY_ONCE).setTransactionIdPrefix("p").build()),
             who + "EXACTLY_ONCE applies its commands when checkpoints complete, and the job takes none: enable "
-                  "checkpointing (execution.checkpointing.interval)");
+                  "checkpointing (execution.checkpointing.interval) in a STREAMING job, or use AT_LEAST_ONCE");
   EXPECT_EQ(errorOf([] { hset("h").setDeliveryGuarantee(DeliveryGuarantee::EXACTLY_ONCE).build(); }),
             "redis sink: EXACTLY_ONCE needs setTransactionIdPrefix(...): the fence keys are named from it");
   EXPECT_EQ(errorOf([] { hset("h").setAddress("nowhere"); }), "redis sink: the address 'nowhere' is not host:port");

@@ -370,7 +370,7 @@ void KafkaSinkConfig::checkSettings(const CheckpointConfig& checkpoints, const R
   if (!checkpoints.isCheckpointingEnabled())
     throw Error(ErrorCode::kInvalidJob,
                 "kafka sink: EXACTLY_ONCE commits its transactions when checkpoints complete, and the job takes "
-                "none: enable checkpointing (execution.checkpointing.interval)");
+                "none: enable checkpointing (execution.checkpointing.interval) in a STREAMING job, or use AT_LEAST_ONCE");
   using Kind = RestartStrategy::Kind;
   const int64_t delay = restarts.kind() == Kind::kExponentialDelay ? restarts.maxBackoff.count()
                         : restarts.kind() == Kind::kNone           ? 0

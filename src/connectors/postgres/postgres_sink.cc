@@ -194,7 +194,7 @@ void PostgresSinkConfig::checkSettings(const CheckpointConfig& checkpoints) cons
   auto refuse = [&](const std::string& what) { return Error(ErrorCode::kInvalidJob, who() + ": " + what); };
   if (guarantee == DeliveryGuarantee::EXACTLY_ONCE && !checkpoints.isCheckpointingEnabled())
     throw refuse("EXACTLY_ONCE commits its transactions when checkpoints complete, and the job takes none: "
-                 "enable checkpointing (execution.checkpointing.interval)");
+                 "enable checkpointing (execution.checkpointing.interval) in a STREAMING job, or use AT_LEAST_ONCE");
   try {
     auto connection = open(*this);
     if (guarantee == DeliveryGuarantee::EXACTLY_ONCE) {

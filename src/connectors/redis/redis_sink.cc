@@ -118,7 +118,8 @@ void RedisSinkConfig::checkSettings(const CheckpointConfig& checkpoints) const {
   if (guarantee == DeliveryGuarantee::EXACTLY_ONCE && !checkpoints.isCheckpointingEnabled())
     throw Error(ErrorCode::kInvalidJob, who() + ": EXACTLY_ONCE applies its commands when checkpoints complete, and "
                                                 "the job takes none: enable checkpointing "
-                                                "(execution.checkpointing.interval)");
+                                                "(execution.checkpointing.interval) in a STREAMING job, or use "
+                                                "AT_LEAST_ONCE");
   std::string why;
   std::unique_ptr<RedisConnection> c;
   try {

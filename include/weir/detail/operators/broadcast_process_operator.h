@@ -14,7 +14,9 @@
 
 namespace weir::detail {
 
-// Runs a BroadcastProcessFunction<IN1, IN2, OUT>.
+// Runs a BroadcastProcessFunction<IN1, IN2, OUT>. In a batch job the main input waits
+// (sorted within the job's budget, spilling beyond it) until the broadcast input is
+// done: the broadcast side is processed first, as in Flink (docs/batch.md).
 template <class IN1, class IN2, class F>
 class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F::OutputType, F> {
   using OUT = typename F::OutputType;
@@ -28,6 +30,7 @@ class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F
   void open() override {
     if (auto* restored = this->context().restored()) states_.restore(restored->operatorState);
     CollectingOperator<IN1, OUT, F>::open();
+    pending_.open(this->context());
   }
   void snapshotState(int64_t checkpointId, int64_t timestamp, OperatorSnapshot& out) override {
     CollectingOperator<IN1, OUT, F>::snapshotState(checkpointId, timestamp, out);
@@ -35,6 +38,12 @@ class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F
   }
 
   void processBatch(std::span<IN1> records, Timestamps timestamps) override {
+    if constexpr (kSortable<IN1, uint8_t>) {
+      if (pending_.buffering()) {
+        this->callUser([&] { pending_.add(records, timestamps, [](IN1&) { return uint8_t{0}; }); });
+        return;
+      }
+    }
     typename F::ReadOnlyContext ctx(&states_, &this->sideOutputs_, &watermark_, this->context().clock().get());
     this->forEachRecord(records, timestamps, ctx,
                         [&](const IN1& r, Collector<OUT>& c) { this->fn_.processElement(r, ctx, c); });
@@ -45,14 +54,27 @@ class BroadcastProcessOperator final : public CollectingOperator<IN1, typename F
                         [&](const IN2& r, Collector<OUT>& c) { this->fn_.processBroadcastElement(r, ctx, c); });
   }
   void processWatermark(int64_t watermark) override {
+    if (watermark == kMaxWatermark) processPending();
     watermark_ = watermark;
     this->forwardWatermark(watermark);
   }
+  void endInput() override {
+    processPending();  // the input ended without the final watermark
+    CollectingOperator<IN1, OUT, F>::endInput();
+  }
 
  private:
+  // Batch: both inputs are done; the main input's records now.
+  void processPending() {
+    if constexpr (kSortable<IN1, uint8_t>)
+      pending_.drain([&](std::span<IN1> records, Timestamps timestamps) { processBatch(records, timestamps); },
+                     [](const uint8_t&) {});
+  }
+
   BroadcastStates states_;
   SecondInput<IN2, BroadcastProcessOperator> second_{this};
   int64_t watermark_ = INT64_MIN;
+  SortingDataInput<IN1, uint8_t> pending_;  // batch: the main input, until the broadcast side is done
 };
 
 // Runs a KeyedBroadcastProcessFunction<K, IN1, IN2, OUT>: keyed state, timers and the

@@ -119,8 +119,10 @@ class KeyedFunctionOperator : public CollectingOperator<T, OUT, F>,
   virtual bool sortsInputInBatch() const { return false; }
   // Batch: whether input waits to be processed by key (until the final watermark).
   bool hasBufferedInput() const { return sortedInput_.buffering(); }
-  // Processes the second input's records (a two-input operator with IN2).
-  virtual void processSortedSecond(std::span<SecondRecord>, Timestamps) {}
+  // Processes the second input's records: a two-input operator with IN2 must.
+  virtual void processSortedSecond(std::span<SecondRecord>, Timestamps) {
+    throw Error(ErrorCode::kInternal, "a two-input keyed operator sorted its second input and cannot process it");
+  }
 
   // KeyedTimers
   int64_t currentWatermark() const override { return watermark_; }
