@@ -1,7 +1,5 @@
 #include "weir/detail/core/external_sorter.h"
 
-#include <fcntl.h>
-#include <stdlib.h>
 #include <unistd.h>
 #include <xxhash.h>
 
@@ -10,6 +8,7 @@
 #include <cstring>
 #include <limits>
 
+#include "core/unnamed_file.h"
 #include "weir/error.h"
 
 namespace weir::detail {
@@ -50,14 +49,9 @@ bool before(uint64_t ha, std::string_view ka, int64_t oa, uint64_t hb, std::stri
 class ExternalSorter::Run {
  public:
   Run(const std::string& directory, const std::string& owner) : owner_(owner) {
-    fd_ = ::open(directory.c_str(), O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
-    if (fd_ < 0 && (errno == EOPNOTSUPP || errno == EISDIR || errno == EINVAL)) {
-      // A file system without unnamed files (NFS, older overlayfs): a named one, unlinked.
-      std::string path = directory + "/weir-sort-XXXXXX";
-      fd_ = ::mkostemp(path.data(), O_CLOEXEC);
-      if (fd_ >= 0) ::unlink(path.c_str());
-    }
-    if (fd_ < 0) fail("cannot spill sorted input to '" + directory + "'", errno);
+    std::error_code ec;
+    fd_ = core::openUnnamedFile(directory, ec);
+    if (fd_ < 0) fail("cannot spill sorted input to '" + directory + "'", ec.value());
   }
   ~Run() {
     if (fd_ >= 0) ::close(fd_);
