@@ -14,16 +14,20 @@ namespace weir::rest {
 
 namespace {
 
-// The system's boot time (seconds since the epoch), from /proc/stat's btime line.
+// The system's boot time (seconds since the epoch), from /proc/stat's btime line: read
+// once, since it does not change and the file is long on a machine with many cores.
 std::optional<double> bootTime() {
-  std::ifstream stat("/proc/stat");
-  std::string key;
-  double value = 0;
-  while (stat >> key) {
-    if (key == "btime" && stat >> value) return value;
-    stat.ignore(1 << 20, '\n');
-  }
-  return std::nullopt;
+  static const std::optional<double> boot = [] () -> std::optional<double> {
+    std::ifstream stat("/proc/stat");
+    std::string key;
+    double value = 0;
+    while (stat >> key) {
+      if (key == "btime" && stat >> value) return value;
+      stat.ignore(1 << 20, '\n');
+    }
+    return std::nullopt;
+  }();
+  return boot;
 }
 
 }  // namespace

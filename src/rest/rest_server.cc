@@ -175,6 +175,13 @@ class RestServer::Impl {
     http_->set_write_timeout(2, 0);
     http_->set_keep_alive_timeout(1);
     http_->set_payload_max_length(kMaxBodyBytes);
+    // httplib's default also sets SO_REUSEPORT, with which a second process (another weir
+    // of the same user) would listen on the same port and take half the connections:
+    // only SO_REUSEADDR, so a port in use is refused.
+    http_->set_socket_options([](socket_t sock) {
+      int yes = 1;
+      ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+    });
     routes();
     if (options.port == 0) port_ = http_->bind_to_any_port(options.address);
     else port_ = http_->bind_to_port(options.address, options.port) ? options.port : -1;
@@ -1728,10 +1735,11 @@ RestServer& RestServer::forOptions(const RestOptions& options) {
   static std::vector<std::pair<std::string, std::unique_ptr<RestServer>>> servers;
   checkPolicy(options);
   std::lock_guard lock(mutex);
-  // Port 0 means "any port": the first such request picks one, later ones share it.
+  // Port 0 means "any port": the first such request picks one, later ones share it, as
+  // do requests for the port it picked.
   std::string key = options.address + ":" + std::to_string(options.port);
   for (auto& [k, server] : servers) {
-    if (k != key) continue;
+    if (k != key && (options.port == 0 || k != options.address + ":0" || server->port() != options.port)) continue;
     // A job never gets less protection than it asked for from a server made before it.
     const RestOptions& made = server->impl_->options();
     if (made.sslCertificate != options.sslCertificate || made.sslPrivateKey != options.sslPrivateKey ||

@@ -1564,6 +1564,30 @@ TEST(RestServer, APortInUseIsAClearErrorBeforeTheJobStarts) {
     EXPECT_NE(std::string(e.what()).find(std::to_string(taken.port)), std::string::npos) << e.what();
   }
   ::close(fd);
+  // Nor a socket that allows its port to be shared (SO_REUSEPORT), as another weir
+  // process's server would be: two servers would take turns answering.
+  fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  const int yes = 1;
+  ASSERT_EQ(::setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &yes, sizeof yes), 0);
+  addr.sin_port = 0;
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 1), 0);
+  len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  RestOptions shared = testOptions();
+  shared.port = ntohs(addr.sin_port);
+  auto env3 = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(shared);
+  env3.fromElements(1).sinkTo(DiscardingSink<int>());
+  EXPECT_THROW(env3.executeAsync(), Error) << "a second server listened on port " << shared.port;
+  ::close(fd);
+  // A job that asks for the port a server of this process picked shares that server.
+  RestOptions same = testOptions();
+  same.port = port;
+  auto env4 = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(same);
+  env4.fromElements(1).sinkTo(DiscardingSink<int>());
+  auto fourth = env4.executeAsync();
+  fourth.wait();
+  EXPECT_EQ(fourth.getWebInterfaceURL(), first.getWebInterfaceURL());
 }
 
 // What executeAsync throws for a job with these REST options, or "" when it starts.
