@@ -98,32 +98,46 @@ void keyedSum() {
 }
 
 // A bounded rolling sum per key run as a batch job (its input sorted by key within the
-// default 128 MiB budget, final values only) beside the same job in STREAMING, each run
-// in a child process, alternately; ratio = batch ÷ streaming records/s, and each one's
-// peak RSS (docs/batch.md).
+// default 128 MiB budget, final values only) beside the same job in STREAMING, and in
+// BATCH with its keyBy pipelined rather than blocking (ALL_EXCHANGES_PIPELINED), each
+// run in a child process, in turn; batch_sum's ratio = batch ÷ streaming records/s,
+// batch_shuffle's = blocking ÷ pipelined; and each one's peak RSS (docs/batch.md).
 void batchSum() {
   for (const auto& [backend, n, keys] : {std::tuple{"heap", int64_t{50'000'000}, int64_t{1'000'000}},
                                          std::tuple{"rocksdb", int64_t{2'000'000}, int64_t{1'000'000}}}) {
-    auto run = [&](RuntimeExecutionMode mode) {
+    auto run = [&](RuntimeExecutionMode mode, BatchShuffleMode shuffle) {
       StreamExecutionEnvironment env;
-      env.setRuntimeMode(mode).setStateBackend(stateBackendFromName(backend));
+      env.setRuntimeMode(mode).setBatchShuffleMode(shuffle).setStateBackend(stateBackendFromName(backend));
       addKeyedSum(env, n, keys);
       env.execute("batch_sum");
     };
-    std::vector<double> batch, streaming, batchRss, streamingRss;
+    enum { kBatch, kStreaming, kPipelined };
+    std::vector<double> seconds[3], rss[3];
     for (int r = 0; r < gRuns; ++r) {
-      auto [b, bRss] = secondsAndPeakRssInChild([&] { run(RuntimeExecutionMode::BATCH); });
-      auto [s, sRss] = secondsAndPeakRssInChild([&] { run(RuntimeExecutionMode::STREAMING); });
-      batch.push_back(b), batchRss.push_back(bRss), streaming.push_back(s), streamingRss.push_back(sRss);
+      for (int m : {kBatch, kStreaming, kPipelined}) {
+        auto [s, peak] = secondsAndPeakRssInChild([&] {
+          run(m == kStreaming ? RuntimeExecutionMode::STREAMING : RuntimeExecutionMode::BATCH,
+              m == kPipelined ? BatchShuffleMode::ALL_EXCHANGES_PIPELINED : BatchShuffleMode::ALL_EXCHANGES_BLOCKING);
+        });
+        seconds[m].push_back(s), rss[m].push_back(peak);
+      }
     }
-    for (auto* v : {&batch, &streaming, &batchRss, &streamingRss}) std::sort(v->begin(), v->end());
-    const size_t m = batch.size() / 2;
-    double b = static_cast<double>(n) / batch[m], s = static_cast<double>(n) / streaming[m];
+    for (int m : {kBatch, kStreaming, kPipelined}) {
+      std::sort(seconds[m].begin(), seconds[m].end());
+      std::sort(rss[m].begin(), rss[m].end());
+    }
+    const size_t mid = seconds[kBatch].size() / 2;
+    auto rate = [&](int m) { return static_cast<double>(n) / seconds[m][mid]; };
     printFigure("batch_sum", {{"backend", backend}},
                 {{"parallelism", 1}, {"records", static_cast<double>(n)}, {"keys", static_cast<double>(keys)},
-                 {"records_per_s", b}, {"baseline_records_per_s", s}, {"ratio", b / s},
-                 {"sort_budget_bytes", 128.0 * (1 << 20)}, {"peak_rss_bytes", batchRss[m]},
-                 {"baseline_peak_rss_bytes", streamingRss[m]}});
+                 {"records_per_s", rate(kBatch)}, {"baseline_records_per_s", rate(kStreaming)},
+                 {"ratio", rate(kBatch) / rate(kStreaming)}, {"sort_budget_bytes", 128.0 * (1 << 20)},
+                 {"peak_rss_bytes", rss[kBatch][mid]}, {"baseline_peak_rss_bytes", rss[kStreaming][mid]}});
+    printFigure("batch_shuffle", {{"backend", backend}},
+                {{"parallelism", 1}, {"records", static_cast<double>(n)}, {"records_per_s", rate(kBatch)},
+                 {"baseline_records_per_s", rate(kPipelined)}, {"ratio", rate(kBatch) / rate(kPipelined)},
+                 {"shuffle_memory_bytes", 64.0 * (1 << 20)}, {"peak_rss_bytes", rss[kBatch][mid]},
+                 {"baseline_peak_rss_bytes", rss[kPipelined][mid]}});
   }
 }
 

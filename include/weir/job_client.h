@@ -80,6 +80,10 @@ struct JobMetrics {
   int64_t latestCompletedCheckpointId = 0;
   std::string latestCompletedCheckpointPath;  // its chk-<n> folder; empty when none
   int numRestarts = 0;
+  // A batch job runs in stages, one after another (docs/batch.md, "Stages"): how many,
+  // and the one running now (from 1; once the job ended, the last that ran). Otherwise 1.
+  int numStages = 1;
+  int currentStage = 1;
   // From the last failure to every subtask of the restarted job open again, its state
   // restored (ms; the restart delay included); -1 before the first restart.
   int64_t lastRecoveryDuration = -1;

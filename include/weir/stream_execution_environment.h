@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "weir/batch_shuffle_mode.h"
 #include "weir/checkpoint_config.h"
 #include "weir/data_stream.h"
 #include "weir/detail/api/collection_source.h"
@@ -51,6 +52,16 @@ class StreamExecutionEnvironment {
   StreamExecutionEnvironment& setSortedInputsMemory(int64_t bytes);
   int64_t getSortedInputsMemory() const;
   StreamExecutionEnvironment& setTmpDirectory(std::string directory);
+  // In BATCH, whether a keyBy, rebalance or other redistribution is a blocking exchange
+  // between stages that run one after another (ALL_EXCHANGES_BLOCKING, the default) or
+  // pipelined as in STREAMING (Flink's execution.batch-shuffle-mode).
+  StreamExecutionEnvironment& setBatchShuffleMode(BatchShuffleMode mode);
+  BatchShuffleMode getBatchShuffleMode() const;
+  // In BATCH, what the job's blocking exchanges may hold in memory together; beyond it
+  // they spill to the temporary folder (weir.batch-shuffle.memory; default 64 MiB, 0:
+  // always spill).
+  StreamExecutionEnvironment& setBatchShuffleMemory(int64_t bytes);
+  int64_t getBatchShuffleMemory() const;
   // Default parallelism of every operator (default 1); at least 1, at most maxParallelism.
   StreamExecutionEnvironment& setParallelism(int parallelism);
   int getParallelism() const;

@@ -61,6 +61,8 @@ const std::vector<Key>& allKeys() {
       {"execution.runtime-mode", {}, Type::kEnum, "--execution-mode", 0, 0, 0, 0, {"STREAMING", "BATCH", "AUTOMATIC"}},
       {"execution.sorted-inputs.memory", {}, Type::kMemory, "", 64 << 10, int64_t{1} << 50},
       {"io.tmp.dirs", {}, Type::kString, ""},
+      {"execution.batch-shuffle-mode", {}, Type::kEnum, "", 0, 0, 0, 0, {"ALL_EXCHANGES_BLOCKING", "ALL_EXCHANGES_PIPELINED"}},
+      {"weir.batch-shuffle.memory", {}, Type::kMemory, "", 0, int64_t{1} << 50},
       {"pipeline.max-parallelism", {}, Type::kInt, "--max-parallelism", -1, kUpperBoundMaxParallelism},
       {"pipeline.auto-watermark-interval", {}, Type::kDuration, "", 1, kForever},
       {"pipeline.auto-generate-uids", {}, Type::kBool, ""},
@@ -810,6 +812,10 @@ void JobOptions::applyTo(StreamExecutionEnvironment& env) const {
   }
 
   if (auto v = o.memory("execution.sorted-inputs.memory")) env.setSortedInputsMemory(*v);
+  if (auto v = o.choice("execution.batch-shuffle-mode"))
+    env.setBatchShuffleMode(*v == "ALL_EXCHANGES_PIPELINED" ? BatchShuffleMode::ALL_EXCHANGES_PIPELINED
+                                                            : BatchShuffleMode::ALL_EXCHANGES_BLOCKING);
+  if (auto v = o.memory("weir.batch-shuffle.memory")) env.setBatchShuffleMemory(*v);
   if (auto v = o.text("io.tmp.dirs")) env.setTmpDirectory(v->substr(0, v->find_first_of(",:")));  // the first
   if (auto v = o.choice("execution.runtime-mode"))
     env.setRuntimeMode(*v == "BATCH" ? RuntimeExecutionMode::BATCH

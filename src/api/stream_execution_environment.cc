@@ -60,6 +60,20 @@ StreamExecutionEnvironment& StreamExecutionEnvironment::setTmpDirectory(std::str
   return *this;
 }
 
+StreamExecutionEnvironment& StreamExecutionEnvironment::setBatchShuffleMode(BatchShuffleMode mode) {
+  graph_->graph.batchShuffleMode = mode;
+  return *this;
+}
+BatchShuffleMode StreamExecutionEnvironment::getBatchShuffleMode() const { return graph_->graph.batchShuffleMode; }
+
+StreamExecutionEnvironment& StreamExecutionEnvironment::setBatchShuffleMemory(int64_t bytes) {
+  if (bytes < 0)
+    throw Error(ErrorCode::kInvalidArgument, "batch shuffle memory must not be negative, got " + std::to_string(bytes));
+  graph_->graph.batchShuffleMemoryBytes = bytes;
+  return *this;
+}
+int64_t StreamExecutionEnvironment::getBatchShuffleMemory() const { return graph_->graph.batchShuffleMemoryBytes; }
+
 StreamExecutionEnvironment& StreamExecutionEnvironment::setNetworkMemory(int64_t bytes) {
   if (bytes < (int64_t{1} << 20))
     throw Error(ErrorCode::kInvalidArgument, "network memory must be at least 1 MiB, got " + std::to_string(bytes) +
@@ -166,12 +180,14 @@ std::string StreamExecutionEnvironment::getExecutionPlan() const {
                             {"pact", source ? "Data Source" : node.isSink ? "Data Sink" : "Operator"},
                             {"contents", type},
                             {"parallelism", plan.parallelism[i]}};
+    if (plan.stages.size() > 1) entry["stage"] = plan.stageOf[static_cast<size_t>(plan.vertexOf[i])] + 1;
     nlohmann::json predecessors = nlohmann::json::array();
     for (size_t e : plan.inEdges[i]) {
       const auto& edge = plan.edges[e];
       predecessors.push_back({{"id", edge.producer},
                               {"ship_strategy", detail::partitionerName(edge.partitioner)},
-                              {"side", edge.inputIndex == 0 ? "first" : "second"}});
+                              {"side", edge.inputIndex == 0 ? "first" : "second"},
+                              {"exchange", edge.blocking ? "blocking" : "pipelined_bounded"}});
     }
     if (!predecessors.empty()) entry["predecessors"] = std::move(predecessors);
     out.push_back(std::move(entry));

@@ -116,7 +116,8 @@ void registerOperatorMetrics(const JobPlan& plan, const Vertex& vertex, StreamTa
 }  // namespace
 
 std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& restoreFrom,
-                                      checkpoint::CheckpointCoordinator* coordinator) {
+                                      checkpoint::CheckpointCoordinator* coordinator, int stage,
+                                      const RetainedPartitions& inputs, BlockingShuffleMemory* shuffleMemory) {
   const StreamGraph& graph = plan.graph;
   const auto& nodes = graph.nodes;
   const auto& edges = plan.edges;
@@ -125,13 +126,17 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
   const auto& vertexOf = plan.vertexOf;
   const auto& parallelism = plan.parallelism;
   auto attempt = std::make_shared<Attempt>();
+  attempt->stage = stage;
+  auto inStage = [&](int node) { return plan.stageOf[static_cast<size_t>(vertexOf[static_cast<size_t>(node)])] == stage; };
   CheckpointRestore restore(plan, restoreFrom, plan.graph.restore.allowNonRestoredState());
   // Per edge: channels[p * consumerParallelism + c], or channels[p] for forward edges.
   std::vector<std::vector<ChannelBase*>> channelsOf(edges.size());
 
   // Tasks first: channels need their consumer's signal.
   std::vector<std::vector<StreamTask*>> subtasksOf(plan.vertices.size());
-  for (size_t v = 0; v < plan.vertices.size(); ++v) {
+  for (int vi : plan.stages[static_cast<size_t>(stage)].vertices) {
+    const size_t v = static_cast<size_t>(vi);
+    attempt->commitsAtDrain = attempt->commitsAtDrain || (plan.batch && plan.vertices[v].isSink);
     for (int s = 0; s < plan.vertices[v].parallelism; ++s) {
       auto task = std::make_unique<StreamTask>();
       task->vertex = static_cast<int>(v);
@@ -148,9 +153,28 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
   }
   for (size_t ei = 0; ei < edges.size(); ++ei) {
     const auto& e = edges[ei];
-    if (e.chained) continue;
+    if (e.chained || !inStage(e.producer)) continue;
     int pp = parallelism[static_cast<size_t>(e.producer)];
     int cp = parallelism[static_cast<size_t>(e.consumer)];
+    if (e.blocking) {
+      // One partition per producer subtask, a subpartition per consumer subtask; its
+      // channels are the writers' as any other.
+      if (shuffleMemory == nullptr) throw Error(ErrorCode::kInternal, "a stage with blocking output but no shuffle memory");
+      const std::string to = nodes[static_cast<size_t>(e.consumer)]->name;
+      for (int p = 0; p < pp; ++p) {
+        auto partition = std::make_shared<BlockingResultPartition>(
+            cp, *shuffleMemory, graph.tmpDirectory,
+            "the output of '" + nodes[static_cast<size_t>(e.producer)]->name + "' " + std::to_string(p + 1) + "/" +
+                std::to_string(pp) + " to '" + to + "'");
+        for (int c = 0; c < cp; ++c) {
+          auto channel = e.type->createBlockingChannel(partition.get(), c, plan.bufferRecords[ei]);
+          channelsOf[ei].push_back(channel.get());
+          attempt->channels.push_back(std::move(channel));
+        }
+        attempt->produced[{ei, p}] = std::move(partition);
+      }
+      continue;
+    }
     auto& consumers = subtasksOf[static_cast<size_t>(vertexOf[static_cast<size_t>(e.consumer)])];
     auto& producers = subtasksOf[static_cast<size_t>(vertexOf[static_cast<size_t>(e.producer)])];
     bool forward = e.partitioner == PartitionerKind::kForward;
@@ -169,7 +193,8 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
 
   // Split enumerators, one per source (they validate the source's configuration).
   std::map<int, TrackingSplitEnumerator*> enumeratorOf;
-  for (auto& vertex : plan.vertices) {
+  for (int v : plan.stages[static_cast<size_t>(stage)].vertices) {
+    const auto& vertex = plan.vertices[static_cast<size_t>(v)];
     const auto& head = *nodes[static_cast<size_t>(vertex.nodes[0])];
     if (!vertex.isSource || !head.createEnumerator) continue;
     auto enumerator = restore.enumeratorFor(head, vertex.parallelism);
@@ -280,7 +305,18 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
         const auto& e = edges[ei];
         int cp = parallelism[static_cast<size_t>(head)];
         int pp = parallelism[static_cast<size_t>(e.producer)];
+        OutputBase* target = e.inputIndex == 0 ? task.headInput : operatorOf.at(head)->secondInput();
         for (int p = 0; p < pp; ++p) {
+          const InputOrigin origin{plan.operatorIds[static_cast<size_t>(e.producer)] + "/" + std::to_string(e.inputIndex),
+                                   e.partitioner, e.keyGroupOf};
+          if (e.blocking) {
+            const auto& partition = attempt->consumed[{ei, p}] = inputs.at({ei, p});
+            auto reader = partition->reader(task.index);
+            task.inputs.push_back(e.type->createBlockingInput(
+                std::make_unique<BlockingResultPartition::Reader>(std::move(reader)), target, &task.metrics));
+            task.inputOrigins.push_back(origin);
+            continue;
+          }
           ChannelBase* channel = nullptr;
           if (e.partitioner == PartitionerKind::kForward) {
             if (p == task.index) channel = channelsOf[ei][static_cast<size_t>(p)];
@@ -288,11 +324,8 @@ std::shared_ptr<Attempt> buildAttempt(const JobPlan& plan, const std::string& re
             channel = channelsOf[ei][static_cast<size_t>(p * cp + task.index)];
           }
           if (channel) {
-            OutputBase* target = e.inputIndex == 0 ? task.headInput : operatorOf.at(head)->secondInput();
             task.inputs.push_back(e.type->createInput(channel, target, &task.metrics));
-            task.inputOrigins.push_back({plan.operatorIds[static_cast<size_t>(e.producer)] + "/" +
-                                             std::to_string(e.inputIndex),
-                                         e.partitioner, e.keyGroupOf});
+            task.inputOrigins.push_back(origin);
           }
         }
       }

@@ -10,6 +10,8 @@
 #include <string_view>
 #include <vector>
 
+#include "weir/detail/runtime/blocking_exchange.h"
+
 namespace weir::runtime {
 
 // What a job's blocking partitions may hold in memory together; beyond it they spill.
@@ -35,18 +37,18 @@ class BlockingShuffleMemory {
 // producer's thread appends and finishes; then readers, on any threads at once, each
 // read one subpartition back (the file by pread, so they share it without a lock).
 // finish() releases what was written to the threads that call reader() after it.
-class BlockingResultPartition {
+class BlockingResultPartition final : public detail::BlockSink {
  public:
   // `owner` names the producer in messages (its subtask and exchange).
   BlockingResultPartition(int subpartitions, BlockingShuffleMemory& memory, std::string directory, std::string owner);
-  ~BlockingResultPartition();  // returns its memory; its file goes with it
+  ~BlockingResultPartition() override;  // returns its memory; its file goes with it
   BlockingResultPartition(const BlockingResultPartition&) = delete;
   BlockingResultPartition& operator=(const BlockingResultPartition&) = delete;
 
   // Appends `block` to `subpartition`: a reader gives it back whole, after those appended
   // before it. Throws weir::Error (kIo) naming the owner and folder when it must spill
   // and cannot.
-  void append(int subpartition, std::string_view block);
+  void append(int subpartition, std::string_view block) override;
   // No more blocks: from now on it is only read.
   void finish() { finished_.store(true, std::memory_order_release); }
   bool finished() const { return finished_.load(std::memory_order_acquire); }
@@ -56,11 +58,11 @@ class BlockingResultPartition {
   uint64_t spilledBytes() const { return fileSize_; }
 
   // Reads one subpartition's blocks, front to back.
-  class Reader {
+  class Reader final : public detail::BlockReader {
    public:
     // The next block, valid until the next call; false after the last. Throws weir::Error
     // (kIo) when the file cannot be read.
-    bool next(std::string_view& block);
+    bool next(std::string_view& block) override;
 
    private:
     friend class BlockingResultPartition;

@@ -2,6 +2,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <memory>
 #include <random>
@@ -9,7 +10,11 @@
 #include <thread>
 #include <vector>
 
+#include "weir/detail/runtime/blocking_input.h"
+#include "weir/detail/runtime/channel.h"
+#include "weir/detail/runtime/record_writer.h"
 #include "weir/error.h"
+#include "weir/watermark_strategy.h"
 
 namespace weir::runtime {
 namespace {
@@ -156,6 +161,82 @@ TEST(BlockingPartition, IsReadOnlyOnceFinished) {
   partition.finish();
   EXPECT_THROW(partition.append(0, "b"), Error);
   EXPECT_EQ(readAll(partition, 0), std::vector<std::string>{"a"});
+}
+
+// What a stage reads from a blocking exchange is what the stage before it wrote: a
+// round-robin writer over blocking channels into one partition (a budget so small that
+// most frames spill), read back through a BlockingInput per consumer subtask, gives each
+// consumer its records with their timestamps, in order, then the watermark, then the
+// end. A cancelled channel stops its producer; a barrier has no place in the exchange.
+struct Collected final : detail::Output<std::string> {
+  std::vector<std::pair<std::string, int64_t>> records;  // timestamp -1: none
+  void processBatch(std::span<std::string> batch, detail::Timestamps timestamps) override {
+    for (size_t i = 0; i < batch.size(); ++i)
+      records.emplace_back(std::move(batch[i]), timestamps.empty() ? -1 : timestamps[i]);
+  }
+  void endInput() override {}
+  void processWatermark(int64_t) override {}
+  void processIdleness(bool) override {}
+};
+
+TEST(BlockingPartition, AStageReadsWhatTheStageBeforeItWrote) {
+  BlockingShuffleMemory memory(3000);
+  BlockingResultPartition partition(2, memory, kFolder, "test");
+  detail::TaskMetrics metrics;
+  std::vector<std::unique_ptr<detail::Channel<std::string>>> owned;
+  std::vector<detail::Channel<std::string>*> channels;
+  for (int c = 0; c < 2; ++c) {
+    owned.push_back(std::make_unique<detail::Channel<std::string>>(&partition, c, 16));
+    channels.push_back(owned.back().get());
+  }
+  detail::RecordWriter<std::string, detail::RoundRobinSelector> writer(channels, detail::RoundRobinSelector{},
+                                                                       &metrics);
+  std::vector<std::pair<std::string, int64_t>> all;
+  for (int batch = 0; batch < 40; ++batch) {
+    std::vector<std::string> records;
+    std::vector<int64_t> timestamps;
+    for (int r = 0; r < 25; ++r) {
+      records.push_back("record " + std::to_string(batch * 25 + r) + std::string(static_cast<size_t>(r), 'x'));
+      if (batch % 3 != 1) timestamps.push_back(batch * 1000 + r);
+      all.emplace_back(records.back(), batch % 3 != 1 ? batch * 1000 + r : -1);
+    }
+    writer.processBatch(records, timestamps);
+  }
+  writer.processWatermark(kMaxWatermark);
+  writer.endInput();
+  EXPECT_THROW(channels[0]->sendEvent(detail::EventKind::kBarrier, 1), Error);
+  partition.finish();
+  EXPECT_GT(partition.spilledBytes(), partition.bytes() / 2);
+
+  std::vector<std::pair<std::string, int64_t>> got;
+  for (int c = 0; c < 2; ++c) {
+    Collected out;
+    detail::BlockingInput<std::string> input(std::make_unique<BlockingResultPartition::Reader>(partition.reader(c)),
+                                             &out, &metrics);
+    using Poll = detail::ChannelInputBase::Poll;
+    Poll poll;
+    while ((poll = input.pollOnce()) == Poll::kProcessed) {
+    }
+    ASSERT_EQ(poll, Poll::kWatermark);
+    EXPECT_EQ(input.watermark(), kMaxWatermark);
+    EXPECT_EQ(input.pollOnce(), Poll::kEnded);
+    EXPECT_EQ(input.pollOnce(), Poll::kEnded);
+    for (size_t i = 1; i < out.records.size(); ++i) {  // in order: their numbers rise
+      auto number = [](const std::string& r) { return std::stoi(r.substr(7)); };
+      EXPECT_LT(number(out.records[i - 1].first), number(out.records[i].first));
+    }
+    got.insert(got.end(), out.records.begin(), out.records.end());
+  }
+  std::sort(got.begin(), got.end());
+  std::sort(all.begin(), all.end());
+  EXPECT_EQ(got, all);
+  EXPECT_EQ(metrics.numRecordsIn.load(), all.size());
+
+  BlockingResultPartition other(1, memory, kFolder, "test");
+  detail::Channel<std::string> cancelled(&other, 0, 16);
+  cancelled.cancel();
+  EXPECT_FALSE(cancelled.send({"late"}, {}, metrics).has_value());
+  EXPECT_EQ(other.bytes(), 0u);
 }
 
 }  // namespace

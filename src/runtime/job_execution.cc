@@ -48,21 +48,55 @@ std::string describeError(std::exception_ptr error, ErrorCode* code) {
   }
 }
 
-// Every failure and what follows it, one line on stderr: when, which attempt, the
-// operator and subtask with the cause (in the message), and the restart or why none.
+// Every failure and what follows it, one line on stderr: when, which attempt (and, in a
+// job of several stages, which stage), the operator and subtask with the cause (in the
+// message), and the restart or why none.
 void logFailure(const std::string& jobName, const FailureInfo& failure, int attempt,
-                std::optional<std::chrono::milliseconds> delay, const std::string& whyNot, const std::string& strategy) {
+                std::optional<std::chrono::milliseconds> delay, const std::string& whyNot, const std::string& strategy,
+                const std::string& stage) {
   std::time_t seconds = failure.timestampMillis / 1000;
   std::tm utc{};
   ::gmtime_r(&seconds, &utc);
   char when[32];
   std::strftime(when, sizeof when, "%H:%M:%S", &utc);
-  std::string next = delay ? "restarting in " + std::to_string(delay->count()) + " ms (" + strategy + ", restart " +
+  std::string next = delay ? (stage.empty() ? "restarting" : "re-running " + stage) + " in " +
+                                 std::to_string(delay->count()) + " ms (" + strategy + ", restart " +
                                  std::to_string(attempt) + ")"
                            : "not restarting: " + whyNot;
-  std::fprintf(stderr, "weir: %s.%03d UTC job '%s' attempt %d failed: %s; %s\n", when,
-               static_cast<int>(failure.timestampMillis % 1000), jobName.c_str(), attempt, failure.message.c_str(),
-               next.c_str());
+  std::fprintf(stderr, "weir: %s.%03d UTC job '%s'%s attempt %d failed: %s; %s\n", when,
+               static_cast<int>(failure.timestampMillis % 1000), jobName.c_str(),
+               stage.empty() ? "" : (" " + stage).c_str(), attempt, failure.message.c_str(), next.c_str());
+}
+
+// What a subtask's counters say now.
+SubtaskSample sampleOf(const StreamTask& t) {
+  SubtaskSample s;
+  s.numRecordsIn = t.metrics.numRecordsIn.load(std::memory_order_acquire);
+  s.numRecordsOut = t.metrics.numRecordsOut.load(std::memory_order_relaxed);
+  s.numSourceRecords = t.metrics.numSourceRecords.load(std::memory_order_relaxed);
+  s.numBytesIn = t.metrics.numBytesIn.load(std::memory_order_relaxed);
+  s.numBytesOut = t.metrics.numBytesOut.load(std::memory_order_relaxed);
+  s.idleTimeNanos = t.metrics.idleTimeNow();
+  s.backPressuredTimeNanos = t.metrics.backPressuredTimeNow();
+  s.currentInputWatermark = t.metrics.currentInputWatermark.load(std::memory_order_relaxed);
+  s.currentOutputWatermark = t.metrics.currentOutputWatermark.load(std::memory_order_relaxed);
+  s.numLateRecordsDropped = t.metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
+  s.numRecordsInErrors = t.metrics.numRecordsInErrors.load(std::memory_order_relaxed);
+  s.operatorMetrics = t.metrics.registry.values();
+  for (const auto& [output, emitted] : t.emittedBy) s.emitted[output] = emitted->records.load(std::memory_order_relaxed);
+  return s;
+}
+
+void addSample(JobMetrics::Vertex& out, const SubtaskSample& s) {
+  out.numRecordsIn += s.numRecordsIn;
+  out.numRecordsOut += s.numRecordsOut;
+  out.numSourceRecords += s.numSourceRecords;
+  out.numBytesIn += s.numBytesIn;
+  out.numBytesOut += s.numBytesOut;
+  out.numLateRecordsDropped += s.numLateRecordsDropped;
+  out.numRecordsInErrors += s.numRecordsInErrors;
+  out.idleTimeNanos += s.idleTimeNanos;
+  out.backPressuredTimeNanos += s.backPressuredTimeNanos;
 }
 
 }  // namespace
@@ -114,7 +148,18 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
         config, (std::filesystem::path(root) / job->jobId_).string(), job->jobId_, plan.graph.maxParallelism, firstId,
         std::make_shared<SystemClock>(), plan.fileSystem());
   }
-  job->attempt_ = buildAttempt(plan, job->restorePath_, job->coordinator_.get());
+  for (const auto& stage : plan.stages) job->stageRuns_.push_back({stage.vertices});
+  job->finishedSamples_.resize(plan.vertices.size());
+  if (plan.stages.size() > 1) {
+    job->shuffleMemory_ = std::make_unique<BlockingShuffleMemory>(static_cast<size_t>(plan.graph.batchShuffleMemoryBytes));
+    // Later stages' sources are made when they run; their configuration is checked now.
+    for (size_t v = 0; v < plan.vertices.size(); ++v) {
+      const auto& head = *plan.graph.nodes[static_cast<size_t>(plan.vertices[v].nodes[0])];
+      if (plan.stageOf[v] > 0 && plan.vertices[v].isSource && head.createEnumerator)
+        head.createEnumerator(plan.vertices[v].parallelism);
+    }
+  }
+  job->attempt_ = buildAttempt(plan, job->restorePath_, job->coordinator_.get(), 0, {}, job->shuffleMemory_.get());
   if (job->coordinator_ && !job->restorePath_.empty())
     job->coordinator_->recordRestore(job->restoreId_, job->restoreIsSavepoint_, job->restorePath_);
   return job;
@@ -173,6 +218,12 @@ void JobExecution::supervise() {
     std::lock_guard lock(mutex_);
     attempt = attempt_;
   }
+  const int stages = static_cast<int>(plan_->stages.size());
+  {
+    std::lock_guard lock(mutex_);
+    startStageLocked(*attempt);
+  }
+  RetainedPartitions retained;  // what finished stages wrote that later stages read
   JobStatus status = JobStatus::FINISHED;
   while (true) {
     runAttempt(attempt);
@@ -181,41 +232,63 @@ void JobExecution::supervise() {
       status = JobStatus::CANCELED;
       break;
     }
+    int stage = attempt->stage;
+    std::string from;  // the checkpoint the next attempt restores
+    std::optional<checkpoint::CheckpointCoordinator::Completed> latest;
     if (!attempt->failure) {
-      status = JobStatus::FINISHED;
-      break;
+      endStageLocked(*attempt);
+      if (++stage == stages) {
+        status = JobStatus::FINISHED;
+        break;
+      }
+      lock.unlock();
+      // Its output is now read by the stages after it; what the stage read is not.
+      for (auto& [key, partition] : attempt->produced) {
+        partition->finish();
+        retained[key] = partition;
+      }
+      std::erase_if(retained, [&](const auto& entry) {
+        return plan_->stageOf[static_cast<size_t>(
+                   plan_->vertexOf[static_cast<size_t>(plan_->edges[entry.first.first].consumer)])] < stage;
+      });
+    } else {
+      // Once every input had ended, operators were told the job's (or the stage's)
+      // output is final (sinks committed it): a restart would replay it, so a failure
+      // now ends the job.
+      const FailureInfo& failed = failureHistory_.front();
+      std::optional<std::chrono::milliseconds> delay;
+      std::string whyNot = "it failed after every input had ended (its output is final)";
+      if (!attempt->drained.load()) {
+        delay = backoff.onFailure(nowMillis(), failed.message);
+        whyNot = backoff.whyNot();
+      }
+      logFailure(jobName_, failed, restarts_ + 1, delay, whyNot, backoff.strategyName(),
+                 stages > 1 ? stageName(stage) : "");
+      if (stages > 1) stageRuns_[static_cast<size_t>(stage)].state = "FAILED";
+      if (!delay) {
+        failure_ = attempt->failure;
+        failureMessage_ = describeError(failure_, &failureCode_);
+        status = JobStatus::FAILED;
+        break;
+      }
+      restarting_ = true;
+      ++restarts_;
+      cv_.wait_for(lock, *delay, [&] { return userCancelled_; });
+      if (userCancelled_) {
+        status = JobStatus::CANCELED;
+        break;
+      }
+      lock.unlock();
+      // From the newest completed checkpoint, else from where the job started. A batch
+      // job's stage re-runs from what the stages before it wrote.
+      latest = coordinator_ ? coordinator_->latestCompleted() : std::nullopt;
+      from = latest ? latest->folder : restorePath_;
     }
-    // Once every input had ended, operators were told the job's output is final (sinks
-    // committed it): a restart would replay it, so a failure now ends the job.
-    const FailureInfo& failed = failureHistory_.front();
-    std::optional<std::chrono::milliseconds> delay;
-    std::string whyNot = "it failed after every input had ended (its output is final)";
-    if (!attempt->drained.load()) {
-      delay = backoff.onFailure(nowMillis(), failed.message);
-      whyNot = backoff.whyNot();
-    }
-    logFailure(jobName_, failed, restarts_ + 1, delay, whyNot, backoff.strategyName());
-    if (!delay) {
-      failure_ = attempt->failure;
-      failureMessage_ = describeError(failure_, &failureCode_);
-      status = JobStatus::FAILED;
-      break;
-    }
-    restarting_ = true;
-    ++restarts_;
-    cv_.wait_for(lock, *delay, [&] { return userCancelled_; });
-    if (userCancelled_) {
-      status = JobStatus::CANCELED;
-      break;
-    }
-    lock.unlock();
-    // From the newest completed checkpoint, else from where the job started.
-    auto latest = coordinator_ ? coordinator_->latestCompleted() : std::nullopt;
-    const std::string from = latest ? latest->folder : restorePath_;
     std::shared_ptr<Attempt> next;
     std::exception_ptr error;
     try {
-      next = buildAttempt(*plan_, from, coordinator_.get());
+      next = buildAttempt(*plan_, from, coordinator_.get(), stage, retained, shuffleMemory_.get());
+      next->afterFailure = attempt->failure != nullptr;
       if (coordinator_ && !from.empty())
         coordinator_->recordRestore(latest ? latest->id : restoreId_, !latest && restoreIsSavepoint_, from);
     } catch (...) {
@@ -224,17 +297,33 @@ void JobExecution::supervise() {
     lock.lock();
     restarting_ = false;
     if (error) {
+      stageRuns_[static_cast<size_t>(stage)].state = "FAILED";
       failure_ = error;
       failureMessage_ = describeError(error, &failureCode_);
       status = JobStatus::FAILED;
       break;
     }
-    attempt_ = next;
-    attempt = next;
     if (userCancelled_) {
       status = JobStatus::CANCELED;
       break;
     }
+    // A stopped batch job's later stages end their sources at once.
+    if (stopRequested_ && plan_->batch) endSourcesInput(*next);
+    startStageLocked(*next);
+    attempt_ = next;
+    attempt = next;
+  }
+  {
+    // The blocking partitions go (memory and files): those retained, those the last
+    // attempt read (its inputs first) and what it wrote, should it have failed.
+    std::lock_guard lock(mutex_);
+    retained.clear();
+    for (auto& t : attempt->tasks) t->inputs.clear();
+    attempt->consumed.clear();
+    attempt->produced.clear();
+    auto& stage = stageRuns_[static_cast<size_t>(attempt->stage)];
+    if (status != JobStatus::FINISHED && stage.state != "FINISHED")
+      stage.state = status == JobStatus::CANCELED ? "CANCELED" : "FAILED";
   }
   if (coordinator_) {
     bool discard = status == JobStatus::FINISHED ||
@@ -334,7 +423,7 @@ void JobExecution::run(Attempt& attempt, StreamTask& task) {
     if (attempt.opened.fetch_add(1) + 1 == tasks) {
       {
         std::lock_guard lock(mutex_);
-        if (restarts_ > 0)
+        if (attempt.afterFailure)
           lastRecoveryMillis_ = std::chrono::duration_cast<std::chrono::milliseconds>(
                                     std::chrono::steady_clock::now() - lastFailure_).count();
       }
@@ -351,7 +440,7 @@ void JobExecution::run(Attempt& attempt, StreamTask& task) {
     }
     if (task.source) task.runSource();
     else task.runInputs();
-    if (coordinator_) awaitDrained(attempt, task);
+    if (coordinator_ || attempt.commitsAtDrain) awaitDrained(attempt, task);
     task.awaitUploads();
     task.metrics.registry.freeze();  // gauges may point into the operators
     for (size_t i = 0; i < task.operators.size(); ++i) {
@@ -378,16 +467,17 @@ void JobExecution::run(Attempt& attempt, StreamTask& task) {
   cv_.notify_all();
 }
 
-// With checkpointing, a subtask whose input ended waits until every subtask's has: only
-// then is nothing left to replay, and operators are told that a final checkpoint
-// completed (exactly-once sinks commit the rest). Meanwhile checkpoints go on: it takes
+// With checkpointing, and in a batch stage with a sink, a subtask whose input ended waits
+// until every subtask's has: only then is nothing left to replay, and operators are told
+// that a final checkpoint completed (sinks commit the rest). Meanwhile checkpoints go on: it takes
 // them when the coordinator asks (its state is final), and at once for those in progress
 // whose barriers cannot reach it any more — every input ended before delivering it, so
 // every upstream subtask took that checkpoint after its own end as well.
 void JobExecution::awaitDrained(Attempt& attempt, StreamTask& task) {
   task.inputEnded.store(true);
-  for (int64_t pending : coordinator_->pendingIds())
-    if (pending > task.lastSnapshotId.load()) task.performCheckpoint(pending, nowMillis(), 0);
+  if (coordinator_)
+    for (int64_t pending : coordinator_->pendingIds())
+      if (pending > task.lastSnapshotId.load()) task.performCheckpoint(pending, nowMillis(), 0);
   bool last = attempt.inputsEnded.fetch_add(1) + 1 == static_cast<int>(attempt.tasks.size());
   std::optional<SavepointTrigger> savepoint;
   if (last) {
@@ -417,12 +507,20 @@ void JobExecution::awaitDrained(Attempt& attempt, StreamTask& task) {
     }
   }
   if (last) {
-    int64_t finalId = coordinator_->lastTriggeredId() + 1;
+    // Without checkpoints (a batch stage with a sink) only the sinks are told: no
+    // checkpoint was taken, so no source commits offsets nor any other listener acts.
+    const int64_t finalId = coordinator_ ? coordinator_->lastTriggeredId() + 1 : 1;
     for (auto& t : attempt.tasks) {
       StreamTask* other = t.get();
-      other->mailbox.put([other, finalId] {
+      std::vector<bool> told(other->operators.size(), true);
+      if (!coordinator_) {
+        const auto& members = plan_->vertices[static_cast<size_t>(other->vertex)].nodes;
+        for (size_t i = 0; i < told.size(); ++i) told[i] = plan_->graph.nodes[static_cast<size_t>(members[i])]->isSink;
+      }
+      other->mailbox.put([other, finalId, told] {
         other->drained = true;
-        for (auto& op : other->operators) op->notifyCheckpointComplete(finalId);
+        for (size_t i = 0; i < other->operators.size(); ++i)
+          if (told[i]) other->operators[i]->notifyCheckpointComplete(finalId);
       });
     }
   }
@@ -628,6 +726,7 @@ bool JobExecution::stop() {
     std::lock_guard lock(mutex_);
     if (stopping_) return false;  // its sources must not end before its savepoint
     if (ended_ || !attempt_) return true;
+    stopRequested_ = true;
     attempt = attempt_;
   }
   endSourcesInput(*attempt);
@@ -644,27 +743,18 @@ void JobExecution::endSourcesInput(Attempt& attempt) {
 
 std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
   std::shared_ptr<Attempt> attempt;
+  std::vector<std::vector<SubtaskSample>> out(plan_->vertices.size());
   {
     std::lock_guard lock(mutex_);
     attempt = attempt_;
+    out = finishedSamples_;
   }
-  std::vector<std::vector<SubtaskSample>> out(plan_->vertices.size());
   if (!attempt) return out;
+  std::vector<bool> finished(out.size());
+  for (size_t v = 0; v < out.size(); ++v) finished[v] = !out[v].empty();
   for (const auto& t : attempt->tasks) {
-    SubtaskSample s;
-    s.numRecordsIn = t->metrics.numRecordsIn.load(std::memory_order_acquire);
-    s.numRecordsOut = t->metrics.numRecordsOut.load(std::memory_order_relaxed);
-    s.numSourceRecords = t->metrics.numSourceRecords.load(std::memory_order_relaxed);
-    s.numBytesIn = t->metrics.numBytesIn.load(std::memory_order_relaxed);
-    s.numBytesOut = t->metrics.numBytesOut.load(std::memory_order_relaxed);
-    s.idleTimeNanos = t->metrics.idleTimeNow();
-    s.backPressuredTimeNanos = t->metrics.backPressuredTimeNow();
-    s.currentInputWatermark = t->metrics.currentInputWatermark.load(std::memory_order_relaxed);
-    s.currentOutputWatermark = t->metrics.currentOutputWatermark.load(std::memory_order_relaxed);
-    s.numLateRecordsDropped = t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
-    s.numRecordsInErrors = t->metrics.numRecordsInErrors.load(std::memory_order_relaxed);
-    s.operatorMetrics = t->metrics.registry.values();
-    for (const auto& [output, emitted] : t->emittedBy) s.emitted[output] = emitted->records.load(std::memory_order_relaxed);
+    if (finished[static_cast<size_t>(t->vertex)]) continue;
+    SubtaskSample s = sampleOf(*t);
     // Gauges, meters and histograms are read on the subtask's thread, for the next sample: by a mail between
     // records (at most one waits in a mailbox; a task that ended never takes it), or
     // while the task waits for output credit in the middle of a batch (Channel::send).
@@ -677,9 +767,47 @@ std::vector<std::vector<SubtaskSample>> JobExecution::sample() const {
           metrics->updateMetricsIfWanted();
         });
     }
-    out[static_cast<size_t>(t->vertex)].push_back(s);
+    out[static_cast<size_t>(t->vertex)].push_back(std::move(s));
   }
   return out;
+}
+
+int JobExecution::numRestarts() const {
+  std::lock_guard lock(mutex_);
+  return restarts_;
+}
+
+std::vector<JobExecution::StageStatus> JobExecution::stages() const {
+  std::lock_guard lock(mutex_);
+  return stageRuns_;
+}
+
+std::string JobExecution::stageName(int stage) const {
+  std::string names;
+  for (int v : plan_->stages[static_cast<size_t>(stage)].vertices)
+    names += (names.empty() ? "'" : ", '") + plan_->vertices[static_cast<size_t>(v)].name + "'";
+  return "stage " + std::to_string(stage + 1) + "/" + std::to_string(plan_->stages.size()) + " (" + names + ")";
+}
+
+void JobExecution::startStageLocked(const Attempt& attempt) {
+  StageStatus& stage = stageRuns_[static_cast<size_t>(attempt.stage)];
+  stage.state = "RUNNING";
+  ++stage.runs;
+  if (stage.startMillis < 0) stage.startMillis = nowMillis();
+}
+
+void JobExecution::endStageLocked(const Attempt& attempt) {
+  StageStatus& stage = stageRuns_[static_cast<size_t>(attempt.stage)];
+  stage.state = "FINISHED";
+  stage.endMillis = nowMillis();
+  for (const auto& [key, partition] : attempt.produced) {
+    stage.writtenBytes += partition->bytes();
+    stage.spilledBytes += partition->spilledBytes();
+  }
+  for (const auto& t : attempt.tasks) {
+    finishedSamples_[static_cast<size_t>(t->vertex)].push_back(sampleOf(*t));
+    finishedSamples_[static_cast<size_t>(t->vertex)].back().finished = true;
+  }
 }
 
 std::optional<FailureInfo> JobExecution::failure() const {
@@ -706,9 +834,13 @@ void JobExecution::cancel() {
     // Once drained, the job's output is final (sinks were told to commit it): it
     // finishes. Cancelled now, it would keep a checkpoint older than what its sinks
     // committed (a resume would commit that again), or stop a subtask before its commit.
-    if (ended_ || userCancelled_ || (attempt_ && attempt_->drained.load())) return;
+    // A batch job's earlier stage that drained lets its sinks commit, and the job ends
+    // before the next stage.
+    const bool drained = attempt_ && attempt_->drained.load();
+    const bool lastStage = !attempt_ || attempt_->stage + 1 == static_cast<int>(plan_->stages.size());
+    if (ended_ || userCancelled_ || (drained && lastStage)) return;
     userCancelled_ = true;
-    attempt = attempt_;
+    if (!drained) attempt = attempt_;
     if (attempt) abandoned = abandonDrainSavepointLocked(*attempt);
     cv_.notify_all();
   }
@@ -774,24 +906,23 @@ JobMetrics JobExecution::metrics() const {
     m.vertices.push_back(out);
   }
   std::shared_ptr<Attempt> attempt;
+  std::vector<bool> finished(plan_->vertices.size());
   {
     std::lock_guard lock(mutex_);
     attempt = attempt_;
     m.numRestarts = restarts_;
     m.lastRecoveryDuration = lastRecoveryMillis_;
+    m.numStages = static_cast<int>(stageRuns_.size());
+    m.currentStage = attempt ? attempt->stage + 1 : 1;
+    for (size_t v = 0; v < finishedSamples_.size(); ++v) {
+      finished[v] = !finishedSamples_[v].empty();
+      for (const auto& s : finishedSamples_[v]) addSample(m.vertices[v], s);
+    }
   }
   if (attempt) {
     for (const auto& t : attempt->tasks) {
       auto& out = m.vertices[static_cast<size_t>(t->vertex)];
-      out.numRecordsIn += t->metrics.numRecordsIn.load(std::memory_order_acquire);
-      out.numRecordsOut += t->metrics.numRecordsOut.load(std::memory_order_relaxed);
-      out.numSourceRecords += t->metrics.numSourceRecords.load(std::memory_order_relaxed);
-      out.numBytesIn += t->metrics.numBytesIn.load(std::memory_order_relaxed);
-      out.numBytesOut += t->metrics.numBytesOut.load(std::memory_order_relaxed);
-      out.numLateRecordsDropped += t->metrics.numLateRecordsDropped.load(std::memory_order_relaxed);
-      out.numRecordsInErrors += t->metrics.numRecordsInErrors.load(std::memory_order_relaxed);
-      out.idleTimeNanos += t->metrics.idleTimeNow();
-      out.backPressuredTimeNanos += t->metrics.backPressuredTimeNow();
+      if (!finished[static_cast<size_t>(t->vertex)]) addSample(out, sampleOf(*t));
       for (auto* c : t->inputChannels) {
         out.inputCreditsPerChannel = c->credits();
         out.maxBuffersInFlight = std::max(out.maxBuffersInFlight, c->maxBuffersInFlight());

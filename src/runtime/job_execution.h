@@ -43,6 +43,7 @@ struct SubtaskSample {
   // Records each output of its operators emitted, by (node, side-output tag; -1 the main
   // output): what crosses each edge (VertexInfo::Input::outputs).
   std::map<std::pair<int, int>, uint64_t> emitted;
+  bool finished = false;  // its stage finished: these are its last figures
 };
 
 // Why a job failed, as the exceptions page shows it.
@@ -56,6 +57,17 @@ struct FailureInfo {
 
 class JobExecution {
  public:
+  // One stage of the job (JobPlan::stages) as it ran.
+  struct StageStatus {
+    std::vector<int> vertices;
+    // Flink's execution states: CREATED (not run yet), RUNNING, FINISHED, FAILED (its
+    // last run failed; it may run again), CANCELED.
+    std::string state = "CREATED";
+    int runs = 0;
+    int64_t startMillis = -1, endMillis = -1;  // of its first run, and when it finished
+    uint64_t writtenBytes = 0, spilledBytes = 0;  // to its blocking output, and of that to disk
+  };
+
   // Plans the graph and starts every task. Throws weir::Error (kInvalidJob,
   // kInvalidArgument, kIo, kCheckpoint) for a graph that cannot run, before any thread
   // starts.
@@ -80,6 +92,10 @@ class JobExecution {
   std::future<std::string> triggerSavepoint(const std::string& directory, SavepointFormatType format, bool stop,
                                             bool drain);
   const std::vector<VertexInfo>& vertices() const { return plan_->vertexInfo; }
+  // Whether it runs in BATCH (as set, or as AUTOMATIC chose).
+  bool isBatch() const { return plan_->batch; }
+  // Restarts so far (in BATCH, re-runs of a stage).
+  int numRestarts() const;
   // Set once, by whoever serves the job's REST API, before the job is handed out.
   void setWebInterfaceUrl(std::string url) { webUrl_ = std::move(url); }
   const std::string& webInterfaceUrl() const { return webUrl_; }
@@ -89,6 +105,8 @@ class JobExecution {
   void onEnd(std::function<void(JobExecution&)> callback);
   // Per vertex, per subtask.
   std::vector<std::vector<SubtaskSample>> sample() const;
+  // The job's stages: a batch job's several, run one after another; otherwise one.
+  std::vector<StageStatus> stages() const;
   std::optional<FailureInfo> failure() const;
   // Every failure so far (one per failed attempt), newest first, at most kFailureHistory.
   static constexpr size_t kFailureHistory = 16;
@@ -112,6 +130,11 @@ class JobExecution {
   static void destroy(JobExecution* job);
   void supervise();
   void runAttempt(const std::shared_ptr<Attempt>& attempt);
+  // "stage 2/3 ('Key By -> sum')", as failures name a stage.
+  std::string stageName(int stage) const;
+  // Its stage starts running; it finished (its figures are kept). Called with mutex_ held.
+  void startStageLocked(const Attempt& attempt);
+  void endStageLocked(const Attempt& attempt);
   // A task's thread: opens its operators, runs its loop, waits for the drain, closes.
   void run(Attempt& attempt, StreamTask& task);
   void awaitDrained(Attempt& attempt, StreamTask& task);
@@ -151,6 +174,7 @@ class JobExecution {
   bool restoreIsSavepoint_ = false;
   std::string checkpointTempRoot_;   // the default checkpoint folder, removed at the end
   std::unique_ptr<checkpoint::CheckpointCoordinator> coordinator_;
+  std::unique_ptr<BlockingShuffleMemory> shuffleMemory_;  // what blocking partitions hold in memory
   int64_t startMillis_ = 0;
   std::chrono::steady_clock::time_point startTime_;
   std::thread supervisor_;
@@ -160,6 +184,10 @@ class JobExecution {
   mutable std::mutex mutex_;
   std::condition_variable cv_;         // wakes the supervisor
   std::shared_ptr<Attempt> attempt_;   // guarded by mutex_; the current one
+  std::vector<StageStatus> stageRuns_;  // guarded by mutex_; per stage
+  // Per vertex, its subtasks' last figures once its stage finished; empty before.
+  std::vector<std::vector<SubtaskSample>> finishedSamples_;  // guarded by mutex_
+  bool stopRequested_ = false;         // guarded by mutex_; stop(): later stages' sources end at once
   int64_t endMillis_ = -1;             // guarded by mutex_
   std::deque<FailureInfo> failureHistory_;  // guarded by mutex_; newest first
   std::exception_ptr failure_;         // guarded by mutex_; what failed the job in the end

@@ -5,7 +5,10 @@
 #include <algorithm>
 #include <cstdio>
 #include <filesystem>
+#include <functional>
 #include <map>
+#include <numeric>
+#include <queue>
 #include <set>
 #include <tuple>
 
@@ -144,6 +147,115 @@ void resolveExecutionMode(JobPlan& plan) {
                                                  "' is not a folder; batch execution spills sorted input there");
 }
 
+// Cuts a job into stages (docs/batch.md, "Stages"). In BATCH with blocking exchanges,
+// an exchange that redistributes records (every partitioner but forward) is blocking
+// when its records can be written out (their type has a weir::Serializer); the vertices
+// the other exchanges connect run together. Groups that would each wait for the other
+// (A feeds C directly and through a blocking B) merge, as Flink's pipelined regions do.
+// A STREAMING job is one stage.
+void cutStages(JobPlan& plan) {
+  const auto& nodes = plan.graph.nodes;
+  const int vertices = static_cast<int>(plan.vertices.size());
+  auto vertexOf = [&](int node) { return plan.vertexOf[static_cast<size_t>(node)]; };
+  const bool blockingShuffle =
+      plan.batch && plan.graph.batchShuffleMode == BatchShuffleMode::ALL_EXCHANGES_BLOCKING;
+  std::vector<int> group(static_cast<size_t>(vertices));  // union-find; a group's root is its lowest vertex
+  std::iota(group.begin(), group.end(), 0);
+  auto find = [&](int v) {
+    while (group[static_cast<size_t>(v)] != v) v = group[static_cast<size_t>(v)];
+    return v;
+  };
+  auto merge = [&](int a, int b) {
+    a = find(a);
+    b = find(b);
+    if (a != b) group[static_cast<size_t>(std::max(a, b))] = std::min(a, b);
+  };
+  if (!blockingShuffle)
+    for (int v = 1; v < vertices; ++v) merge(0, v);
+  std::string unserializable;  // the first redistribution kept pipelined for want of a serializer
+  for (const auto& e : plan.edges) {
+    if (e.chained) continue;
+    const bool cut = blockingShuffle && e.partitioner != PartitionerKind::kForward;
+    if (cut && e.type->serializable()) continue;
+    if (cut && unserializable.empty())
+      unserializable = "'" + nodes[static_cast<size_t>(e.producer)]->name + "' to '" +
+                       nodes[static_cast<size_t>(e.consumer)]->name + "'";
+    merge(vertexOf(e.producer), vertexOf(e.consumer));
+  }
+  if (!unserializable.empty())
+    std::fprintf(stderr, "weir: records from %s have no weir::Serializer, so they are not written out between "
+                 "stages and both sides run together; give their type one (WEIR_STRUCT)\n", unserializable.c_str());
+  // Groups that reach each other through blocking edges form one stage.
+  auto successorsOf = [&] {
+    std::map<int, std::set<int>> next;
+    for (const auto& e : plan.edges) {
+      if (e.chained) continue;
+      const int from = find(vertexOf(e.producer)), to = find(vertexOf(e.consumer));
+      if (from != to) next[from].insert(to);
+    }
+    return next;
+  };
+  {
+    const auto next = successorsOf();
+    std::vector<std::set<int>> reaches(static_cast<size_t>(vertices));
+    for (int root = 0; root < vertices; ++root) {
+      if (find(root) != root) continue;
+      std::vector<int> todo{root};
+      auto& seen = reaches[static_cast<size_t>(root)];
+      while (!todo.empty()) {
+        const int g = todo.back();
+        todo.pop_back();
+        if (auto it = next.find(g); it != next.end())
+          for (int to : it->second)
+            if (seen.insert(to).second) todo.push_back(to);
+      }
+    }
+    for (int a = 0; a < vertices; ++a)
+      for (int b : reaches[static_cast<size_t>(a)])
+        if (b != a && reaches[static_cast<size_t>(b)].count(a)) merge(a, b);
+  }
+  // Stages in an order where each comes after those it reads; of those ready, the one
+  // with the lowest vertex first.
+  const auto next = successorsOf();
+  std::map<int, int> waitingFor;  // per group root: groups it reads that have not run
+  for (int v = 0; v < vertices; ++v) waitingFor.emplace(find(v), 0);
+  for (const auto& [from, tos] : next)
+    for (int to : tos) ++waitingFor[to];
+  std::priority_queue<int, std::vector<int>, std::greater<>> ready;
+  for (const auto& [root, count] : waitingFor)
+    if (count == 0) ready.push(root);
+  std::map<int, int> stageOfGroup;
+  while (!ready.empty()) {
+    const int root = ready.top();
+    ready.pop();
+    stageOfGroup[root] = static_cast<int>(stageOfGroup.size());
+    if (auto it = next.find(root); it != next.end())
+      for (int to : it->second)
+        if (--waitingFor[to] == 0) ready.push(to);
+  }
+  plan.stages.assign(stageOfGroup.size(), {});
+  plan.stageOf.assign(static_cast<size_t>(vertices), 0);
+  for (int v = 0; v < vertices; ++v) {
+    const int stage = stageOfGroup.at(find(v));
+    plan.stageOf[static_cast<size_t>(v)] = stage;
+    plan.vertexInfo[static_cast<size_t>(v)].stage = stage;
+    plan.stages[static_cast<size_t>(stage)].vertices.push_back(v);
+  }
+  for (int v = 0; v < vertices; ++v)
+    for (auto& in : plan.vertexInfo[static_cast<size_t>(v)].inputs)
+      in.blocking = plan.stageOf[static_cast<size_t>(in.vertex)] != plan.stageOf[static_cast<size_t>(v)];
+  for (size_t ei = 0; ei < plan.edges.size(); ++ei) {
+    auto& e = plan.edges[ei];
+    if (e.chained) continue;
+    const int from = plan.stageOf[static_cast<size_t>(vertexOf(e.producer))];
+    const int to = plan.stageOf[static_cast<size_t>(vertexOf(e.consumer))];
+    e.blocking = from != to;
+    if (!e.blocking) continue;
+    plan.stages[static_cast<size_t>(from)].outputEdges.push_back(ei);
+    plan.stages[static_cast<size_t>(to)].inputEdges.push_back(ei);
+  }
+}
+
 }  // namespace
 
 std::string hex128(uint64_t hi, uint64_t lo) {
@@ -169,28 +281,30 @@ std::string mebibytes(int64_t bytes) {
 }
 
 // Every channel holds up to buffersPerChannel + 1 buffers (its credits, and the one its
-// producer fills). One buffer size in bytes for all: the budget's share, at most what a
+// producer fills); a channel into a blocking exchange two (the one its producer fills,
+// and the frame it is written as: what it holds beyond is the BlockingShuffleMemory's). One buffer size in bytes for all: the budget's share, at most what a
 // batch holds (about 32 KiB); each edge's in records of its type.
 std::vector<size_t> bufferRecordsWithin(const StreamGraph& graph, const std::vector<PhysicalEdge>& edges,
                                         const std::vector<int>& parallelism) {
-  int64_t channels = 0;
+  int64_t channels = 0, buffers = 0;
   for (const auto& e : edges) {
     if (e.chained) continue;
     const int64_t pp = parallelism[static_cast<size_t>(e.producer)], cp = parallelism[static_cast<size_t>(e.consumer)];
-    channels += e.partitioner == PartitionerKind::kForward ? pp : pp * cp;
+    const int64_t count = e.partitioner == PartitionerKind::kForward ? pp : pp * cp;
+    channels += count;
+    buffers += count * (e.blocking ? 2 : graph.buffersPerChannel + 1);
   }
-  const int64_t buffers = graph.buffersPerChannel + 1;
   const int64_t budget = graph.networkMemoryBytes;
-  if (channels > 0 && budget < channels * (kChannelOverheadBytes + buffers * kMinBufferBytes))
+  if (channels > 0 && budget < channels * kChannelOverheadBytes + buffers * kMinBufferBytes)
     throw Error(ErrorCode::kInvalidArgument,
                 "the job's " + std::to_string(channels) + " channels need at least " +
-                    mebibytes(channels * (kChannelOverheadBytes + buffers * kMinBufferBytes)) +
+                    mebibytes(channels * kChannelOverheadBytes + buffers * kMinBufferBytes) +
                     " of network memory (" + std::to_string(buffers) + " buffers of at least " +
                     std::to_string(kMinBufferBytes) + " bytes each, and about " +
-                    std::to_string(kChannelOverheadBytes) + " bytes more), more than its " + mebibytes(budget) +
-                    ": raise it (setNetworkMemory, --network-memory MB), or lower the parallelism or the " +
-                    "buffers per channel");
-  const int64_t share = channels > 0 ? (budget - channels * kChannelOverheadBytes) / (channels * buffers) : 0;
+                    std::to_string(kChannelOverheadBytes) + " bytes more per channel), more than its " +
+                    mebibytes(budget) + ": raise it (setNetworkMemory, --network-memory MB), or lower the " +
+                    "parallelism or the buffers per channel");
+  const int64_t share = buffers > 0 ? (budget - channels * kChannelOverheadBytes) / buffers : 0;
   std::vector<size_t> records;
   for (const auto& e : edges) {
     const size_t fit = static_cast<size_t>(share) / e.type->recordBytes();
@@ -410,7 +524,6 @@ JobPlan JobPlan::create(const StreamGraph& original, const RestoredMaxParallelis
   }
 
   plan.edges = std::move(edges);
-  plan.bufferRecords = bufferRecordsWithin(graph, plan.edges, parallelism);
   plan.inEdges = std::move(inEdges);
   plan.outEdges = std::move(outEdges);
   plan.vertexOf = std::move(vertexOf);
@@ -429,6 +542,8 @@ JobPlan JobPlan::create(const StreamGraph& original, const RestoredMaxParallelis
   const CheckpointConfig& config = graph.checkpointConfig;
   plan.checkpointing = config.isCheckpointingEnabled();
   resolveExecutionMode(plan);
+  cutStages(plan);
+  plan.bufferRecords = bufferRecordsWithin(graph, plan.edges, plan.parallelism);
   if (!graph.executionConfig.hasAutoGeneratedUIDsEnabled()) refuseOperatorsWithoutUid(plan);
   if (plan.checkpointing) warnOfStatefulOperatorsWithoutUid(plan);
   if (plan.checkpointing && config.isUnalignedCheckpointsEnabled()) {

@@ -30,6 +30,9 @@ struct PhysicalEdge {
   detail::KeyedWriterFactory keyedWriter;
   std::function<int(const void*, int)> keyGroupOf;  // kKeyGroup
   bool chained = false;
+  // Crosses from one stage to a later one (a batch job's blocking exchange): written
+  // whole to BlockingResultPartitions before its consumer runs, not through channels.
+  bool blocking = false;
 };
 
 // A vertex as the REST API and the Web UI show it.
@@ -40,6 +43,7 @@ struct VertexInfo {
     // The outputs whose records cross: (upstream node, side-output tag; -1 the main
     // output), one per edge it merges (a stream read twice is there twice).
     std::vector<std::pair<int, int>> outputs;
+    bool blocking = false;  // a batch job's exchange between stages
   };
   std::string id;  // 32 hex digits, stable for the same graph
   std::string name;
@@ -48,6 +52,7 @@ struct VertexInfo {
   int maxParallelism = 0;  // its key groups: the chain head's
   bool isSource = false;
   bool isSink = false;
+  int stage = 0;  // JobPlan::stages; every vertex of a STREAMING job is in stage 0
   std::vector<Input> inputs;
 };
 
@@ -66,6 +71,15 @@ struct JobPlan {
     std::vector<int> nodes;  // chain members, in id order; nodes[0] is the head
     bool isSource = false;
     bool isSink = false;
+  };
+
+  // Vertices that run together, pipelined (Flink's pipelined region). A batch job's
+  // blocking exchanges cut it into stages that run one after another; a STREAMING job
+  // is one stage.
+  struct Stage {
+    std::vector<int> vertices;        // ascending
+    std::vector<size_t> inputEdges;   // the blocking edges it reads (indices into edges)
+    std::vector<size_t> outputEdges;  // the blocking edges it writes
   };
 
   using RestoredMaxParallelism = runtime::RestoredMaxParallelism;
@@ -98,6 +112,9 @@ struct JobPlan {
   std::vector<bool> fusedAway;
   bool checkpointing = false;
   bool batch = false;  // RuntimeExecutionMode::BATCH, as set or as AUTOMATIC resolved it
+  // In an order where every stage comes after those it reads; and per vertex, its stage.
+  std::vector<Stage> stages;
+  std::vector<int> stageOf;
 };
 
 // 32 hex digits of a 128-bit value (job and vertex ids).

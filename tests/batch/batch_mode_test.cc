@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "support/event_time_test_events.h"
+#include "support/process_figures.h"
 #include "weir/weir.h"
 
 namespace weir {
@@ -57,31 +58,8 @@ struct ProcessWithState : KeyedProcessFunction<int64_t, KeySum, KeySum> {
   }
 };
 
-// This process's resident memory now, or its peak since resetPeakRss (VmHWM), in bytes.
-int64_t residentBytes(const char* field) {
-  std::ifstream status("/proc/self/status");
-  for (std::string line; std::getline(status, line);)
-    if (line.rfind(field, 0) == 0) return std::stoll(line.substr(std::strlen(field))) * 1024;
-  return -1;
-}
-
-// How far the peak resident memory rises above what it is now while `env` runs its job.
-int64_t peakRssAddedBy(StreamExecutionEnvironment& env) {
-  const int64_t before = residentBytes("VmRSS:");
-  std::ofstream("/proc/self/clear_refs") << "5";  // VmHWM starts again from VmRSS
-  env.execute();
-  return residentBytes("VmHWM:") - before;
-}
-
-// Bytes this process has written (write calls of any kind), from /proc/self/io.
-int64_t bytesWritten() {
-  std::ifstream io("/proc/self/io");
-  std::string name;
-  int64_t value = 0;
-  while (io >> name >> value)
-    if (name == "wchar:") return value;
-  return -1;
-}
+using test::bytesWritten;
+using test::peakRssAddedBy;
 
 class BatchOn : public ::testing::TestWithParam<std::string> {};
 INSTANTIATE_TEST_SUITE_P(Backends, BatchOn, ::testing::Values("heap", "rocksdb"),

@@ -12,6 +12,9 @@
 #include <vector>
 
 #include "weir/detail/operators/task_metrics.h"
+#include "weir/detail/runtime/blocking_exchange.h"
+#include "weir/detail/runtime/record_frames.h"
+#include "weir/error.h"
 
 namespace weir::detail {
 
@@ -140,6 +143,10 @@ class ChannelBase {
 // producer sends a buffer only against a credit and otherwise blocks (back-pressure). A
 // consumed buffer goes back to the producer for reuse, with its capacity and with what
 // the consumer left of its records, which the producer destroys.
+//
+// A channel into a blocking exchange (a batch job's, between stages) has no consumer
+// yet: each buffer is written at once, as a frame, to the exchange's storage, and its
+// producer never waits for credit.
 template <class T>
 class Channel final : public ChannelBase {
  public:
@@ -160,11 +167,18 @@ class Channel final : public ChannelBase {
   Channel(int credits, TaskSignal* consumer, size_t bufferRecords = 0)
       : ChannelBase(credits, consumer, bufferRecords) {}
 
+  // Into a blocking exchange: buffers and watermarks go to `sink` as frames of consumer
+  // subtask `subpartition`. The exchange is read once its producers ended, so idleness
+  // is not written, and checkpoint barriers never come (a batch job takes none).
+  Channel(BlockSink* sink, int subpartition, size_t bufferRecords)
+      : ChannelBase(kUnlimitedCredits, nullptr, bufferRecords), sink_(sink), subpartition_(subpartition) {}
+
   // Producer: queues a non-empty buffer (with its timestamps, or none), blocking while no
   // credit is left. Returns empty buffers to fill next (recycled ones when available), or
   // nullopt when the channel was cancelled. Counts the time spent blocked as
   // back-pressured.
   std::optional<Buffers> send(std::vector<T>&& records, std::vector<int64_t>&& timestamps, TaskMetrics& metrics) {
+    if (sink_ != nullptr) return write(std::move(records), std::move(timestamps));
     size_t n = records.size();
     Buffers next;
     {
@@ -211,6 +225,16 @@ class Channel final : public ChannelBase {
   // once (announcedBarrier()), so an unaligned consumer can take it before the records
   // queued ahead of it.
   void sendEvent(EventKind kind, int64_t timestamp = 0) {
+    if (sink_ != nullptr) {
+      if (kind == EventKind::kBarrier)
+        throw Error(ErrorCode::kInternal, "a checkpoint barrier cannot cross a blocking exchange");
+      if (kind != EventKind::kWatermark) return;  // idleness; the end is the exchange's end
+      frame_.clear();
+      frame_.write(static_cast<uint8_t>(FrameKind::kWatermark));
+      frame_.write(timestamp);
+      sink_->append(subpartition_, frame_.data());
+      return;
+    }
     {
       std::lock_guard lock(mutex_);
       queue_.push_back(Message{true, kind, timestamp, {}, {}});
@@ -261,8 +285,35 @@ class Channel final : public ChannelBase {
   }
 
  private:
+  static constexpr int kUnlimitedCredits = 1 << 30;
+
+  // A blocking channel's send(): the buffer becomes a frame of the sink, and comes back
+  // empty at once.
+  std::optional<Buffers> write(std::vector<T>&& records, std::vector<int64_t>&& timestamps) {
+    {
+      std::lock_guard lock(mutex_);
+      if (cancelled_) return std::nullopt;
+    }
+    if constexpr (Serializable<T>) {
+      frame_.clear();
+      frame_.write(static_cast<uint8_t>(FrameKind::kRecords));
+      writeRecords(records, timestamps, frame_);
+      sink_->append(subpartition_, frame_.data());
+    } else {
+      // The job's plan keeps such edges pipelined.
+      throw Error(ErrorCode::kInternal, "records of a type without a weir::Serializer cannot cross a blocking exchange");
+    }
+    recordsSent_.fetch_add(records.size(), std::memory_order_relaxed);
+    records.clear();
+    timestamps.clear();
+    return Buffers{std::move(records), std::move(timestamps)};
+  }
+
   std::deque<Message> queue_;     // guarded by mutex_
   std::vector<Buffers> free_;     // recycled buffers; guarded by mutex_
+  BlockSink* const sink_ = nullptr;  // a blocking channel's (producer thread)
+  const int subpartition_ = 0;
+  DataOutput frame_;                 // producer thread
 };
 
 }  // namespace weir::detail

@@ -11,6 +11,7 @@
 #include "weir/detail/core/output.h"
 #include "weir/detail/operators/task_metrics.h"
 #include "weir/detail/runtime/channel.h"
+#include "weir/detail/runtime/record_frames.h"
 #include "weir/serializer.h"
 
 namespace weir::detail {
@@ -20,8 +21,7 @@ namespace weir::detail {
 // For unaligned checkpoints it also persists the channel's in-flight records: those
 // queued ahead of a barrier (captureQueuedBefore) and, while a checkpoint records this
 // channel, every record processed before its barrier arrives. Persisted records are
-// buffers, each a varint record count, a byte saying whether timestamps follow, then
-// per record its timestamp (8 bytes, when stamped) and its serialized value.
+// batches as record_frames.h writes them.
 class ChannelInputBase {
  public:
   // What pollOnce() found. kWatermark: see watermark(); kIdle, kActive: the channel's
@@ -98,17 +98,7 @@ class ChannelInput final : public ChannelInputBase {
       std::vector<T> records;
       std::vector<int64_t> timestamps;
       while (!in.atEnd()) {
-        size_t count = in.readLength("records in flight", minEncodedSize<T>());
-        bool stamped = in.read<bool>();
-        records.clear();
-        timestamps.clear();
-        for (size_t i = 0; i < count; ++i) {
-          int64_t timestamp = stamped ? in.read<int64_t>() : 0;
-          T record = Serializer<T>::deserialize(in);
-          if (keep && !keep(&record)) continue;
-          if (stamped) timestamps.push_back(timestamp);
-          records.push_back(std::move(record));
-        }
+        readRecords(in, records, timestamps, keep);
         target_->processBatch(records, timestamps);
         metrics_->numRecordsIn.fetch_add(records.size(), std::memory_order_release);
       }
@@ -121,12 +111,7 @@ class ChannelInput final : public ChannelInputBase {
   static void persist(const std::vector<T>& records, const std::vector<int64_t>& timestamps, std::string& out) {
     if constexpr (Serializable<T>) {
       DataOutput data;
-      data.writeVarint(records.size());
-      data.write(!timestamps.empty());
-      for (size_t i = 0; i < records.size(); ++i) {
-        if (!timestamps.empty()) data.write(timestamps[i]);
-        Serializer<T>::serialize(records[i], data);
-      }
+      writeRecords(records, timestamps, data);
       out += data.data();
     } else {
       // The job's planning refuses unaligned checkpoints for such channels.

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "weir/batch_shuffle_mode.h"
 #include "weir/checkpoint_config.h"
 #include "weir/execution_config.h"
 #include "weir/clock.h"
@@ -84,6 +85,10 @@ struct StreamGraph {
   // (empty: the system's temporary folder).
   int64_t sortedInputsMemoryBytes = int64_t{128} << 20;
   std::string tmpDirectory;
+  // Batch: whether exchanges are blocking (stages), and what the blocking exchanges of
+  // the job may hold in memory together before they spill to tmpDirectory.
+  BatchShuffleMode batchShuffleMode = BatchShuffleMode::ALL_EXCHANGES_BLOCKING;
+  int64_t batchShuffleMemoryBytes = int64_t{64} << 20;
   int maxParallelism = 0;  // the job's, every operator's default; 0: not set (JobPlan::create derives it)
   int buffersPerChannel = 4;  // credits per channel (exclusive buffers)
   // What the buffers of all the job's channels may take (Flink's network memory):

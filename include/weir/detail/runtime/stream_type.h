@@ -10,6 +10,8 @@
 #include "weir/detail/core/counting_output.h"
 #include "weir/detail/core/output.h"
 #include "weir/detail/operators/stream_operator.h"
+#include "weir/detail/runtime/blocking_exchange.h"
+#include "weir/detail/runtime/blocking_input.h"
 #include "weir/detail/runtime/channel.h"
 #include "weir/detail/runtime/channel_input.h"
 #include "weir/detail/runtime/record_writer.h"
@@ -30,6 +32,12 @@ class StreamType {
   virtual size_t maxBufferRecords() const = 0;
   virtual std::unique_ptr<ChannelInputBase> createInput(ChannelBase* channel, OutputBase* target,
                                                         TaskMetrics* metrics) const = 0;
+  // A channel into a blocking exchange, writing to `sink` for consumer `subpartition`,
+  // and the input that reads one producer's frames back (blocking_input.h).
+  virtual std::unique_ptr<ChannelBase> createBlockingChannel(BlockSink* sink, int subpartition,
+                                                             size_t bufferRecords) const = 0;
+  virtual std::unique_ptr<ChannelInputBase> createBlockingInput(std::unique_ptr<BlockReader> reader, OutputBase* target,
+                                                                TaskMetrics* metrics) const = 0;
   virtual std::unique_ptr<OutputBase> createFanOut(const std::vector<OutputBase*>& targets) const = 0;
   virtual std::unique_ptr<OutputBase> createNullOutput() const = 0;
   // Counts into `counts` what passes on to `target`.
@@ -40,7 +48,8 @@ class StreamType {
                                                    const std::vector<ChannelBase*>& channels,
                                                    TaskMetrics* metrics, int index, int producers) const = 0;
   virtual std::unique_ptr<SideOutputBase> createSideOutput(OutputBase* target) const = 0;
-  // Whether records of this type can be persisted (unaligned checkpoints need it).
+  // Whether records of this type can be persisted (unaligned checkpoints and blocking
+  // exchanges need it).
   virtual bool serializable() const = 0;
 };
 
@@ -68,6 +77,14 @@ class TypedStream final : public StreamType {
                                                 TaskMetrics* metrics) const override {
     return std::make_unique<ChannelInput<T>>(static_cast<Channel<T>*>(channel), &dynamic_cast<Output<T>&>(*target),
                                              metrics);
+  }
+  std::unique_ptr<ChannelBase> createBlockingChannel(BlockSink* sink, int subpartition,
+                                                     size_t bufferRecords) const override {
+    return std::make_unique<Channel<T>>(sink, subpartition, bufferRecords);
+  }
+  std::unique_ptr<ChannelInputBase> createBlockingInput(std::unique_ptr<BlockReader> reader, OutputBase* target,
+                                                        TaskMetrics* metrics) const override {
+    return std::make_unique<BlockingInput<T>>(std::move(reader), &dynamic_cast<Output<T>&>(*target), metrics);
   }
   std::unique_ptr<OutputBase> createFanOut(const std::vector<OutputBase*>& targets) const override {
     std::vector<Output<T>*> typedTargets;

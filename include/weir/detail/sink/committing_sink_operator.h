@@ -67,14 +67,16 @@ class CommittingSinkOperator final : public SinkOperator<T> {
   }
 
   // The last records: the writer ends them, and the job's final notice commits them
-  // (or a checkpoint taken before that, which holds them, does). Without checkpoints no
-  // notice comes: they are committed now (as Flink's committer does at the end of input).
+  // (or a checkpoint taken before that, which holds them, does). In BATCH that notice
+  // comes once every subtask of the sink's stage ended its input, so a stage re-run
+  // after a failure commits nothing twice. Otherwise, without checkpoints, no notice
+  // comes: they are committed now (as Flink's committer does at the end of input).
   void endInput() override {
     this->callUser([&] {
       this->writer_->flush(true);
       prepare(lastSnapshot_ + 1);
     });
-    if (!this->context_->isCheckpointingEnabled()) commitUpTo(lastSnapshot_ + 1, true);
+    if (!this->context_->isCheckpointingEnabled() && !this->context_->isBatch()) commitUpTo(lastSnapshot_ + 1, true);
   }
 
   void close() override {
