@@ -51,10 +51,11 @@ std::string ProgressLine::line() const {
   for (auto& v : m.vertices) total += v.numSourceRecords;
   double seconds = std::chrono::duration<double>(m.elapsed).count();
   double rate = seconds > 0 ? static_cast<double>(total) / seconds : 0;
-  char buf[160];
+  char buf[200];
   std::snprintf(buf, sizeof buf, "%s %s, %s %s/s, %.1f s elapsed", withThousands(total).c_str(), what_.c_str(),
                 humanRate(rate).c_str(), what_.c_str(), seconds);
-  return buf;
+  if (m.numStages <= 1) return buf;
+  return "stage " + std::to_string(m.currentStage) + "/" + std::to_string(m.numStages) + ": " + buf;
 }
 
 void ProgressLine::run() {

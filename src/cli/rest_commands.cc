@@ -220,6 +220,16 @@ int jobStatus(const RestEndpoint& rest, const std::string& jobId) {
                 m.value("write-records-per-second", 0.0), core::printableAscii(v.value("backpressure-level", "?")).c_str(),
                 watermark.c_str());
   }
+  // A batch job's stages, in the order they run.
+  if (auto stages = j.value("stages", json::array()); stages.is_array() && !stages.empty()) {
+    std::string line;
+    for (auto& s : stages) {
+      if (!s.is_object()) continue;
+      line += (line.empty() ? "" : ", ") + std::to_string(s.value("id", 0)) + " " +
+              core::printableAscii(s.value("status", "?"));
+    }
+    std::printf("stages: %s\n", line.c_str());
+  }
   int ignored = 0;
   if (auto cps = call(rest, "GET", "/jobs/" + jobId + "/checkpoints", &ignored); cps && cps->is_object()) {
     json counts = cps->value("counts", json::object());

@@ -27,6 +27,10 @@ std::vector<std::vector<SubtaskRates>> MetricsSampler::ratesSince(
       const auto& a = baseline_[v][s];
       const auto& b = current[v][s];
       SubtaskRates r;
+      if (b.finished) {  // its stage ended: nothing moves, it is neither busy nor idle
+        rates[v].push_back(r);
+        continue;
+      }
       auto delta = [](uint64_t from, uint64_t to) { return to >= from ? static_cast<double>(to - from) : 0.0; };
       r.numRecordsInPerSecond = delta(a.numRecordsIn, b.numRecordsIn) / seconds;
       // What a vertex emits: records sent on, or produced by its source when it has

@@ -507,6 +507,37 @@ class RestServer::Impl {
     }
   }
 
+  // A vertex as it runs: its status and times. In a job of several stages (BATCH), its
+  // stage's: CREATED until the stage starts, FINISHED once it did, and CANCELED when the
+  // job failed or was cancelled before it ran, as Flink shows a region; otherwise the
+  // job's.
+  struct VertexRun {
+    std::string status;
+    int64_t start = -1, end = -1, duration = -1;
+    int attempt = 0;  // of its subtasks: the stage's re-runs, else the job's restarts
+  };
+  VertexRun vertexRun(const Entry& e, size_t v, const std::vector<runtime::JobExecution::StageStatus>& stages) const {
+    VertexRun run;
+    const JobStatus job = e.job->status();
+    if (stages.size() <= 1) {
+      run.status = vertexStatus(job);
+      run.start = e.job->startTimeMillis();
+      run.end = e.job->endTimeMillis();
+      run.duration = (run.end < 0 ? nowMillis() : run.end) - run.start;
+      run.attempt = e.job->numRestarts();
+      return run;
+    }
+    const auto& stage = stages[static_cast<size_t>(e.job->vertices()[v].stage)];
+    run.status = stage.state;
+    if (run.status == "CREATED" && (job == JobStatus::FAILED || job == JobStatus::CANCELED)) run.status = "CANCELED";
+    if (run.status == "RUNNING" && (job == JobStatus::CANCELLING || job == JobStatus::FAILING)) run.status = "CANCELING";
+    run.start = stage.startMillis;
+    run.end = stage.endMillis;
+    if (run.start >= 0) run.duration = (run.end < 0 ? nowMillis() : run.end) - run.start;
+    run.attempt = std::max(0, stage.runs - 1);
+    return run;
+  }
+
   // Sum over a vertex's subtasks of rates; back-pressure is the worst subtask's.
   struct VertexRates {
     double in = 0, out = 0, backPressureRatio = 0;
@@ -560,7 +591,7 @@ class RestServer::Impl {
         inputs.push_back({{"num", i},
                           {"id", vs[static_cast<size_t>(in.vertex)].id},
                           {"ship_strategy", in.shipStrategy},
-                          {"exchange", "pipelined_bounded"},
+                          {"exchange", in.blocking ? "blocking" : "pipelined_bounded"},
                           {"records-per-second", edgeRate(e, v, i)}});
       }
       nodes.push_back({{"id", vs[v].id},
@@ -570,7 +601,10 @@ class RestServer::Impl {
                        {"description", vs[v].name},
                        {"inputs", inputs}});
     }
-    return {{"jid", e.job->jobId()}, {"name", e.job->jobName()}, {"type", "STREAMING"}, {"nodes", nodes}};
+    return {{"jid", e.job->jobId()},
+            {"name", e.job->jobName()},
+            {"type", e.job->isBatch() ? "BATCH" : "STREAMING"},
+            {"nodes", nodes}};
   }
 
   json jobDetail(const Entry& e) const {
@@ -580,8 +614,14 @@ class RestServer::Impl {
     json vertices = json::array();
     const auto& vs = e.job->vertices();
     const auto& latest = e.sampler.latest();
-    auto status = vertexStatus(e.job->status());
+    const auto stages = e.job->stages();
+    std::map<std::string, int> statusCounts;
+    for (const char* state : {"CREATED", "SCHEDULED", "DEPLOYING", "RUNNING", "FINISHED", "CANCELING", "CANCELED",
+                              "FAILED", "RECONCILING", "INITIALIZING"})
+      statusCounts[state] = 0;
     for (size_t v = 0; v < vs.size(); ++v) {
+      const VertexRun run = vertexRun(e, v, stages);
+      ++statusCounts[run.status];
       uint64_t in = 0, out = 0, bytesIn = 0, bytesOut = 0, inErrors = 0;
       int64_t idle = 0, bp = 0;
       if (v < latest.size()) {
@@ -595,17 +635,17 @@ class RestServer::Impl {
           bp += s.backPressuredTimeNanos;
         }
       }
-      int64_t elapsedMs = (j["duration"].get<int64_t>()) * vs[v].parallelism;
+      int64_t elapsedMs = std::max<int64_t>(0, run.duration) * vs[v].parallelism;
       auto rates = vertexRates(e, v);
       vertices.push_back({{"id", vs[v].id},
                           {"name", vs[v].name},
                           {"uids", vs[v].uids},
                           {"parallelism", vs[v].parallelism},
                           {"maxParallelism", vs[v].maxParallelism},
-                          {"status", status},
-                          {"start-time", j["start-time"]},
-                          {"end-time", j["end-time"]},
-                          {"duration", j["duration"]},
+                          {"status", run.status},
+                          {"start-time", run.start},
+                          {"end-time", run.end},
+                          {"duration", run.duration},
                           {"metrics",
                            {{"read-records", in},
                             {"read-records-complete", true},
@@ -624,8 +664,31 @@ class RestServer::Impl {
                           {"backpressure-level", backPressureLevel(rates.backPressureRatio)},
                           {"backpressure-ratio", rates.backPressureRatio},
                           {"current-input-watermark", vertexWatermark(e, v)}});
+      if (stages.size() > 1) vertices.back()["stage"] = vs[v].stage + 1;
     }
     j["vertices"] = vertices;
+    j["status-counts"] = statusCounts;
+    if (stages.size() > 1) {
+      // weir's: a batch job's stages, in the order they run (docs/rest.md).
+      json list = json::array();
+      for (size_t k = 0; k < stages.size(); ++k) {
+        const auto& stage = stages[k];
+        json ids = json::array();
+        for (int v : stage.vertices) ids.push_back(vs[static_cast<size_t>(v)].id);
+        const int64_t duration =
+            stage.startMillis < 0 ? -1 : (stage.endMillis < 0 ? nowMillis() : stage.endMillis) - stage.startMillis;
+        list.push_back({{"id", k + 1},
+                        {"status", vertexRun(e, static_cast<size_t>(stage.vertices.front()), stages).status},
+                        {"vertices", ids},
+                        {"attempt", std::max(0, stage.runs - 1)},
+                        {"start-time", stage.startMillis},
+                        {"end-time", stage.endMillis},
+                        {"duration", duration},
+                        {"written-bytes", stage.writtenBytes},
+                        {"spilled-bytes", stage.spilledBytes}});
+      }
+      j["stages"] = list;
+    }
     j["plan"] = plan(e);
     return j;
   }
@@ -1504,8 +1567,7 @@ class RestServer::Impl {
       const auto& info = e->job->vertices()[static_cast<size_t>(v)];
       auto metrics = vertexMetrics(*e, static_cast<size_t>(v));
       const auto& latest = e->sampler.latest();
-      const json overview = jobOverview(*e);
-      const int64_t attempt = static_cast<int64_t>(e->job->metrics().numRestarts);
+      const VertexRun run = vertexRun(*e, static_cast<size_t>(v), e->job->stages());
       json subtasks = json::array();
       for (int s = 0; s < info.parallelism; ++s) {
         std::string p = std::to_string(s) + ".";
@@ -1514,15 +1576,15 @@ class RestServer::Impl {
           idle = latest[static_cast<size_t>(v)][static_cast<size_t>(s)].idleTimeNanos / 1000000;
           bp = latest[static_cast<size_t>(v)][static_cast<size_t>(s)].backPressuredTimeNanos / 1000000;
         }
-        const int64_t duration = overview["duration"];
+        const int64_t duration = std::max<int64_t>(0, run.duration);
         subtasks.push_back({{"subtask", s},
-                            {"status", vertexStatus(e->job->status())},
-                            {"attempt", attempt},
+                            {"status", run.status},
+                            {"attempt", run.attempt},
                             {"endpoint", "localhost"},
                             {"taskmanager-id", "embedded"},
-                            {"start-time", overview["start-time"]},
-                            {"end-time", overview["end-time"]},
-                            {"duration", duration},
+                            {"start-time", run.start},
+                            {"end-time", run.end},
+                            {"duration", run.duration},
                             {"metrics",
                              {{"read-records", metrics[p + "numRecordsIn"]},
                               {"read-records-complete", true},

@@ -32,6 +32,7 @@
 #include "support/tls_files.h"
 #include "support/refusing_snapshot.h"
 #include "support/slow_sink.h"
+#include "support/staged_batch_job.h"
 #include "rest/job_archive.h"
 #include "support/user_metrics_job.h"
 #include "weir/weir.h"
@@ -1235,6 +1236,51 @@ TEST(RestServer, StopDrainsTheJobAndItFinishes) {
   uint64_t produced = 0;
   for (auto& v : job.getMetrics().vertices) produced += v.numSourceRecords;
   EXPECT_EQ(sink.getResults().size(), produced);
+}
+
+// A batch job's stages: while its second stage runs (held by a gate), the first shows
+// FINISHED with what it wrote to its blocking exchange, the third CREATED; Flink's
+// status-counts count them, the plan is BATCH with blocking exchanges, and the
+// progress figures of the finished stage stay. Once released, every stage finishes.
+TEST(RestServer, ABatchJobShowsItsStages) {
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(testOptions());
+  auto gate = std::make_shared<std::atomic<bool>>(false);
+  auto job = testing::startStagedBatchJob(env, gate);
+  test::OpenOnExit release{gate};
+  Server server(job);
+  const std::string jid = job.getJobID();
+  ASSERT_TRUE(eventually([&] { return server.get("/jobs/" + jid)["vertices"][1]["status"] == "RUNNING"; }));
+  auto detail = server.get("/jobs/" + jid);
+  ASSERT_EQ(detail["vertices"].size(), 3u);
+  std::vector<std::string> status;
+  for (const auto& v : detail["vertices"]) status.push_back(v["status"]);
+  EXPECT_EQ(status, (std::vector<std::string>{"FINISHED", "RUNNING", "CREATED"}));
+  for (int k = 0; k < 3; ++k) EXPECT_EQ(detail["vertices"][k]["stage"], k + 1);
+  // A finished stage keeps its figures (the sampler may still have to read them).
+  EXPECT_TRUE(eventually([&] { return server.get("/jobs/" + jid)["vertices"][0]["metrics"]["write-records"] == 10000; }));
+  EXPECT_EQ(detail["vertices"][2]["start-time"], -1);
+  EXPECT_EQ(detail["status-counts"]["FINISHED"], 1);
+  EXPECT_EQ(detail["status-counts"]["RUNNING"], 1);
+  EXPECT_EQ(detail["status-counts"]["CREATED"], 1);
+  ASSERT_EQ(detail["stages"].size(), 3u);
+  EXPECT_EQ(detail["stages"][0]["status"], "FINISHED");
+  EXPECT_GT(detail["stages"][0]["written-bytes"].get<int64_t>(), 10000 * 8);
+  EXPECT_EQ(detail["stages"][1]["status"], "RUNNING");
+  EXPECT_EQ(detail["stages"][1]["vertices"], json::array({detail["vertices"][1]["id"]}));
+  EXPECT_EQ(detail["stages"][2]["status"], "CREATED");
+  const auto plan = server.get("/jobs/" + jid + "/plan")["plan"];
+  EXPECT_EQ(plan["type"], "BATCH");
+  EXPECT_EQ(plan["nodes"][1]["inputs"][0]["exchange"], "blocking");
+  const auto vertex = server.get("/jobs/" + jid + "/vertices/" + detail["vertices"][2]["id"].get<std::string>());
+  EXPECT_EQ(vertex["subtasks"][0]["status"], "CREATED");
+  EXPECT_EQ(job.getMetrics().numStages, 3);
+  EXPECT_EQ(job.getMetrics().currentStage, 2);
+  gate->store(true);
+  EXPECT_EQ(job.wait().status, JobStatus::FINISHED);
+  ASSERT_TRUE(eventually([&] { return server.get("/jobs/" + jid)["status-counts"]["FINISHED"] == 3; }));
+  detail = server.get("/jobs/" + jid);
+  for (const auto& stage : detail["stages"]) EXPECT_EQ(stage["status"], "FINISHED");
+  EXPECT_EQ(detail["vertices"][2]["metrics"]["read-records"], 10000);
 }
 
 TEST(RestServer, AFailedJobShowsItsRootCause) {

@@ -18,6 +18,7 @@
 #include "support/operator_metrics.h"
 #include "support/refusing_snapshot.h"
 #include "support/slow_sink.h"
+#include "support/staged_batch_job.h"
 #include "support/tls_files.h"
 #include "support/user_metrics_job.h"
 #include "support/web_driver.h"
@@ -468,6 +469,27 @@ TEST(WebUi, AClickedVertexShowsItsSubtasksAndChartsAMetric) {
   EXPECT_GT(fs::file_size(artifact("web-ui-subtasks.png")), 10000u);
   job.cancel();
   job.wait();
+}
+
+// A batch job's page shows its stages: while the second of three runs, the header says
+// "stage 2/3", each vertex its stage and state, and the blocking exchanges are dashed.
+TEST(WebUi, ABatchJobsPageShowsItsStages) {
+  WEIR_REQUIRE_DRIVER();
+  auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(test::restOnAnyPort());
+  auto gate = std::make_shared<std::atomic<bool>>(false);
+  auto job = testing::startStagedBatchJob(env, gate);
+  test::OpenOnExit release{gate};
+  const std::string jid = job.getJobID();
+  test::WebDriver browser;
+  browser.open(job.getWebInterfaceURL() + "/#" + jid);
+  ASSERT_TRUE(browser.awaitTrue("return document.getElementById('job-stage').textContent === 'stage 2/3';"));
+  EXPECT_EQ(browser.run("return [...document.querySelectorAll('g.vertex text.status')].map(t => t.textContent);"),
+            nlohmann::json::array({"stage 1 · FINISHED", "stage 2 · RUNNING", "stage 3 · CREATED"}));
+  EXPECT_EQ(browser.run("return [...document.querySelectorAll('g.edge')].map(e => e.dataset.exchange + ' ' + "
+                        "getComputedStyle(e.querySelector('path')).strokeDasharray);"),
+            nlohmann::json::array({"blocking 6px, 4px", "blocking 6px, 4px"}));
+  gate->store(true);
+  EXPECT_EQ(job.wait().status, JobStatus::FINISHED);
 }
 
 // A server with a REST token: Cancel asks for it, asks again when it is refused, and the

@@ -22,4 +22,11 @@ struct GatedMap : RichMapFunction<T, T> {
   std::shared_ptr<std::atomic<bool>> open_;
 };
 
+// Opens a gate when it goes out of scope: declared after the job, it lets a held job go
+// on (and be cancelled) when a test ends early.
+struct OpenOnExit {
+  std::shared_ptr<std::atomic<bool>> gate;
+  ~OpenOnExit() { gate->store(true); }
+};
+
 }  // namespace weir::test
