@@ -675,15 +675,14 @@ class RestServer::Impl {
         const auto& stage = stages[k];
         json ids = json::array();
         for (int v : stage.vertices) ids.push_back(vs[static_cast<size_t>(v)].id);
-        const int64_t duration =
-            stage.startMillis < 0 ? -1 : (stage.endMillis < 0 ? nowMillis() : stage.endMillis) - stage.startMillis;
+        const VertexRun run = vertexRun(e, static_cast<size_t>(stage.vertices.front()), stages);  // its vertices'
         list.push_back({{"id", k + 1},
-                        {"status", vertexRun(e, static_cast<size_t>(stage.vertices.front()), stages).status},
+                        {"status", run.status},
                         {"vertices", ids},
-                        {"attempt", std::max(0, stage.runs - 1)},
-                        {"start-time", stage.startMillis},
-                        {"end-time", stage.endMillis},
-                        {"duration", duration},
+                        {"attempt", run.attempt},
+                        {"start-time", run.start},
+                        {"end-time", run.end},
+                        {"duration", run.duration},
                         {"written-bytes", stage.writtenBytes},
                         {"spilled-bytes", stage.spilledBytes}});
       }

@@ -264,7 +264,7 @@ void JobExecution::supervise() {
       }
       logFailure(jobName_, failed, restarts_ + 1, delay, whyNot, backoff.strategyName(),
                  stages > 1 ? stageName(stage) : "");
-      if (stages > 1) stageRuns_[static_cast<size_t>(stage)].state = "FAILED";
+      stageRuns_[static_cast<size_t>(stage)].state = "FAILED";
       if (!delay) {
         failure_ = attempt->failure;
         failureMessage_ = describeError(failure_, &failureCode_);
