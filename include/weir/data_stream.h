@@ -253,9 +253,8 @@ class DataStream {
     auto shared = std::make_shared<const S>(std::move(sink));
     auto& node = graph_->add(detail::Transformation::Kind::kOperator, "Sink", {id_}, detail::TypedStream<T>::get());
     node.isSink = true;
-    node.checkSettings = [shared](const CheckpointConfig& checkpoints, const RestartStrategy& restarts) {
-      shared->checkSettings(checkpoints, restarts);
-    };
+    node.checkSettings = [shared](const CheckpointConfig& checkpoints, const RestartStrategy& restarts,
+                                  RuntimeExecutionMode mode) { shared->checkSettings(checkpoints, restarts, mode); };
     if constexpr (requires { typename S::CommittableType; }) {
       using CommT = typename S::CommittableType;
       static_assert(std::is_base_of_v<TwoPhaseCommittingSink<T, CommT>, S>);

@@ -96,8 +96,9 @@ class KafkaSink final : public TwoPhaseCommittingSink<T, KafkaCommittable> {
   std::unique_ptr<Committer<KafkaCommittable>> createCommitter(RuntimeContext& context) const override {
     return detail::makeKafkaCommitter(config_, context);
   }
-  void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy& restarts) const override {
-    config_->checkSettings(checkpoints, restarts);
+  void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy& restarts,
+                     RuntimeExecutionMode mode) const override {
+    config_->checkSettings(checkpoints, restarts, mode);
   }
 
  private:

@@ -114,8 +114,8 @@ class PostgresSink final : public TwoPhaseCommittingSink<T, PostgresCommittable>
   std::unique_ptr<Committer<PostgresCommittable>> createCommitter(RuntimeContext& context) const override {
     return detail::makePostgresCommitter(config_, context);
   }
-  void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy&) const override {
-    config_->checkSettings(checkpoints);
+  void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy&, RuntimeExecutionMode mode) const override {
+    config_->checkSettings(checkpoints, mode);
   }
 
  private:

@@ -111,8 +111,8 @@ class RedisSink final : public TwoPhaseCommittingSink<T, RedisCommittable> {
   std::unique_ptr<Committer<RedisCommittable>> createCommitter(RuntimeContext& context) const override {
     return detail::makeRedisCommitter(config_, context);
   }
-  void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy&) const override {
-    config_->checkSettings(checkpoints);
+  void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy&, RuntimeExecutionMode mode) const override {
+    config_->checkSettings(checkpoints, mode);
   }
 
  private:

@@ -7,6 +7,7 @@
 #include "weir/checkpoint_config.h"
 #include "weir/restart_strategy.h"
 #include "weir/runtime_context.h"
+#include "weir/runtime_execution_mode.h"
 
 namespace weir {
 
@@ -32,10 +33,12 @@ class Sink {
   using InputType = T;
   virtual ~Sink() = default;
   virtual std::unique_ptr<SinkWriter<T>> createWriter(RuntimeContext& context) const = 0;
-  // Called before the job runs, with its checkpointing and (resolved) restart settings:
-  // a sink that cannot keep its promise under them throws weir::Error naming the
-  // conflict, and the job does not start.
-  virtual void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy& restarts) const {}
+  // Called before the job runs, with its checkpointing, its (resolved) restart settings
+  // and the mode it runs in (STREAMING or BATCH, AUTOMATIC resolved): a sink that cannot
+  // keep its promise under them throws weir::Error naming the conflict, and the job does
+  // not start.
+  virtual void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy& restarts,
+                             RuntimeExecutionMode mode) const {}
 };
 
 }  // namespace weir

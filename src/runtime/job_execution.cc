@@ -126,7 +126,8 @@ std::shared_ptr<JobExecution> JobExecution::plan(const StreamGraph& graph, std::
   const CheckpointConfig& config = plan.graph.checkpointConfig;  // BATCH may have left a file's interval out
   const RestartStrategy restarts = graph.restartStrategy.resolve(plan.checkpointing);
   for (const auto& node : plan.graph.nodes)
-    if (node->checkSettings) node->checkSettings(config, restarts);
+    if (node->checkSettings)
+      node->checkSettings(config, restarts, plan.batch ? RuntimeExecutionMode::BATCH : RuntimeExecutionMode::STREAMING);
   job->jobId_ = randomJobId();
   if (plan.checkpointing) {
     std::string root = config.getCheckpointStorage();

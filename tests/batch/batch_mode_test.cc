@@ -426,7 +426,7 @@ TEST(Batch, AConfigurationFilesCheckpointIntervalIsForStreamingJobsOnly) {
     std::unique_ptr<SinkWriter<int64_t>> createWriter(RuntimeContext& context) const override {
       return DiscardingSink<int64_t>().createWriter(context);
     }
-    void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy&) const override {
+    void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy&, RuntimeExecutionMode) const override {
       told->store(checkpoints.isCheckpointingEnabled() ? 1 : 0);
     }
   };

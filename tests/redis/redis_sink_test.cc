@@ -225,8 +225,10 @@ TEST(RedisSink, AtLeastOnceRidesOutAServerRestart) {
 
 // ---- bad input: one line naming the server, the object and the reason
 
-std::string executeError(RedisSink<int64_t> sink, bool checkpoints = false) {
+std::string executeError(RedisSink<int64_t> sink, bool checkpoints = false,
+                         RuntimeExecutionMode mode = RuntimeExecutionMode::STREAMING) {
   StreamExecutionEnvironment env;
+  env.setRuntimeMode(mode);
   if (checkpoints) env.enableCheckpointing(100ms);
   env.setRestartStrategy(RestartStrategy::noRestart());
   env.fromCollection(std::vector<int64_t>{1, 2, 3}).sinkTo(sink);
@@ -260,6 +262,13 @@ TEST(RedisSink, BadInputIsAOneLineErrorNamingTheServerAndTheReason) {
   EXPECT_EQ(executeError(hset("h").setDeliveryGuarantee(DeliveryGuarantee::EXACTLY_ONCE).setTransactionIdPrefix("p").build()),
             who + "EXACTLY_ONCE applies its commands when checkpoints complete, and the job takes none: enable "
                   "checkpointing (execution.checkpointing.interval) in a STREAMING job, or use AT_LEAST_ONCE");
+  // A batch stage would hold every command until its end: refused, however it was chosen.
+  for (auto mode : {RuntimeExecutionMode::BATCH, RuntimeExecutionMode::AUTOMATIC})
+    EXPECT_EQ(executeError(hset("h").setDeliveryGuarantee(DeliveryGuarantee::EXACTLY_ONCE).setTransactionIdPrefix("p").build(),
+                           false, mode),
+              who + "EXACTLY_ONCE applies a subtask's commands in one MULTI/EXEC when its checkpoint completes, and in "
+                    "BATCH that is the end of its stage: the stage would hold every command it sends in memory; use "
+                    "AT_LEAST_ONCE (a re-run stage sends its commands again) or STREAMING");
   EXPECT_EQ(errorOf([] { hset("h").setDeliveryGuarantee(DeliveryGuarantee::EXACTLY_ONCE).build(); }),
             "redis sink: EXACTLY_ONCE needs setTransactionIdPrefix(...): the fence keys are named from it");
   EXPECT_EQ(errorOf([] { hset("h").setAddress("nowhere"); }), "redis sink: the address 'nowhere' is not host:port");

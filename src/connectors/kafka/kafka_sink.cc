@@ -365,12 +365,17 @@ void KafkaSinkConfig::validate() const {
   rd_kafka_conf_destroy(makeKafkaConf(kWho, bootstrapServers, {}, properties));  // every property is known
 }
 
-void KafkaSinkConfig::checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy& restarts) const {
+void KafkaSinkConfig::checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy& restarts,
+                                    RuntimeExecutionMode mode) const {
   if (guarantee != DeliveryGuarantee::EXACTLY_ONCE) return;
+  // BATCH: each subtask's transaction spans its stage, committed once every subtask of
+  // the stage has ended its input (docs/kafka.md, "In a batch job").
+  if (mode == RuntimeExecutionMode::BATCH) return;
   if (!checkpoints.isCheckpointingEnabled())
     throw Error(ErrorCode::kInvalidJob,
                 "kafka sink: EXACTLY_ONCE commits its transactions when checkpoints complete, and the job takes "
-                "none: enable checkpointing (execution.checkpointing.interval) in a STREAMING job, or use AT_LEAST_ONCE");
+                "none: enable checkpointing (execution.checkpointing.interval), run the bounded job in BATCH, or use "
+                "AT_LEAST_ONCE");
   using Kind = RestartStrategy::Kind;
   const int64_t delay = restarts.kind() == Kind::kExponentialDelay ? restarts.maxBackoff.count()
                         : restarts.kind() == Kind::kNone           ? 0
@@ -392,12 +397,13 @@ KafkaProducerWriter::KafkaProducerWriter(std::shared_ptr<const KafkaSinkConfig> 
       subtask_(context.getIndexOfThisSubtask()),
       parallelism_(context.getNumberOfParallelSubtasks()),
       name_(context.getTaskNameWithSubtasks()),
+      batch_(context.isBatch()),
       bytesOut_(context.getMetricGroup().getIOMetricGroup().getNumBytesOutCounter()),
       recordsSend_(context.getMetricGroup().counter("numRecordsSend")),
       sendErrors_(context.getMetricGroup().counter("numRecordsSendErrors")),
       transactionsAborted_(context.getMetricGroup().addGroup("KafkaSink").counter("transactionsAborted")) {
   if (config_->guarantee == DeliveryGuarantee::EXACTLY_ONCE) {
-    markerFolder_ = markerFolderOf(*config_, context);
+    if (!batch_) markerFolder_ = markerFolderOf(*config_, context);
   } else {
     plain_ = KafkaProducer::make(*config_, "", 0);
     plain_->sendErrors = sendErrors_;
@@ -411,7 +417,7 @@ KafkaProducer& KafkaProducerWriter::producer(const std::string& topic) {
   if (!current_) {
     const int64_t number = lastCheckpoint_ + 1;
     const std::string id = transactionalId(config_->transactionalIdPrefix, subtask_, number);
-    writeMarker(*fileSystem_, markerFolder_, id, Marker::kOpen);  // before the broker knows it
+    if (!batch_) writeMarker(*fileSystem_, markerFolder_, id, Marker::kOpen);  // before the broker knows it
     current_ = KafkaProducer::make(*config_, id, number);
     current_->sendErrors = sendErrors_;
     topics_.insert(topic);
@@ -431,7 +437,7 @@ void KafkaProducerWriter::write(const ProducerRecord& record) {
   recordsSend_.inc();
   bytesOut_.inc((record.key ? record.key->size() : 0) + (record.value ? record.value->size() : 0));
   if (&p == current_.get()) {
-    encodeRecord(p.records, record);
+    if (!batch_) encodeRecord(p.records, record);  // a batch job restores nothing to produce again
     ++p.count;
   }
 }
@@ -444,15 +450,19 @@ void KafkaProducerWriter::flush(bool endOfInput) {
 std::vector<KafkaCommittable> KafkaProducerWriter::prepareCommit() {
   if (!current_) return {};
   current_->flushAll();
-  if (current_->markerPartition < 0)  // every record was acknowledged, so one said where it went
-    throw failed("transaction '" + current_->transactionalId + "' has no acknowledged record to mark");
   KafkaCommittable c;
   c.transactionalId = current_->transactionalId;
   c.transactionNumber = current_->number;
-  c.markerFolder = markerFolder_;
-  c.markerTopic = current_->markerTopic;
-  c.markerPartition = current_->markerPartition;
-  current_->sendMarker(c.markerTopic, c.markerPartition, *config_);
+  // A batch job restores nothing, so nothing reads the markers that settle a restored
+  // transaction: it writes none (and leaves no group offset a later job could misread).
+  if (!batch_) {
+    if (current_->markerPartition < 0)  // every record was acknowledged, so one said where it went
+      throw failed("transaction '" + current_->transactionalId + "' has no acknowledged record to mark");
+    c.markerFolder = markerFolder_;
+    c.markerTopic = current_->markerTopic;
+    c.markerPartition = current_->markerPartition;
+    current_->sendMarker(c.markerTopic, c.markerPartition, *config_);
+  }
   c.recordCount = current_->count;
   c.records = std::move(current_->records);
   Precommitted::instance().put(std::move(current_));
@@ -475,7 +485,9 @@ void KafkaProducerWriter::initializeState(FunctionInitializationContext& context
     if (!folder.empty() && std::find(folders.begin(), folders.end(), folder) == folders.end()) folders.push_back(folder);
   }
   lastCheckpoint_ = restored;
-  if (config_->guarantee != DeliveryGuarantee::EXACTLY_ONCE) return;
+  // BATCH: a stage re-run after a failure uses the same ids, and the first record of
+  // each fences what the failed run left open.
+  if (config_->guarantee != DeliveryGuarantee::EXACTLY_ONCE || batch_) return;
   if (std::error_code ec = fileSystem_->createDirectories(markerFolder_))
     throw failed("cannot create the transaction marker folder '" + markerFolder_ + "': " + ec.message());
   if (std::find(folders.begin(), folders.end(), markerFolder_) == folders.end()) folders.push_back(markerFolder_);
@@ -540,7 +552,7 @@ void KafkaProducerWriter::close() {
   // the committer produce its records again.
   auto abort = [&](std::unique_ptr<KafkaProducer> p) {
     if (p && p->abort()) {
-      writeMarker(*fileSystem_, markerFolder_, p->transactionalId, Marker::kAborted);
+      if (!batch_) writeMarker(*fileSystem_, markerFolder_, p->transactionalId, Marker::kAborted);
       transactionsAborted_.inc();
     }
   };
@@ -563,6 +575,7 @@ class KafkaCommitter final : public Committer<KafkaCommittable> {
       : config_(std::move(config)),
         fileSystem_(fileSystemOf(context)),
         name_(context.getTaskNameWithSubtasks()),
+        batch_(context.isBatch()),
         recordsSend_(context.getMetricGroup().counter("numRecordsSend")),  // the writer's counters
         sendErrors_(context.getMetricGroup().counter("numRecordsSendErrors")),
         transactionsCommitted_(context.getMetricGroup().addGroup("KafkaSink").counter("transactionsCommitted")) {}
@@ -577,25 +590,38 @@ class KafkaCommitter final : public Committer<KafkaCommittable> {
   void commitOne(CommitRequest<KafkaCommittable>& request) {
     const KafkaCommittable& c = request.getCommittable();
     std::string id = c.transactionalId;
+    const bool batch = batch_;  // no marker, no records kept
+    std::string why = "its producer is gone";
     if (auto live = Precommitted::instance().take(id)) {
-      writeMarker(*fileSystem_, c.markerFolder, id, Marker::kCommitting);
+      if (!batch) writeMarker(*fileSystem_, c.markerFolder, id, Marker::kCommitting);
       WEIR_COLD_SYNC_POINT_CALLBACK("KafkaSink::BeforeCommit", &id);
       rd_kafka_error_t* error = rd_kafka_commit_transaction(live->rk, timeoutMs());
       if (error == nullptr) {
         WEIR_COLD_SYNC_POINT_CALLBACK("KafkaSink::AfterCommit", &id);
-        writeMarker(*fileSystem_, c.markerFolder, id, Marker::kCommitted);
+        if (!batch) writeMarker(*fileSystem_, c.markerFolder, id, Marker::kCommitted);
         transactionsCommitted_.inc();
         return;
       }
       const bool retriable = rd_kafka_error_is_retriable(error);
+      why = rd_kafka_error_string(error);
       std::fprintf(stderr, "weir: %s: committing Kafka transaction '%s' failed: %s%s\n", name_.c_str(), id.c_str(),
-                   rd_kafka_error_string(error), retriable ? "; retried at the next checkpoint" : "");
+                   why.c_str(), !retriable ? "" : batch ? "; retried" : "; retried at the next checkpoint");
       rd_kafka_error_destroy(error);
       if (retriable) {
         Precommitted::instance().put(std::move(live));
         request.retryLater();
         return;
       }
+    }
+    // A batch job's stage ran in one transaction per subtask, and kept no copy of its
+    // records: it cannot be produced again (docs/kafka.md, "In a batch job").
+    if (batch) {
+      request.signalFailedWithUnknownReason(
+          kWho + ": transaction '" + id + "' failed at the end of its batch stage: " + why +
+          " (the broker aborts a transaction open longer than transaction.timeout.ms, " +
+          std::to_string(config_->transactionTimeout.count()) + " ms); its " + std::to_string(c.recordCount) +
+          " records are not published");
+      return;
     }
     recover(request);
   }
@@ -666,6 +692,7 @@ class KafkaCommitter final : public Committer<KafkaCommittable> {
   std::shared_ptr<const KafkaSinkConfig> config_;
   std::shared_ptr<core::FileSystem> fileSystem_;
   std::string name_;
+  bool batch_;  // RuntimeExecutionMode::BATCH
   Counter recordsSend_;
   Counter sendErrors_;
   Counter transactionsCommitted_;  // KafkaSink.transactionsCommitted

@@ -190,11 +190,15 @@ std::string PostgresSinkConfig::who() const {
   return "postgres sink (" + host + ":" + port + (db.empty() ? "" : "/" + db) + ")";
 }
 
-void PostgresSinkConfig::checkSettings(const CheckpointConfig& checkpoints) const {
+void PostgresSinkConfig::checkSettings(const CheckpointConfig& checkpoints, RuntimeExecutionMode mode) const {
   auto refuse = [&](const std::string& what) { return Error(ErrorCode::kInvalidJob, who() + ": " + what); };
-  if (guarantee == DeliveryGuarantee::EXACTLY_ONCE && !checkpoints.isCheckpointingEnabled())
+  // BATCH: each subtask's transaction spans its stage, committed once every subtask of
+  // the stage has ended its input (docs/postgres.md, "In a batch job").
+  if (guarantee == DeliveryGuarantee::EXACTLY_ONCE && mode == RuntimeExecutionMode::STREAMING &&
+      !checkpoints.isCheckpointingEnabled())
     throw refuse("EXACTLY_ONCE commits its transactions when checkpoints complete, and the job takes none: "
-                 "enable checkpointing (execution.checkpointing.interval) in a STREAMING job, or use AT_LEAST_ONCE");
+                 "enable checkpointing (execution.checkpointing.interval), run the bounded job in BATCH, or use "
+                 "AT_LEAST_ONCE");
   try {
     auto connection = open(*this);
     if (guarantee == DeliveryGuarantee::EXACTLY_ONCE) {
@@ -504,6 +508,7 @@ class PostgresCommitter final : public Committer<PostgresCommittable> {
  public:
   PostgresCommitter(std::shared_ptr<const PostgresSinkConfig> config, RuntimeContext& context)
       : config_(std::move(config)),
+        batch_(context.isBatch()),
         committed_(context.getMetricGroup().addGroup("PostgresSink").counter("transactionsCommitted")) {}
 
   void commit(std::vector<CommitRequest<PostgresCommittable>>& requests) override {
@@ -541,8 +546,9 @@ class PostgresCommitter final : public Committer<PostgresCommittable> {
         return;
       }
       if (attempt >= config_->execution.getMaxRetries()) {
-        std::fprintf(stderr, "weir: %s: cannot commit prepared transaction '%s' now (%s); trying again at the next "
-                     "checkpoint\n", config_->who().c_str(), id.c_str(), describe(failure).c_str());
+        std::fprintf(stderr, "weir: %s: cannot commit prepared transaction '%s' now (%s); trying again %s\n",
+                     config_->who().c_str(), id.c_str(), describe(failure).c_str(),
+                     batch_ ? "shortly" : "at the next checkpoint");
         request.retryLater();
         return;
       }
@@ -552,6 +558,7 @@ class PostgresCommitter final : public Committer<PostgresCommittable> {
 
   std::shared_ptr<const PostgresSinkConfig> config_;
   std::unique_ptr<PostgresConnection> connection_;
+  bool batch_;  // RuntimeExecutionMode::BATCH: no checkpoint comes, the end of the stage retries
   Counter committed_;
 };
 

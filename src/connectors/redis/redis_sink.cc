@@ -114,7 +114,12 @@ std::string RedisSinkConfig::fenceKey(int subtask) const {
   return "weir:fence:" + transactionIdPrefix + ":" + std::to_string(subtask);
 }
 
-void RedisSinkConfig::checkSettings(const CheckpointConfig& checkpoints) const {
+void RedisSinkConfig::checkSettings(const CheckpointConfig& checkpoints, RuntimeExecutionMode mode) const {
+  if (guarantee == DeliveryGuarantee::EXACTLY_ONCE && mode == RuntimeExecutionMode::BATCH)
+    throw Error(ErrorCode::kInvalidJob, who() + ": EXACTLY_ONCE applies a subtask's commands in one MULTI/EXEC when "
+                                                "its checkpoint completes, and in BATCH that is the end of its stage: "
+                                                "the stage would hold every command it sends in memory; use "
+                                                "AT_LEAST_ONCE (a re-run stage sends its commands again) or STREAMING");
   if (guarantee == DeliveryGuarantee::EXACTLY_ONCE && !checkpoints.isCheckpointingEnabled())
     throw Error(ErrorCode::kInvalidJob, who() + ": EXACTLY_ONCE applies its commands when checkpoints complete, and "
                                                 "the job takes none: enable checkpointing "

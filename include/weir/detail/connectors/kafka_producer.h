@@ -21,6 +21,7 @@
 #include "weir/kafka_record_serialization_schema.h"
 #include "weir/restart_strategy.h"
 #include "weir/runtime_context.h"
+#include "weir/runtime_execution_mode.h"
 #include "weir/serializer.h"
 
 struct rd_kafka_s;
@@ -30,6 +31,8 @@ namespace weir {
 // One transaction an exactly-once writer pre-committed at a barrier. It holds the
 // transaction's records so that a restore can produce them again when the transaction's
 // own commit did not happen (librdkafka cannot resume another producer's transaction).
+// In BATCH it holds neither records nor a marker folder: nothing is restored, and the
+// stage's transaction is committed by the producer that wrote it.
 struct KafkaCommittable {
   std::string transactionalId;  // <prefix>-<subtask>-<n>
   int64_t transactionNumber = 0;  // n: one past the last checkpoint before it began
@@ -54,10 +57,12 @@ struct KafkaSinkConfig {
   // Checks the configuration and every property (librdkafka's own message, named);
   // throws weir::Error (kInvalidArgument).
   void validate() const;
-  // Checks the job's settings before it runs: EXACTLY_ONCE needs checkpoints, and a
-  // transaction must outlive the checkpoint interval plus the restart delay. Throws
-  // weir::Error (kInvalidJob) with the numbers.
-  void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy& restarts) const;
+  // Checks the job's settings before it runs: EXACTLY_ONCE needs checkpoints in
+  // STREAMING (BATCH commits at the end of the sink's stage), and a transaction must
+  // outlive the checkpoint interval plus the restart delay. Throws weir::Error
+  // (kInvalidJob) with the numbers.
+  void checkSettings(const CheckpointConfig& checkpoints, const RestartStrategy& restarts,
+                     RuntimeExecutionMode mode) const;
 };
 
 // One librdkafka producer and what its delivery reports said (kafka_sink.cc).
@@ -100,7 +105,8 @@ class KafkaProducerWriter {
   int subtask_;
   int parallelism_;
   std::string name_;                       // "sink (i/n)", for messages
-  std::string markerFolder_;               // EXACTLY_ONCE
+  bool batch_;                             // RuntimeExecutionMode::BATCH: no markers, no copies
+  std::string markerFolder_;               // EXACTLY_ONCE in STREAMING
   std::unique_ptr<KafkaProducer> plain_;   // NONE and AT_LEAST_ONCE
   std::unique_ptr<KafkaProducer> current_;  // EXACTLY_ONCE: the open transaction, if any
   std::vector<std::string> precommitted_;  // ids handed to the committer, not yet committed

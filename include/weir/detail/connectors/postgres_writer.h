@@ -21,6 +21,7 @@
 #include "weir/prepared_statement.h"
 #include "weir/restart_strategy.h"
 #include "weir/runtime_context.h"
+#include "weir/runtime_execution_mode.h"
 #include "weir/serializer.h"
 
 namespace weir {
@@ -54,11 +55,12 @@ struct PostgresSinkConfig {
   // Turns `sql`'s ? parameters into $1 … $n (outside quotes), counts them and checks the
   // options. Throws weir::Error (kInvalidArgument) naming what is wrong.
   void validate();
-  // Before the job runs: EXACTLY_ONCE needs checkpoints and a server whose
-  // max_prepared_transactions is above 0; the server must be reachable with these
-  // credentials and the statement must prepare (its table and columns exist). Throws
-  // weir::Error (kInvalidJob) naming the server and the reason.
-  void checkSettings(const CheckpointConfig& checkpoints) const;
+  // Before the job runs: EXACTLY_ONCE needs checkpoints in STREAMING (BATCH commits at
+  // the end of the sink's stage) and a server whose max_prepared_transactions is above
+  // 0; the server must be reachable with these credentials and the statement must
+  // prepare (its table and columns exist). Throws weir::Error (kInvalidJob) naming the
+  // server and the reason.
+  void checkSettings(const CheckpointConfig& checkpoints, RuntimeExecutionMode mode) const;
   // "postgres sink (host:port/db)", for messages.
   std::string who() const;
 };

@@ -17,6 +17,7 @@
 #include "weir/delivery_guarantee.h"
 #include "weir/redis_commands.h"
 #include "weir/runtime_context.h"
+#include "weir/runtime_execution_mode.h"
 #include "weir/serializer.h"
 
 namespace weir {
@@ -49,9 +50,10 @@ struct RedisSinkConfig {
 
   // Throws weir::Error (kInvalidArgument) naming what is wrong.
   void validate() const;
-  // Before the job runs: EXACTLY_ONCE needs checkpoints; the server must answer with
-  // these credentials. Throws weir::Error (kInvalidJob) naming the server and reason.
-  void checkSettings(const CheckpointConfig& checkpoints) const;
+  // Before the job runs: EXACTLY_ONCE needs checkpoints, and STREAMING (a BATCH stage
+  // would hold all its commands in memory); the server must answer with these
+  // credentials. Throws weir::Error (kInvalidJob) naming the server and reason.
+  void checkSettings(const CheckpointConfig& checkpoints, RuntimeExecutionMode mode) const;
   // "redis sink (host:port)", for messages.
   std::string who() const;
   // The fence key of subtask `subtask`: weir:fence:<prefix>:<subtask>.

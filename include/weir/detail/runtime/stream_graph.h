@@ -43,7 +43,7 @@ struct Transformation {
   std::shared_ptr<const StreamType> outputType;
   bool isSink = false;
   // A sink's checks of the job's settings (Sink::checkSettings); null: none.
-  std::function<void(const CheckpointConfig&, const RestartStrategy&)> checkSettings;
+  std::function<void(const CheckpointConfig&, const RestartStrategy&, RuntimeExecutionMode)> checkSettings;
   bool chainingDisabled = false;  // disableChaining(): never chained either side
   bool startsNewChain = false;    // startNewChain(): not chained to its input
   bool twoInput = false;          // inputs[0] and inputs[1] feed the operator's two inputs
