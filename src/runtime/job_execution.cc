@@ -49,9 +49,9 @@ std::string describeError(std::exception_ptr error, ErrorCode* code) {
 }
 
 // Every failure and what follows it, one line on stderr: when, which attempt (and, in a
-// job of several stages, which stage), the operator and subtask with the cause (in the
-// message), and the restart or why none.
-void logFailure(const std::string& jobName, const FailureInfo& failure, int attempt,
+// job of several stages, which stage and its attempt), the operator and subtask with the
+// cause (in the message), and the restart (the job's count) or why none.
+void logFailure(const std::string& jobName, const FailureInfo& failure, int attempt, int restart,
                 std::optional<std::chrono::milliseconds> delay, const std::string& whyNot, const std::string& strategy,
                 const std::string& stage) {
   std::time_t seconds = failure.timestampMillis / 1000;
@@ -61,7 +61,7 @@ void logFailure(const std::string& jobName, const FailureInfo& failure, int atte
   std::strftime(when, sizeof when, "%H:%M:%S", &utc);
   std::string next = delay ? (stage.empty() ? "restarting" : "re-running " + stage) + " in " +
                                  std::to_string(delay->count()) + " ms (" + strategy + ", restart " +
-                                 std::to_string(attempt) + ")"
+                                 std::to_string(restart) + ")"
                            : "not restarting: " + whyNot;
   std::fprintf(stderr, "weir: %s.%03d UTC job '%s'%s attempt %d failed: %s; %s\n", when,
                static_cast<int>(failure.timestampMillis % 1000), jobName.c_str(),
@@ -263,8 +263,8 @@ void JobExecution::supervise() {
         delay = backoff.onFailure(nowMillis(), failed.message);
         whyNot = backoff.whyNot();
       }
-      logFailure(jobName_, failed, restarts_ + 1, delay, whyNot, backoff.strategyName(),
-                 stages > 1 ? stageName(stage) : "");
+      logFailure(jobName_, failed, std::max(1, stageRuns_[static_cast<size_t>(stage)].runs), restarts_ + 1, delay,
+                 whyNot, backoff.strategyName(), stages > 1 ? stageName(stage) : "");
       stageRuns_[static_cast<size_t>(stage)].state = "FAILED";
       if (!delay) {
         failure_ = attempt->failure;

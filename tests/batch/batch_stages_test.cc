@@ -168,14 +168,16 @@ TEST(BatchStages, EachStageRunsAfterTheStagesItReads) {
 // A stage that fails once is re-run alone: the stage before it is not (it read its
 // input once), its partial output is discarded, and the result is the brute force's.
 // One line on stderr names the stage. A failure in the first stage re-reads the source.
+// When both fail once, each line counts the stage's own attempts and the job's restarts.
 TEST(BatchStages, AStageThatFailsOnceIsReRunAlone) {
-  for (const char* failing : {"second", "first"}) {
+  for (const std::string failing : {"second", "first", "both"}) {
     SCOPED_TRACE(failing);
     auto read = std::make_shared<std::atomic<int64_t>>(0);
-    auto failed = std::make_shared<std::atomic<bool>>(false);
-    const bool inFirst = std::string(failing) == "first";
-    auto failOnce = [failed](int64_t seen, int64_t at) {
-      if (seen == at && !failed->exchange(true)) throw std::runtime_error("a flaky record");
+    auto failedFirst = std::make_shared<std::atomic<bool>>(false);
+    auto failedSecond = std::make_shared<std::atomic<bool>>(false);
+    const bool inFirst = failing != "second", inSecond = failing != "first";
+    auto failOnce = [](std::atomic<bool>& failed, int64_t seen, int64_t at) {
+      if (seen == at && !failed.exchange(true)) throw std::runtime_error("a flaky record");
     };
     StreamExecutionEnvironment env;
     env.setParallelism(2).setRuntimeMode(RuntimeExecutionMode::BATCH);
@@ -186,19 +188,20 @@ TEST(BatchStages, AStageThatFailsOnceIsReRunAlone) {
         env, sink,
         [=](const KeySum& r) {
           const int64_t n = read->fetch_add(1) + 1;
-          if (inFirst) failOnce(n, kRecords / 2);
+          if (inFirst) failOnce(*failedFirst, n, kRecords / 2);
           return r;
         },
         [=](const KeySum& r) {
-          if (!inFirst) failOnce(secondSeen->fetch_add(1) + 1, kKeys / 3);
+          if (inSecond) failOnce(*failedSecond, secondSeen->fetch_add(1) + 1, kKeys / 3);
           return r;
         });
     testing::internal::CaptureStderr();
     JobClient client = env.executeAsync("staged");
     client.wait();
     const std::string err = testing::internal::GetCapturedStderr();
-    EXPECT_TRUE(failed->load());
-    EXPECT_EQ(client.getMetrics().numRestarts, 1);
+    EXPECT_EQ(failedFirst->load(), inFirst);
+    EXPECT_EQ(failedSecond->load(), inSecond);
+    EXPECT_EQ(client.getMetrics().numRestarts, inFirst && inSecond ? 2 : 1);
     // The source's stage read its input once; or, when it failed, at least half of it
     // (the other subtask may read on until it is cancelled) and then all of it again.
     if (inFirst) {
@@ -207,12 +210,16 @@ TEST(BatchStages, AStageThatFailsOnceIsReRunAlone) {
     } else {
       EXPECT_EQ(read->load(), kRecords);
     }
-    const std::string stage = inFirst ? "stage 1/3 ('Source: numbers -> first')" : "stage 3/3 ('second -> Sink')";
-    EXPECT_NE(err.find("job 'staged' " + stage + " attempt 1 failed: operator '" + failing +
-                       "' (subtask "), std::string::npos) << err;
-    EXPECT_NE(err.find("a flaky record; re-running " + stage + " in 0 ms (fixed-delay, restart 1)"),
-              std::string::npos) << err;
-    if (inFirst) {
+    auto says = [&](const std::string& stage, const char* op, int restart) {
+      EXPECT_NE(err.find("job 'staged' " + stage + " attempt 1 failed: operator '" + op + "' (subtask "),
+                std::string::npos) << err;
+      EXPECT_NE(err.find("a flaky record; re-running " + stage + " in 0 ms (fixed-delay, restart " +
+                         std::to_string(restart) + ")"),
+                std::string::npos) << err;
+    };
+    if (inFirst) says("stage 1/3 ('Source: numbers -> first')", "first", 1);
+    if (inSecond) says("stage 3/3 ('second -> Sink')", "second", inFirst ? 2 : 1);
+    if (!inSecond) {
       EXPECT_EQ(asMap(sink.getResults()), bruteForce());
     } else {
       // The sink's stage ran twice: what the collecting sink got in the failed run stays
