@@ -466,6 +466,14 @@ class RestServer::Impl {
       if (e->job->jobId() == id) return e.get();
     std::optional<json> overview;
     const bool change = req.method != "GET" && req.method != "HEAD";
+    // A GET that found the job live before routing, and whose job has ended and been
+    // let go of since: answered from what is kept, as it would be now.
+    if (auto it = ended_.find(id); !change && it != ended_.end()) {
+      const auto kept = it->second->answer(req.path, metricsQuery(req));
+      res.status = kept.status;
+      res.set_content(kept.body, "application/json");
+      return nullptr;
+    }
     if (auto it = ended_.find(id); change && it != ended_.end()) overview = it->second->overview();
     if (change && !overview && archives_)
       for (auto& o : archives_->overviews())
