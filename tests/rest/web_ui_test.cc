@@ -395,9 +395,10 @@ TEST(WebUi, ServedOverTlsItShowsTheJob) {
   fs::remove_all(dir);
 }
 
-// A click on a vertex shows its chain and a row per subtask (records, rates,
-// back-pressure, busy / idle / back-pressured ms per second, watermarks), and any of its
-// metrics picked from the menu is charted per subtask.
+// A click on a vertex shows its chain (each operator's records in and out) and a row
+// per subtask (records, rates, back-pressure, busy / idle / back-pressured ms per
+// second, watermarks), and any of its metrics picked from the menu is charted per
+// subtask.
 TEST(WebUi, AClickedVertexShowsItsSubtasksAndChartsAMetric) {
   WEIR_REQUIRE_DRIVER();
   auto env = StreamExecutionEnvironment::createLocalEnvironmentWithWebUI(test::restOnAnyPort());
@@ -427,11 +428,22 @@ TEST(WebUi, AClickedVertexShowsItsSubtasksAndChartsAMetric) {
   browser.click(box);
   ASSERT_TRUE(browser.awaitTrue("return location.hash.endsWith('/" + count + "') && "
                                 "document.querySelectorAll('#subtask-table tbody tr').length === 2;"));
-  EXPECT_EQ(browser.run("return [...document.querySelectorAll('#vertex-chain li')].map(li => li.textContent);"),
+  EXPECT_EQ(browser.run("return [...document.querySelectorAll('#vertex-chain li .op-name')].map(s => s.textContent);"),
             nlohmann::json::array({"count"}));
+  const std::string chainIo = browser.textOf("#vertex-chain li[data-operator='count'] .op-io");  // "in N · out M"
   const auto rows = browser.run("return [...document.querySelectorAll('#subtask-table tbody tr')]"
                                 ".map(tr => [...tr.cells].map(td => td.textContent));");
   const auto after = readRecords();
+  // The operator's records in, over its subtasks, between the REST API's readings.
+  ASSERT_EQ(chainIo.rfind("in ", 0), 0u) << chainIo;
+  const int64_t operatorIn = shownCount(chainIo.substr(3, chainIo.find(" · ") - 3));
+  EXPECT_GE(operatorIn, before[0] + before[1]) << chainIo;
+  EXPECT_LE(operatorIn, after[0] + after[1]) << chainIo;
+  EXPECT_NE(chainIo.find(" · out "), std::string::npos) << chainIo;
+  // Its operator's watermarks, none yet (Flink's Long.MIN_VALUE), say so.
+  EXPECT_EQ(browser.run("return [...document.querySelectorAll(\"#vertex-metric-table tr[data-metric='count.currentInputWatermark'] "
+                        "td\")].map(td => td.textContent);"),
+            nlohmann::json::array({"count.currentInputWatermark", "no watermark", "no watermark"}));
   ASSERT_EQ(rows.size(), 2u);
   for (size_t s = 0; s < 2; ++s) {
     const auto& row = rows[s];
@@ -445,7 +457,7 @@ TEST(WebUi, AClickedVertexShowsItsSubtasksAndChartsAMetric) {
     const int busy = std::stoi(row[7].get<std::string>()), idle = std::stoi(row[8].get<std::string>());
     EXPECT_GE(busy, 0);
     EXPECT_LE(busy + idle + std::stoi(row[9].get<std::string>()), 1010) << row.dump();
-    EXPECT_EQ(row[10], "–") << "no event time in this job";
+    EXPECT_EQ(row[10], "no watermark") << "no event time in this job";
   }
   // The vertex table shows the same as ms per second, averaged over the subtasks.
   const std::string shares = browser.textOf("#vertex-table tr[data-vertex-id='" + count + "'] td.time-shares");
