@@ -34,6 +34,11 @@ void append(std::vector<char>& out, V v) {
   out.insert(out.end(), reinterpret_cast<const char*>(&v), reinterpret_cast<const char*>(&v) + sizeof v);
 }
 
+// The hash keys are ordered by: XXH3 of their bytes; a test may set one that collides
+// (setExternalSorterHashForTesting).
+uint64_t xxh3(const void* data, size_t size) { return XXH3_64bits(data, size); }
+uint64_t (*hashOfKey)(const void*, size_t) = xxh3;
+
 // Whether a comes before b: by hash, key bytes, then order within the key.
 bool before(uint64_t ha, std::string_view ka, int64_t oa, uint64_t hb, std::string_view kb, int64_t ob) {
   if (ha != hb) return ha < hb;
@@ -220,7 +225,7 @@ void ExternalSorter::add(std::string_view key, int64_t order, std::string_view r
   append(arena_, static_cast<uint32_t>(record.size()));
   arena_.insert(arena_.end(), key.begin(), key.end());
   arena_.insert(arena_.end(), record.begin(), record.end());
-  index_.push_back({XXH3_64bits(key.data(), key.size()), order, offset});
+  index_.push_back({hashOfKey(key.data(), key.size()), order, offset});
 }
 
 std::string_view ExternalSorter::keyAt(uint64_t offset) const {
@@ -232,13 +237,39 @@ std::string_view ExternalSorter::recordAt(uint64_t offset) const {
   return {p + kEntryHeader + load32(p), load32(p + 4)};
 }
 
-// By key and order; of equal ones, in the order added (their offsets grow).
+// By key and order; of equal ones, in the order added (their offsets grow). Sorted by
+// hash and order first, which reads no key: a key's records are many, and comparing
+// their key bytes again and again, each at a random place in the buffer, cost more than
+// the rest of the sort. Then each run of equal hashes is checked to hold one key, once
+// per entry; one that holds more (keys whose hashes collide) is sorted again by key
+// bytes as well, which gives the order before() gives.
 void ExternalSorter::sortBuffer() {
-  std::sort(index_.begin(), index_.end(), [&](const Entry& a, const Entry& b) {
-    if (before(a.hash, keyAt(a.offset), a.order, b.hash, keyAt(b.offset), b.order)) return true;
-    if (before(b.hash, keyAt(b.offset), b.order, a.hash, keyAt(a.offset), a.order)) return false;
+  std::sort(index_.begin(), index_.end(), [](const Entry& a, const Entry& b) {
+    if (a.hash != b.hash) return a.hash < b.hash;
+    if (a.order != b.order) return a.order < b.order;
     return a.offset < b.offset;
   });
+  for (size_t begin = 0; begin < index_.size();) {
+    const std::string_view key = keyAt(index_[begin].offset);
+    size_t end = begin + 1;
+    bool oneKey = true;
+    for (; end < index_.size() && index_[end].hash == index_[begin].hash; ++end)
+      oneKey = oneKey && keyAt(index_[end].offset) == key;
+    if (!oneKey)
+      std::sort(index_.begin() + static_cast<std::ptrdiff_t>(begin), index_.begin() + static_cast<std::ptrdiff_t>(end),
+                [&](const Entry& a, const Entry& b) {
+                  if (before(a.hash, keyAt(a.offset), a.order, b.hash, keyAt(b.offset), b.order)) return true;
+                  if (before(b.hash, keyAt(b.offset), b.order, a.hash, keyAt(a.offset), a.order)) return false;
+                  return a.offset < b.offset;
+                });
+    begin = end;
+  }
+}
+
+// Tests only: makes the sorter order keys by `hash` instead of XXH3 (null: XXH3 again),
+// to see keys whose hashes collide grouped all the same. Declared where it is used.
+void setExternalSorterHashForTesting(uint64_t (*hash)(const void*, size_t)) {
+  hashOfKey = hash ? hash : xxh3;
 }
 
 void ExternalSorter::spill() {
