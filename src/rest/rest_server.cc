@@ -458,8 +458,9 @@ class RestServer::Impl {
   }
 
   // The job of path parameter 1; else it answers 404 itself, or to a request that would
-  // change a job that ended and is only kept, 409 naming its final state (GETs of such a
-  // job are answered from what is kept before routing).
+  // change a job that ended and is only kept, 409 naming its final state. GETs of such a
+  // job are answered from what is kept before routing, and here when the job ended
+  // between the two.
   Entry* job(const httplib::Request& req, httplib::Response& res) {
     const std::string id = req.matches[1];
     for (auto& e : jobs_)
