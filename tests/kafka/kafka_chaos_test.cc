@@ -118,14 +118,14 @@ fs::path freshDir(const std::string& name) {
   return dir;
 }
 
-// 1 M records in 16 partitions (the mock keeps 5 MiB of each), read at parallelism 3
+// 1.5 M records in 24 partitions (the mock keeps 5 MiB of each), read at parallelism 3
 // with a checkpoint every 50 ms, killed 20 times, each a random 0-50 ms after a
 // checkpoint: the exactly-once file sink publishes every word's counts 1..n once.
 TEST(KafkaChaos, AKafkaWordCountKilledTwentyTimesPublishesEveryCountOnce) {
-  constexpr int64_t kRecords = 1'000'000;
+  constexpr int64_t kRecords = 1'500'000;
   fs::path dir = freshDir("kafka-chaos-files");
   KafkaCluster cluster;
-  cluster.createTopic("lines", 16);
+  cluster.createTopic("lines", 24);
   const auto truth = produceLines(cluster, "lines", kRecords, dir);
   std::mt19937 rng(29);
   const std::string args = "run kafka-wordcount --bootstrap-servers " + cluster.bootstrapServers() +
@@ -133,7 +133,8 @@ TEST(KafkaChaos, AKafkaWordCountKilledTwentyTimesPublishesEveryCountOnce) {
                            " --no-rest -p 3 --checkpoint-interval 50 --checkpoint-dir " +
                            (dir / "checkpoints").string() + " --restore latest";
   Kills k = killAndResume(args, 20, 50, dir, rng);
-  EXPECT_EQ(k.killed, 20) << "the runs ended too soon: make the input larger";  // 40 fit, measured
+  // 1 M records took 40 kills on a quiet machine, and ran out after 19 beside a build.
+  EXPECT_EQ(k.killed, 20) << "the runs ended too soon: make the input larger";
   ASSERT_EQ(k.exitCode, 0) << k.err;
   EXPECT_NE(k.err.find("resuming from checkpoint"), std::string::npos) << k.err;
   size_t hidden = 0, broken = 0;
