@@ -22,6 +22,7 @@
 
 #include "core/sync_point.h"
 #include "support/error_of.h"
+#include "support/fails_once_when.h"
 #include "support/fresh_folder.h"
 #include "support/kafka_cluster.h"
 #include "support/operator_metrics.h"
@@ -274,7 +275,6 @@ TEST(KafkaSink, ExactlyOnceInBatchCommitsOnceAtTheEndOfTheStageThroughAReRun) {
   struct Shared {
     std::mutex mutex;
     std::vector<std::string> events;  // "precommit <id>", "fail", "commit <id>"
-    bool failed = false;
   };
   auto shared = std::make_shared<Shared>();
   auto log = [shared](const std::string& event) {
@@ -284,29 +284,12 @@ TEST(KafkaSink, ExactlyOnceInBatchCommitsOnceAtTheEndOfTheStageThroughAReRun) {
   core::ScopedSyncPoint precommit("KafkaSink::AfterPreCommit",
                                   [&](void* arg) { log("precommit " + *static_cast<std::string*>(arg)); });
   core::ScopedSyncPoint commit("KafkaSink::AfterCommit", [&](void* arg) { log("commit " + *static_cast<std::string*>(arg)); });
-  struct FailSecondSubtaskOnce : RichMapFunction<int64_t, int64_t> {
-    std::shared_ptr<Shared> shared;
-    int64_t map(const int64_t& n) override {
-      if (getRuntimeContext().getIndexOfThisSubtask() != 1) return n;
-      auto firstDone = [&] {
-        std::lock_guard lock(shared->mutex);
-        return std::find(shared->events.begin(), shared->events.end(), "precommit batch-0-1") != shared->events.end();
-      };
-      {
-        std::lock_guard lock(shared->mutex);
-        if (shared->failed) return n;
-      }
-      // Subtask 1 reads a finished exchange and waits for nobody: only a slow machine
-      // makes this long.
-      for (int i = 0; i < 6000 && !firstDone(); ++i) std::this_thread::sleep_for(20ms);
-      std::lock_guard lock(shared->mutex);
-      shared->failed = true;
-      shared->events.push_back("fail");
-      throw std::runtime_error("subtask 2 broke");
-    }
+  FailsOnceWhen<int64_t> failing;
+  failing.ready = [shared] {
+    std::lock_guard lock(shared->mutex);
+    return std::find(shared->events.begin(), shared->events.end(), "precommit batch-0-1") != shared->events.end();
   };
-  FailSecondSubtaskOnce failing;
-  failing.shared = shared;
+  failing.onFailure = [log] { log("fail"); };
   StreamExecutionEnvironment env;
   env.setParallelism(2).setRuntimeMode(RuntimeExecutionMode::BATCH);
   env.setRestartStrategy(RestartStrategy::fixedDelayRestart(1, 0ms));

@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -18,6 +17,7 @@
 
 #include "core/sync_point.h"
 #include "support/error_of.h"
+#include "support/fails_once_when.h"
 #include "support/fresh_folder.h"
 #include "support/gated_source.h"
 #include "support/postgres_server.h"
@@ -216,8 +216,6 @@ BatchFailureRun runBatchWithAFailure(const std::string& table, DeliveryGuarantee
   struct Shared {
     std::mutex mutex;
     bool prepared = false;  // subtask 1's transaction
-    bool failed = false;
-    bool subtaskOneWasDone = false;
     std::vector<std::string> rolledBack;
   };
   auto shared = std::make_shared<Shared>();
@@ -229,28 +227,8 @@ BatchFailureRun runBatchWithAFailure(const std::string& table, DeliveryGuarantee
     std::lock_guard lock(shared->mutex);
     shared->rolledBack.push_back(*static_cast<std::string*>(arg));
   });
-  struct FailSecondSubtaskOnce : RichMapFunction<int64_t, int64_t> {
-    std::shared_ptr<Shared> shared;
-    std::function<bool()> subtaskOneDone;
-    int64_t map(const int64_t& n) override {
-      if (getRuntimeContext().getIndexOfThisSubtask() != 1) return n;
-      {
-        std::lock_guard lock(shared->mutex);
-        if (shared->failed) return n;
-      }
-      // Subtask 1 reads a finished exchange and waits for nobody: only a slow machine
-      // makes this long.
-      bool done = false;
-      for (int i = 0; i < 6000 && !(done = subtaskOneDone()); ++i) std::this_thread::sleep_for(20ms);
-      std::lock_guard lock(shared->mutex);
-      shared->failed = true;
-      shared->subtaskOneWasDone = done;
-      throw std::runtime_error("subtask 2 broke");
-    }
-  };
-  FailSecondSubtaskOnce failing;
-  failing.shared = shared;
-  failing.subtaskOneDone = [shared, table, guarantee] {
+  test::FailsOnceWhen<int64_t> failing;
+  failing.ready = [shared, table, guarantee] {
     if (guarantee == DeliveryGuarantee::EXACTLY_ONCE) {
       std::lock_guard lock(shared->mutex);
       return shared->prepared;
@@ -275,8 +253,8 @@ BatchFailureRun runBatchWithAFailure(const std::string& table, DeliveryGuarantee
   r.distinct = count("SELECT count(DISTINCT id) FROM " + table);
   EXPECT_EQ(count("SELECT count(*) FROM " + table + " WHERE v <> id * 10"), 0);
   std::lock_guard lock(shared->mutex);
-  EXPECT_TRUE(shared->failed) << "the failure was never injected";
-  r.subtaskOneWasDone = shared->subtaskOneWasDone;
+  EXPECT_TRUE(failing.outcome->failed.load()) << "the failure was never injected";
+  r.subtaskOneWasDone = failing.outcome->wasReady.load();
   r.rolledBack = shared->rolledBack;
   return r;
 }
